@@ -1,0 +1,38 @@
+//! Aptix's public contracts and the OpenAI Responses API wire types.
+//!
+//! This crate owns the shapes that cross a boundary:
+//!
+//! - [`contract`]: what Aptix clients send and receive. The request is AGN-034's
+//!   [`AgentExecuteRequest`](contract::AgentExecuteRequest) (a user turn or a tool
+//!   continuation, decided by which fields are present), checked by
+//!   [`validate`](contract::validate) which reports *every* violation with its field
+//!   path. The reply is AGN-004's [`AgentExecuteResponse`](contract::AgentExecuteResponse)
+//!   envelope.
+//! - [`wire`]: the real `POST /v1/responses` body, the `Response` object, its output
+//!   items, content parts, usage, error bodies and stream events, as the recorded
+//!   traffic shows them (see `docs/wire.md` for where the seeds' conceptual JSON and
+//!   the wire differ, and why the wire wins).
+//!
+//! # Design decisions
+//!
+//! - **Lenient decoding, exact encoding.** Wire types ignore unknown fields and keep
+//!   unknown item, content-part and event types as an `Other` variant holding the raw
+//!   JSON, because OpenAI adds new ones often and a client must not break when it does.
+//!   Encoding omits every unset optional field, because some servers reject `null`.
+//! - **Data only.** No I/O, no async runtime, no environment access: this crate is
+//!   serde types and pure functions, so every other crate (and every user) can depend
+//!   on it without pulling in a network stack.
+//!
+//! **Architecture invariant:** nothing here knows about HTTP, files, clocks or the
+//! environment.
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod contract;
+pub mod wire;
+
+mod error;
+
+pub use error::ModelError;

@@ -1,0 +1,1 @@
+//! Wire types of the real OpenAI `POST /v1/responses` API.

@@ -1,0 +1,9 @@
+//! The Aptix orchestrator: sessions, turns and the tool loop, wired through the
+//! provider, retriever, session-store and server-tool traits.
+//!
+//! **Architecture invariant:** depends on traits, never on a concrete provider,
+//! retriever or database chosen by a caller; it never reads argv or writes to stdout.
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]

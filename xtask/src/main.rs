@@ -1,0 +1,146 @@
+//! Project automation. `cargo xtask ci` runs everything CI checks, in the order that
+//! fails fastest: formatting, lints, layering, tests, doc tests, docs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+/// Crates that must stay pure: no network stack and no async runtime underneath.
+const CORE_CRATES: &[&str] = &["aptix-model", "aptix-rag", "aptix-request", "aptix-mapping"];
+/// Packages that must never appear under a core crate.
+const BANNED_UNDER_CORE: &[&str] = &["reqwest", "hyper", "tokio", "axum", "rusqlite", "tantivy"];
+/// Packages that must not appear under `aptix-client` built without its `http` feature.
+const BANNED_UNDER_CLIENT_TRAIT: &[&str] = &["reqwest", "hyper"];
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("layering") => layering(),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|layering>");
+            eprintln!("  ci        formatting, clippy, layering, tests, doc tests, rustdoc");
+            eprintln!("  layering  check that core crates pull in no network stack or runtime");
+            bail!("unknown or missing task")
+        }
+    }
+}
+
+fn ci() -> Result<()> {
+    let started = Instant::now();
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    layering()?;
+    if has_nextest() {
+        cargo(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--locked",
+            "--no-fail-fast",
+        ])?;
+    } else {
+        eprintln!("xtask: cargo-nextest is not installed; running the suite with cargo test");
+        cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
+    }
+    cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    run(Command::new(cargo_bin())
+        .args(["doc", "--workspace", "--no-deps", "--locked"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
+    eprintln!("xtask: ci passed in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+/// rust-analyzer's rule: CI fails when a banned dependency shows up under a crate.
+fn layering() -> Result<()> {
+    for krate in CORE_CRATES {
+        check_tree(krate, &[], BANNED_UNDER_CORE)?;
+    }
+    check_tree(
+        "aptix-client",
+        &["--no-default-features"],
+        BANNED_UNDER_CLIENT_TRAIT,
+    )?;
+    eprintln!("xtask: layering holds (core crates are pure, the provider trait needs no HTTP)");
+    Ok(())
+}
+
+fn check_tree(krate: &str, extra: &[&str], banned: &[&str]) -> Result<()> {
+    let mut command = Command::new(cargo_bin());
+    command
+        .current_dir(root())
+        .args([
+            "tree", "--locked", "-e", "normal", "--prefix", "none", "--format", "{p}",
+        ])
+        .args(["-p", krate])
+        .args(extra);
+    let output = command
+        .output()
+        .with_context(|| format!("running cargo tree for {krate}"))?;
+    if !output.status.success() {
+        bail!(
+            "cargo tree for {krate} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let tree = String::from_utf8_lossy(&output.stdout);
+    let found: Vec<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| banned.contains(name))
+        .collect();
+    if !found.is_empty() {
+        bail!(
+            "{krate} must not depend on {found:?}; see docs/ARCHITECTURE.md (run `cargo tree -p {krate} -i {}` to see why it does)",
+            found[0]
+        );
+    }
+    Ok(())
+}
+
+fn has_nextest() -> bool {
+    Command::new(cargo_bin())
+        .args(["nextest", "--version"])
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false)
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    run(Command::new(cargo_bin()).args(args))
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    command.current_dir(root());
+    eprintln!("xtask: running {command:?}");
+    let started = Instant::now();
+    let status = command
+        .status()
+        .with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    eprintln!("xtask: done in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
