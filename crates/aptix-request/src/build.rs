@@ -131,7 +131,8 @@ impl RequestBuilder {
             model,
             input: Input::Items(items),
             previous_response_id,
-            tools: (sends_tools && !tools.is_empty()).then_some(tools),
+            tools: (sends_tools && !tools.is_empty())
+                .then(|| tools.into_iter().map(with_explicit_parameters).collect()),
             tool_choice,
             parallel_tool_calls,
             temperature,
@@ -218,6 +219,25 @@ impl RequestBuilder {
         } else {
             Err(RequestError::UnknownForcedTool { name: name.clone() })
         }
+    }
+}
+
+/// A function tool with `parameters` always present. The API's `FunctionTool` requires
+/// the field, but the wire type omits it when unset, so a tool given without parameters
+/// gets the schema of "no arguments", which every provider and strict mode accept.
+fn with_explicit_parameters(tool: Tool) -> Tool {
+    match tool {
+        Tool::Function(mut function) => {
+            if function.parameters.is_none() {
+                function.parameters = Some(serde_json::json!({
+                    "type": "object",
+                    "properties": {},
+                    "additionalProperties": false
+                }));
+            }
+            Tool::Function(function)
+        }
+        other => other,
     }
 }
 

@@ -36,10 +36,13 @@ fn recorded_request_bodies_pass_the_check() {
     }
 }
 
+/// A change that makes a valid body invalid.
+type Breaker = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn bodies_the_api_rejects_fail_the_check() {
     let valid = fixture("request_tool_choice_function.json");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Breaker)> = vec![
         (
             "temperature above 2",
             Box::new(|body| body["temperature"] = json!(2.5)),
