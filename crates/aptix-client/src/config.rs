@@ -171,9 +171,10 @@ impl OpenAiConfig {
                     http::header::AUTHORIZATION,
                     format!("Bearer {}", key.expose_secret()),
                 ),
-                AuthScheme::ApiKeyHeader => {
-                    (HeaderName::from_static("api-key"), key.expose_secret().to_owned())
-                }
+                AuthScheme::ApiKeyHeader => (
+                    HeaderName::from_static("api-key"),
+                    key.expose_secret().to_owned(),
+                ),
             };
             // Validated in `build`, so this cannot fail; an unrepresentable key is
             // left out rather than panicking.
@@ -198,6 +199,8 @@ impl OpenAiConfig {
     }
 
     /// The key, for scrubbing it out of anything the server echoes back.
+    // Only the HTTP providers need it.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn secret(&self) -> Option<&str> {
         self.api_key.as_ref().map(|key| key.expose_secret())
     }
@@ -379,7 +382,10 @@ impl OpenAiConfigBuilder {
             header_value.set_sensitive(true);
             extra_headers.insert(header_name, header_value);
         }
-        for (field, value) in [("organization", &self.organization), ("project", &self.project)] {
+        for (field, value) in [
+            ("organization", &self.organization),
+            ("project", &self.project),
+        ] {
             if let Some(value) = value
                 && HeaderValue::from_str(value).is_err()
             {
@@ -473,7 +479,10 @@ mod tests {
         assert!(headers["authorization"].is_sensitive());
         assert_eq!(headers["openai-organization"], "org-1");
         assert_eq!(headers["openai-project"], "proj_1");
-        assert_eq!(config.endpoint("responses"), "https://api.openai.com/v1/responses");
+        assert_eq!(
+            config.endpoint("responses"),
+            "https://api.openai.com/v1/responses"
+        );
     }
 
     #[test]
@@ -493,8 +502,18 @@ mod tests {
 
     #[test]
     fn malformed_settings_are_errors_that_do_not_echo_the_key() {
-        assert!(OpenAiConfig::builder().base_url("not a url").build().is_err());
-        assert!(OpenAiConfig::builder().base_url("ftp://x/v1").build().is_err());
+        assert!(
+            OpenAiConfig::builder()
+                .base_url("not a url")
+                .build()
+                .is_err()
+        );
+        assert!(
+            OpenAiConfig::builder()
+                .base_url("ftp://x/v1")
+                .build()
+                .is_err()
+        );
         let error = OpenAiConfig::builder()
             .api_key("sk-bad\nkey")
             .build()
@@ -516,7 +535,10 @@ mod tests {
             .header("x-gateway-token", "gw-secret")
             .build()
             .unwrap();
-        let debug = format!("{config:?} {:?}", OpenAiConfig::builder().api_key("sk-very-secret"));
+        let debug = format!(
+            "{config:?} {:?}",
+            OpenAiConfig::builder().api_key("sk-very-secret")
+        );
         assert!(!debug.contains("sk-very-secret"), "{debug}");
         assert!(!debug.contains("gw-secret"), "{debug}");
         assert!(debug.contains("x-gateway-token"));

@@ -279,6 +279,8 @@ pub(crate) fn excerpt(text: &[u8], position: usize) -> String {
 }
 
 /// `text` cut to at most `max` bytes on a character boundary.
+// Only the HTTP providers need it.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
@@ -372,7 +374,10 @@ mod tests {
         for error in errors {
             let text = error.to_string();
             assert!(!text.ends_with('.'), "{text}");
-            assert!(text.chars().next().is_some_and(char::is_lowercase), "{text}");
+            assert!(
+                text.chars().next().is_some_and(char::is_lowercase),
+                "{text}"
+            );
         }
     }
 }

@@ -127,20 +127,29 @@ impl FakeProvider {
         lock(&self.script).len()
     }
 
-    fn next(&self, kind: CallKind, request: &CreateResponseRequest) -> Result<FakeReply, ClientError> {
+    fn next(
+        &self,
+        kind: CallKind,
+        request: &CreateResponseRequest,
+    ) -> Result<FakeReply, ClientError> {
         lock(&self.calls).push(RecordedCall {
             kind,
             request: request.clone(),
         });
         lock(&self.script).pop_front().ok_or_else(|| {
-            ClientError::config("fake_provider", "the script has no reply left for this call")
+            ClientError::config(
+                "fake_provider",
+                "the script has no reply left for this call",
+            )
         })
     }
 }
 
 /// Locks, recovering from a panic in another test thread: the data stays usable.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[async_trait]

@@ -7,6 +7,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod chat;
 mod config;
 mod error;
 mod fake;
@@ -21,6 +22,8 @@ mod sse_body;
 #[cfg(feature = "http")]
 mod transport;
 
+#[cfg(feature = "http")]
+pub use chat::ChatCompletionsProvider;
 pub use config::{
     AuthScheme, DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, OpenAiConfig, OpenAiConfigBuilder,

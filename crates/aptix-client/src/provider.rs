@@ -18,8 +18,10 @@ use crate::stream::EventStream;
 pub trait ResponsesProvider: Send + Sync {
     /// Sends the request and returns the complete response. The request's `stream`
     /// field is ignored: this call never streams.
-    async fn create(&self, request: &CreateResponseRequest)
-    -> Result<ProviderResponse, ClientError>;
+    async fn create(
+        &self,
+        request: &CreateResponseRequest,
+    ) -> Result<ProviderResponse, ClientError>;
 
     /// Sends the request with streaming on and returns the events as they arrive. The
     /// stream ends after a terminal event (`response.completed`, `.incomplete`,

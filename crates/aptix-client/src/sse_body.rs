@@ -170,11 +170,7 @@ impl<H: DataHandler> State<H> {
         self.pending.extend(out);
     }
 
-    fn dispatch(
-        &mut self,
-        event: Result<SseEvent, aptix_mapping::MappingError>,
-        out: &mut Items,
-    ) {
+    fn dispatch(&mut self, event: Result<SseEvent, aptix_mapping::MappingError>, out: &mut Items) {
         match event {
             Ok(event) => self.handler.on_event(event, out),
             Err(error) => out.push(Err(ClientError::Decode {
@@ -204,7 +200,12 @@ mod tests {
                 .into_iter()
                 .map(|chunk| Ok(Bytes::from_static(chunk))),
         );
-        let stream = events_from_bytes(Box::pin(body), ReplyMeta::synthetic(), None, ResponsesEvents);
+        let stream = events_from_bytes(
+            Box::pin(body),
+            ReplyMeta::synthetic(),
+            None,
+            ResponsesEvents,
+        );
         stream.collect::<Vec<_>>().now_or_never().unwrap()
     }
 
@@ -217,7 +218,11 @@ mod tests {
             let whole_text = format!("{whole:?}");
             for size in [1, 2, 3, 7, 64, 4096] {
                 let split = run(bytes.chunks(size).collect());
-                assert_eq!(format!("{split:?}"), whole_text, "{name} in chunks of {size}");
+                assert_eq!(
+                    format!("{split:?}"),
+                    whole_text,
+                    "{name} in chunks of {size}"
+                );
             }
         }
     }
@@ -249,8 +254,16 @@ mod tests {
 
     #[test]
     fn a_body_without_a_terminal_event_ends_in_an_error() {
-        let items = run(vec![b"data: {\"type\":\"response.in_progress\",\"response\":{\"id\":\"r\"}}\n\n"]);
+        let items = run(vec![
+            b"data: {\"type\":\"response.in_progress\",\"response\":{\"id\":\"r\"}}\n\n",
+        ]);
         assert_eq!(items.len(), 2);
-        assert!(matches!(items[1], Err(ClientError::StreamEnded { events_received: 1, .. })));
+        assert!(matches!(
+            items[1],
+            Err(ClientError::StreamEnded {
+                events_received: 1,
+                ..
+            })
+        ));
     }
 }

@@ -191,13 +191,15 @@ impl HttpTransport {
         };
         run.retry(backoff)
             .sleep(tokio::time::sleep)
-            .when(|failed: &AttemptError| match policy.classify(&failed.failure()) {
-                Ok(()) => true,
-                Err(reason) => {
-                    tracing::debug!(?reason, "not retrying");
-                    false
-                }
-            })
+            .when(
+                |failed: &AttemptError| match policy.classify(&failed.failure()) {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        tracing::debug!(?reason, "not retrying");
+                        false
+                    }
+                },
+            )
             .adjust(|failed: &AttemptError, next| {
                 match policy.delay(&failed.failure(), next, SystemTime::now()) {
                     Ok(wait) => Some(wait),
@@ -267,7 +269,10 @@ impl HttpTransport {
             }
             None => {
                 let text = self.scrub(String::from_utf8_lossy(&body).trim());
-                (None, (!text.is_empty()).then(|| truncate(&text, MAX_RAW_BODY)))
+                (
+                    None,
+                    (!text.is_empty()).then(|| truncate(&text, MAX_RAW_BODY)),
+                )
             }
         };
         let error = ClientError::Status {
@@ -301,7 +306,11 @@ impl HttpTransport {
         self.transport_error(phase, error)
     }
 
-    pub(crate) fn transport_error(&self, phase: TransportPhase, error: &reqwest::Error) -> ClientError {
+    pub(crate) fn transport_error(
+        &self,
+        phase: TransportPhase,
+        error: &reqwest::Error,
+    ) -> ClientError {
         ClientError::Transport {
             phase,
             message: error_chain(error, self.config.secret()),
@@ -317,9 +326,9 @@ async fn bounded<T>(
     work: impl Future<Output = Result<T, AttemptError>>,
 ) -> Result<T, AttemptError> {
     match timeout {
-        Some(after) => tokio::time::timeout(after, work).await.unwrap_or_else(|_| {
-            Err(AttemptError::new(ClientError::Timeout { kind, after }))
-        }),
+        Some(after) => tokio::time::timeout(after, work)
+            .await
+            .unwrap_or_else(|_| Err(AttemptError::new(ClientError::Timeout { kind, after }))),
         None => work.await,
     }
 }
@@ -373,9 +382,12 @@ mod tests {
     fn error_bodies_in_every_shape() {
         let nested = decode_error_body(br#"{"error":{"message":"m","type":"t","code":"c"}}"#);
         assert_eq!(nested.unwrap().code.as_deref(), Some("c"));
-        let numeric = decode_error_body(br#"{"error":{"code":500,"message":"m","type":"server_error"}}"#);
+        let numeric =
+            decode_error_body(br#"{"error":{"code":500,"message":"m","type":"server_error"}}"#);
         assert_eq!(numeric.unwrap().code.as_deref(), Some("500"));
-        let flat = decode_error_body(br#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#);
+        let flat = decode_error_body(
+            br#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#,
+        );
         assert_eq!(flat.unwrap().message, "bad");
         let text = decode_error_body(br#"{"error":"model not found"}"#);
         assert_eq!(text.unwrap().message, "model not found");

@@ -216,10 +216,9 @@ mod tests {
 
     #[test]
     fn streamed_replies_carry_no_rate_limits() {
-        let recorded: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(
-            &aptix_testkit::read_fixture("headers_streaming_200.json"),
-        )
-        .unwrap();
+        let recorded: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&aptix_testkit::read_fixture("headers_streaming_200.json"))
+                .unwrap();
         let mut map = HeaderMap::new();
         for (name, value) in &recorded {
             map.insert(

@@ -216,7 +216,11 @@ mod tests {
     }
 
     /// One decision for a status reply; the table-driven tests go through here.
-    fn check(status: u16, pairs: &[(&'static str, &str)], error: Option<&ApiError>) -> RetryDecision {
+    fn check(
+        status: u16,
+        pairs: &[(&'static str, &str)],
+        error: Option<&ApiError>,
+    ) -> RetryDecision {
         let map = headers(pairs);
         let failure = Failure::Status {
             status,
