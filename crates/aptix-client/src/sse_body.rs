@@ -49,23 +49,32 @@ impl DataHandler for ResponsesEvents {
     }
 }
 
-/// One Responses stream event from its `data`.
+/// One Responses stream event from its `data`, through `StreamEvent::from_json`. Only
+/// on failure is the data parsed again, to find where it stops being JSON.
 pub(crate) fn decode_event(data: &str) -> Result<StreamEvent, ClientError> {
-    match serde_json::from_str::<serde_json::Value>(data) {
-        Ok(value) if value.is_object() => StreamEvent::from_json(data).map_err(|error| {
-            ClientError::decode("stream event data", data.as_bytes(), 0, error.to_string())
-        }),
-        Ok(_) => Err(ClientError::decode(
+    let event = StreamEvent::from_json(data).map_err(|model_error| {
+        match serde_json::from_str::<serde::de::IgnoredAny>(data) {
+            Err(syntax) => {
+                crate::error::json_decode_error("stream event data", data.as_bytes(), &syntax)
+            }
+            Ok(_) => ClientError::decode(
+                "stream event data",
+                data.as_bytes(),
+                0,
+                model_error.to_string(),
+            ),
+        }
+    })?;
+    // `from_json` keeps any JSON value as `Other`; an event is always an object, so a
+    // bare number or list is garbage, not an unknown event.
+    match &event {
+        StreamEvent::Other(raw) if !raw.is_object() => Err(ClientError::decode(
             "stream event data",
             data.as_bytes(),
             0,
             "expected a json object",
         )),
-        Err(error) => Err(crate::error::json_decode_error(
-            "stream event data",
-            data.as_bytes(),
-            &error,
-        )),
+        _ => Ok(event),
     }
 }
 
@@ -250,6 +259,15 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         assert_eq!(items.len(), 1);
+    }
+
+    #[test]
+    fn data_that_is_json_but_not_an_object_is_a_decode_error() {
+        let items = run(vec![b"data: [1, 2]\n\n"]);
+        assert!(matches!(
+            items[0],
+            Err(ClientError::Decode { position: 0, .. })
+        ));
     }
 
     #[test]

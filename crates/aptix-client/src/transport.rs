@@ -22,6 +22,10 @@ use crate::error::{ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase, trunc
 use crate::provider::ReplyMeta;
 use crate::retry::{Failure, RetryPolicy, headers};
 
+/// The most of an error body read; bodies are decoded (JSON) or truncated to
+/// [`MAX_RAW_BODY`] after that.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
 /// A configured HTTP client for one base URL.
 #[derive(Clone)]
 pub(crate) struct HttpTransport {
@@ -261,7 +265,7 @@ impl HttpTransport {
     /// anything else is kept as truncated text.
     async fn status_error(&self, response: reqwest::Response, headers: HeaderMap) -> AttemptError {
         let status = response.status().as_u16();
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_capped(response, MAX_ERROR_BODY).await;
         let (api_error, raw_body) = match decode_error_body(&body) {
             Some(mut error) => {
                 error.message = self.scrub(&error.message);
@@ -317,6 +321,19 @@ impl HttpTransport {
             source: None,
         }
     }
+}
+
+/// Reads at most about `limit` bytes of a body: an error page can be large, and only
+/// its start is kept. A read failure keeps what arrived.
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
 }
 
 /// Runs `work` under `timeout`, turning expiry into a typed timeout error.

@@ -6,7 +6,7 @@
 //! [`from_chat_completion`] (chat reply -> `Response`) and [`ChatStreamTranslator`]
 //! (chat chunks -> Responses stream events ending in the folded `Response`). All three
 //! are pure and compile without the `http` feature; the provider that sends them is
-//! [`ChatCompletionsProvider`](crate::ChatCompletionsProvider).
+//! `ChatCompletionsProvider` (with the `http` feature).
 //!
 //! What the bridge cannot carry is reported, not dropped: `previous_response_id` (and
 //! stored item references) are [`ClientError::Unsupported`](crate::ClientError) (callers

@@ -1,4 +1,4 @@
-//! Retries: the pure decision ([`policy`]) and the reply headers it reads
+//! Retries: the pure decision ([`RetryPolicy`]) and the reply headers it reads
 //! ([`headers`]).
 //!
 //! The HTTP providers run every attempt through [`RetryPolicy`]; other transports can
