@@ -257,7 +257,9 @@ impl ClientError {
 
 fn status_summary(api_error: Option<&ApiError>, raw_body: Option<&str>) -> String {
     match (api_error, raw_body) {
-        (Some(error), _) => api_error_summary(error),
+        (Some(error), _) if !error.message.is_empty() || error.code.is_some() => {
+            api_error_summary(error)
+        }
         (None, Some(raw)) if !raw.is_empty() => raw.to_owned(),
         _ => "no error body".to_owned(),
     }
