@@ -20,8 +20,10 @@
 
 mod chunk;
 mod error;
+mod language;
 mod retriever;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
 pub use error::RagError;
+pub use language::{UNKNOWN_LANGUAGE, language_for_path};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
