@@ -21,9 +21,11 @@
 mod chunk;
 mod error;
 mod language;
+mod render;
 mod retriever;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
 pub use error::RagError;
 pub use language::{UNKNOWN_LANGUAGE, language_for_path};
+pub use render::{render_context_block, render_context_block_into};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
