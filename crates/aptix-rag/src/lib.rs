@@ -21,11 +21,15 @@
 mod chunk;
 mod error;
 mod language;
+mod pack;
 mod render;
 mod retriever;
+mod tokens;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
 pub use error::RagError;
 pub use language::{UNKNOWN_LANGUAGE, language_for_path};
+pub use pack::{Packed, pack};
 pub use render::{render_context_block, render_context_block_into};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
+pub use tokens::TokenCounter;
