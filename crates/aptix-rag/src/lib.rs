@@ -24,6 +24,7 @@ mod language;
 mod pack;
 mod render;
 mod retriever;
+mod select;
 mod tokens;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
@@ -32,4 +33,5 @@ pub use language::{UNKNOWN_LANGUAGE, language_for_path};
 pub use pack::{Packed, pack};
 pub use render::{render_context_block, render_context_block_into};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
+pub use select::{chunk_matches, dedupe_overlapping};
 pub use tokens::TokenCounter;
