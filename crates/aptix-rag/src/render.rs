@@ -1,43 +1,6 @@
-//! The AGN-002 `[CONTEXT]` block, byte for byte.
-//!
-//! ````text
-//! [CONTEXT]
-//!
-//! === CHUNK 1 ===
-//! Id: ctx_1
-//! Path: Billing/Managers/InvoiceManager.cs
-//! Lines: 40-85
-//! Language: csharp
-//! ```csharp
-//! public class InvoiceManager { }
-//! ```
-//!
-//! ````
-//!
-//! Every line ends in `\n`, and every chunk section, the last one included, ends with its
-//! closing fence and one blank line (`"```\n\n"`), as AGN-002 section 7 asks for each
-//! chunk. That makes the block the header followed by self-contained, identically shaped
-//! sections, so [`pack`](crate::pack) can price each section on its own and whatever the
-//! request builder appends after the block is already separated from it.
-//!
-//! Chunk text is untrusted (a Markdown file with its own fences, a fixture, hostile
-//! text), and so are its id, path and language. Three rules keep a reader from taking any
-//! of it for structure:
-//!
-//! - **Line ends**: `\r\n` and lone `\r` in content become `\n`, the only line end the
-//!   block contains, so no reader sees a line break that another reader does not.
-//! - **Fences**: the fence is one backtick longer than the longest run of backticks
-//!   anywhere in the content, and at least three. CommonMark closes a fence only with a
-//!   run at least as long, so no content line can close it early, and a forged
-//!   `=== CHUNK 7 ===` line stays inside the code block where it is plain text.
-//! - **Metadata**: in the `Id:`, `Path:` and `Language:` values, `\` becomes `\\`,
-//!   newline, carriage return and tab become `\n`, `\r`, `\t`, and every other control
-//!   character, the Unicode line and paragraph separators and the bidirectional
-//!   overrides become `\u{XXXX}`. A value therefore stays on its one line, reads as what
-//!   it is, and can be recovered exactly. The language after the opening fence must be
-//!   one word without backticks (CommonMark's info string), so there every character
-//!   outside `A-Z a-z 0-9 + # . _ -` becomes `_`; the `Language:` line keeps the exact
-//!   value.
+//! The AGN-002 `[CONTEXT]` block, byte for byte. The format and the rules that keep
+//! untrusted chunks from forging structure are documented on [`render_context_block`],
+//! where users of the crate can read them.
 
 use std::fmt::Write as _;
 
@@ -53,10 +16,47 @@ const SECTION_OVERHEAD: usize = 96;
 
 /// Renders chunks as the AGN-002 `[CONTEXT]` block, numbering them from 1 in the order
 /// given; `None` when there are no chunks, since an empty block would only tell the
-/// model that nothing was found in a place it cannot ask about.
+/// model that nothing was found in a place it cannot ask about. Accepts `&[Chunk]` and
+/// `&[ScoredChunk]` alike.
 ///
-/// Accepts `&[Chunk]` and `&[ScoredChunk]` alike. See the [module docs](self) for the
-/// exact bytes and for how untrusted content and metadata are neutralised.
+/// ````text
+/// [CONTEXT]
+///
+/// === CHUNK 1 ===
+/// Id: ctx_1
+/// Path: Billing/Managers/InvoiceManager.cs
+/// Lines: 40-85
+/// Language: csharp
+/// ```csharp
+/// public class InvoiceManager { }
+/// ```
+///
+/// ````
+///
+/// Every line ends in `\n`, and every chunk section, the last one included, ends with its
+/// closing fence and one blank line (`"```\n\n"`), as AGN-002 section 7 asks for each
+/// chunk. That makes the block the header followed by self-contained, identically shaped
+/// sections, so [`pack`](crate::pack()) can price each section on its own and whatever the
+/// request builder appends after the block is already separated from it.
+///
+/// Chunk text is untrusted (a Markdown file with its own fences, a fixture, hostile
+/// text), and so are its id, path and language. Three rules keep a reader from taking any
+/// of it for structure:
+///
+/// - **Line ends**: `\r\n` and lone `\r` in content become `\n`, the only line end the
+///   block contains, so no reader sees a line break that another reader does not.
+/// - **Fences**: the fence is one backtick longer than the longest run of backticks
+///   anywhere in the content, and at least three. CommonMark closes a fence only with a
+///   run at least as long, so no content line can close it early, and a forged
+///   `=== CHUNK 7 ===` line stays inside the code block where it is plain text.
+/// - **Metadata**: in the `Id:`, `Path:` and `Language:` values, `\` becomes `\\`,
+///   newline, carriage return and tab become `\n`, `\r`, `\t`, and every other control
+///   character, the Unicode line and paragraph separators and the bidirectional
+///   overrides become `\u{XXXX}`. A value therefore stays on its one line, reads as what
+///   it is, and can be recovered exactly. The language after the opening fence must be
+///   one word without backticks (CommonMark's info string), so there every character
+///   outside `A-Z a-z 0-9 + # . _ -` becomes `_`; the `Language:` line keeps the exact
+///   value.
 ///
 /// ```
 /// use aptix_rag::{Chunk, ChunkId, LineSpan, render_context_block};
@@ -127,34 +127,57 @@ pub(crate) fn write_section(out: &mut String, number: usize, chunk: &Chunk) {
     push_metadata_value(out, &chunk.language);
     out.push('\n');
 
-    let fence_len = longest_backtick_run(&chunk.content)
-        .saturating_add(1)
-        .max(3);
+    let scan = scan_content(&chunk.content);
+    let fence_len = scan.longest_backtick_run.saturating_add(1).max(3);
     push_fence(out, fence_len);
     push_fence_tag(out, &chunk.language);
     out.push('\n');
-    push_normalised_lines(out, &chunk.content);
+    if scan.has_carriage_return {
+        push_normalised_lines(out, &chunk.content);
+    } else {
+        out.push_str(&chunk.content);
+    }
     out.push('\n');
     push_fence(out, fence_len);
     out.push_str("\n\n");
 }
 
-/// The longest run of consecutive backticks anywhere in `text`.
-///
-/// Anywhere, not only at a line start where CommonMark would look: a model reads
-/// loosely, and a fence longer than every run in sight is unambiguous to any reader.
-fn longest_backtick_run(text: &str) -> usize {
-    let mut longest = 0;
+/// What rendering needs to know about a chunk's content before copying it.
+struct ContentScan {
+    /// The longest run of consecutive backticks anywhere in the content.
+    ///
+    /// Anywhere, not only at a line start where CommonMark would look: a model reads
+    /// loosely, and a fence longer than every run in sight is unambiguous to any reader.
+    longest_backtick_run: usize,
+    /// Whether the content needs line-end normalisation.
+    has_carriage_return: bool,
+}
+
+/// One vectorised pass that jumps between the only two bytes that matter, so content
+/// without them costs little more than the copy itself (a byte-by-byte loop here made
+/// rendering several times slower; see `benches/render.rs`).
+fn scan_content(text: &str) -> ContentScan {
+    let bytes = text.as_bytes();
+    let mut scan = ContentScan {
+        longest_backtick_run: 0,
+        has_carriage_return: false,
+    };
     let mut current = 0;
-    for byte in text.bytes() {
-        if byte == b'`' {
-            current += 1;
-            longest = longest.max(current);
-        } else {
-            current = 0;
+    let mut next_if_consecutive = usize::MAX;
+    for index in memchr::memchr2_iter(b'`', b'\r', bytes) {
+        if bytes.get(index) == Some(&b'\r') {
+            scan.has_carriage_return = true;
+            continue;
         }
+        current = if index == next_if_consecutive {
+            current + 1
+        } else {
+            1
+        };
+        scan.longest_backtick_run = scan.longest_backtick_run.max(current);
+        next_if_consecutive = index + 1;
     }
-    longest
+    scan
 }
 
 fn push_fence(out: &mut String, len: usize) {
@@ -287,9 +310,15 @@ mod tests {
             ("```rust\n```", 3),
             ("a ```` b ``", 4),
             ("``````", 6),
+            ("`\r`", 1),
+            ("a``\r\n```b`", 3),
         ];
         for (text, run) in cases {
-            assert_eq!(longest_backtick_run(text), run, "text {text:?}");
+            assert_eq!(
+                scan_content(text).longest_backtick_run,
+                run,
+                "text {text:?}"
+            );
         }
     }
 
