@@ -1,24 +1,4 @@
-//! Packing ranked chunks into a token budget.
-//!
-//! The budget is for the `[CONTEXT]` block exactly as [`render_context_block`] renders
-//! the kept chunks, counted with o200k_base. A chunk's cost is the tokens of its whole
-//! section (the `=== CHUNK N ===` line with the number it will get, the metadata lines,
-//! the fences and the content), and the first kept chunk also pays for the
-//! `[CONTEXT]` header.
-//!
-//! The rule is greedy in rank order: each chunk is kept when it fits in what is left,
-//! else dropped, and the scan goes on, so a large chunk that does not fit does not stop
-//! smaller, lower-ranked ones from filling the space. It never reorders: a kept chunk is
-//! numbered after every better-ranked kept chunk. Greedy is not the knapsack optimum,
-//! but it is what "best first" means to a reader of the ranking, it is stable (the
-//! same input packs the same way), and it counts each chunk once.
-//!
-//! Summing section costs is exact, not an estimate: o200k's pre-tokenizer never joins a
-//! line end with the `=` that starts the next section, so the tokens of the block are
-//! the header's plus each section's (the packing tests check the sum against a count of
-//! the rendered block).
-//!
-//! [`render_context_block`]: crate::render_context_block
+//! Packing ranked chunks into a token budget; the rule is documented on [`pack`].
 
 use crate::render::{CONTEXT_HEADER, write_section};
 use crate::{ChunkId, ScoredChunk, TokenCounter};
@@ -36,10 +16,29 @@ pub struct Packed {
 }
 
 /// Keeps the best-ranked chunks whose rendered `[CONTEXT]` block fits in `budget`
-/// o200k tokens; see the [module docs](self) for the greedy rule.
+/// o200k tokens. `ranked` is best first.
 ///
-/// `ranked` is best first. A budget too small for the header and any one chunk keeps
-/// nothing.
+/// The budget is for the `[CONTEXT]` block exactly as [`render_context_block`] renders
+/// the kept chunks, counted with o200k_base. A chunk's cost is the tokens of its whole
+/// section (the `=== CHUNK N ===` line with the number it will get, the metadata lines,
+/// the fences and the content), and the first kept chunk also pays for the
+/// `[CONTEXT]` header.
+///
+/// The rule is greedy in rank order: each chunk is kept when it fits in what is left,
+/// else dropped, and the scan goes on, so a large chunk that does not fit does not stop
+/// smaller, lower-ranked ones from filling the space. It never reorders: a kept chunk is
+/// numbered after every better-ranked kept chunk. Greedy is not the knapsack optimum,
+/// but it is what "best first" means to a reader of the ranking, it is stable (the
+/// same input packs the same way), and it counts each chunk once.
+///
+/// Summing section costs is exact, not an estimate: o200k's pre-tokenizer never joins a
+/// line end with the `=` that starts the next section, so the tokens of the block are
+/// the header's plus each section's (the packing tests check the sum against a count of
+/// the rendered block).
+///
+/// A budget too small for the header and any one chunk keeps nothing.
+///
+/// [`render_context_block`]: crate::render_context_block
 ///
 /// ```
 /// use aptix_rag::{Chunk, ChunkId, LineSpan, ScoredChunk, TokenCounter, pack};
