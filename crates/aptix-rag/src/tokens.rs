@@ -14,14 +14,14 @@ static O200K: OnceLock<Arc<CoreBPE>> = OnceLock::new();
 /// GPT-4.1, GPT-5 and `o` series models that the Responses API serves. Cheap to clone
 /// and share across threads.
 ///
-/// Building the o200k BPE tables decodes 200,000 base64 ranks (about 0.2 s in a release
+/// Building the o200k BPE tables decodes 200,000 base64 ranks (0.1 to 0.2 s in a release
 /// build, see `benches/render.rs`; far more in debug), so a process builds them once:
 /// [`TokenCounter::o200k`] hands out clones of one shared [`Arc`], and cloning a counter
 /// is a reference-count increment. The vocabulary ships inside `tiktoken-rs`, so no
 /// network is needed.
 ///
 /// There is no approximate (bytes / 4) counter. `benches/render.rs` measures exact
-/// packing of 20 chunks of 60 lines (44 KB) at 3 to 5 ms in a release build, and BPE's
+/// packing of 20 chunks of 60 lines (44 KB) at 2 to 5 ms in a release build, and BPE's
 /// worst case, 100 KB without a single word break, at tens of milliseconds: noise next
 /// to a model call, while an estimate could overrun the very budget it exists to keep.
 #[derive(Clone)]
