@@ -34,5 +34,6 @@ pub mod contract;
 pub mod wire;
 
 mod error;
+mod open_enum;
 
 pub use error::ModelError;
