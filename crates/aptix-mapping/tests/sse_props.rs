@@ -252,8 +252,8 @@ fn as_oracle_sees(events: Vec<Outcome>) -> Vec<Outcome> {
 }
 
 proptest! {
-    // Failures print their minimal input; there is no lib.rs beside tests/ for proptest
-    // to anchor a regressions file to.
+    // Failures print their minimal input, to be pinned as a plain test; no regressions
+    // file is written into the source tree behind the author's back.
     #![proptest_config(ProptestConfig {
         cases: 512,
         failure_persistence: None,
