@@ -8,6 +8,7 @@
 use std::fmt::Write;
 
 use aptix_model::wire::FunctionTool;
+use aptix_rag::{Chunk, ChunkId, LineSpan, render_context_block};
 use aptix_request::{RequestBuilder, ToolUsageBlock};
 use divan::Bencher;
 use divan::counter::BytesCount;
@@ -53,19 +54,19 @@ fn code_chunk(chunk: usize) -> String {
     code
 }
 
-/// An AGN-002 `[CONTEXT]` block of [`CHUNKS`] chunks.
+/// An AGN-002 `[CONTEXT]` block of [`CHUNKS`] chunks, rendered by `aptix-rag`.
 fn context_block() -> String {
-    let mut block = String::from("[CONTEXT]\n\n");
-    for chunk in 0..CHUNKS {
-        let _ = write!(
-            block,
-            "=== CHUNK {} ===\nId: ctx_{chunk}\nPath: src/config/part_{chunk}.rs\nLines: 1-{LINES_PER_CHUNK}\n\
-             Language: rust\n```rust\n{}```\n\n",
-            chunk + 1,
-            code_chunk(chunk)
-        );
-    }
-    block
+    let chunks: Vec<Chunk> = (0..CHUNKS)
+        .map(|chunk| Chunk {
+            id: ChunkId::new(format!("ctx_{chunk}")),
+            path: format!("src/config/part_{chunk}.rs"),
+            lines: LineSpan::new(1, LINES_PER_CHUNK as u32).expect("a valid span"),
+            language: "rust".into(),
+            content: code_chunk(chunk).trim_end().to_owned(),
+            metadata: Default::default(),
+        })
+        .collect();
+    render_context_block(&chunks).expect("chunks render a block")
 }
 
 fn tools() -> Vec<FunctionTool> {

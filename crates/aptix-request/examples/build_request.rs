@@ -29,19 +29,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tools(tools.clone())
         .temperature(0.2)
         .build()?;
-    println!("// initial request\n{}", serde_json::to_string_pretty(&initial)?);
+    println!(
+        "// initial request\n{}",
+        serde_json::to_string_pretty(&initial)?
+    );
 
     let continuation = RequestBuilder::new("gpt-4o-mini")
         .mode("QA")
         .previous_response_id("resp_example_1")
-        .tool_outputs([
-            ToolOutput::result("call_example_1", r#"{"text":"pub fn attempts() -> u32 { 3 }"}"#)
-                .with_tool_name("read_file")
-                .with_execution_ms(4),
-        ])
+        .tool_outputs([ToolOutput::result(
+            "call_example_1",
+            r#"{"text":"pub fn attempts() -> u32 { 3 }"}"#,
+        )
+        .with_tool_name("read_file")
+        .with_execution_ms(4)])
         .tools(tools)
         .build()?;
-    println!("// continuation\n{}", serde_json::to_string_pretty(&continuation)?);
+    println!(
+        "// continuation\n{}",
+        serde_json::to_string_pretty(&continuation)?
+    );
 
     // Bad input is an error naming the element, never a silently smaller request.
     let nested = parse_tools_json(r#"[{"type":"function","function":{"name":"read_file"}}]"#);

@@ -63,10 +63,12 @@ fn push_normalised_lines(out: &mut String, text: &str) {
     out.push_str(rest);
 }
 
-/// Appends a header value on one line: `\` becomes `\\`, newline, carriage return and
-/// tab become `\n`, `\r`, `\t`, and every other control or line-separator character
-/// becomes `\u{XX}`, so a value can never start a line of its own (and forge a header)
-/// and the original can be recovered exactly.
+/// Appends a header value on one line, with the escaping of `aptix-rag`'s `[CONTEXT]`
+/// metadata: `\` becomes `\\`, newline, carriage return and tab become `\n`, `\r`,
+/// `\t`, and every other control character, line or paragraph separator and
+/// bidirectional control becomes `\u{XXXX}`. A value can never start a line of its own
+/// (and forge a header) nor display differently from what it says, and the original can
+/// be recovered exactly.
 pub(crate) fn push_single_line(out: &mut String, value: &str) {
     for character in value.chars() {
         match character {
@@ -74,23 +76,30 @@ pub(crate) fn push_single_line(out: &mut String, value: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            other if breaks_line(other) => push_unicode_escape(out, other),
+            other if needs_escape(other) => push_unicode_escape(out, other),
             other => out.push(other),
         }
     }
 }
 
-/// Appends `\u{HEX}` for `character`.
+/// Appends `\u{XXXX}` (at least four upper-case hex digits) for `character`.
 pub(crate) fn push_unicode_escape(out: &mut String, character: char) {
     use std::fmt::Write;
     // Writing to a String cannot fail.
-    let _ = write!(out, "\\u{{{:x}}}", u32::from(character));
+    let _ = write!(out, "\\u{{{:04X}}}", u32::from(character));
 }
 
-/// Control characters and the Unicode line and paragraph separators: anything a reader
-/// might take as the end of a line or that does not print.
-pub(crate) fn breaks_line(character: char) -> bool {
-    character.is_control() || matches!(character, '\u{2028}' | '\u{2029}')
+/// Characters a one-line value must not show raw: control characters (C0, DEL, C1
+/// including NEL), the Unicode line and paragraph separators that some readers break
+/// lines at, and the bidirectional controls that can make a line display differently
+/// from what it says.
+pub(crate) fn needs_escape(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// Characters after which a new line starts, for any reasonable reader: the ASCII line
@@ -138,8 +147,9 @@ mod tests {
                 ("a\nb", "a\\nb"),
                 ("a\r\nb\tc", "a\\r\\nb\\tc"),
                 ("back\\slash", "back\\\\slash"),
-                ("nl\u{85}sep\u{2028}", "nl\\u{85}sep\\u{2028}"),
-                ("bell\u{7}", "bell\\u{7}"),
+                ("nl\u{85}sep\u{2028}", "nl\\u{0085}sep\\u{2028}"),
+                ("bell\u{7}", "bell\\u{0007}"),
+                ("rtl\u{202E}txt", "rtl\\u{202E}txt"),
             ],
         );
     }
