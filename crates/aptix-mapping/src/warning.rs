@@ -175,7 +175,9 @@ impl fmt::Display for MappingWarning {
                     f,
                     "the model refused in message {id}; the refusal is in `refusal`, not in `text`"
                 ),
-                None => f.write_str("the model refused; the refusal is in `refusal`, not in `text`"),
+                None => {
+                    f.write_str("the model refused; the refusal is in `refusal`, not in `text`")
+                }
             },
             MappingWarning::UnmappedToolCall { item_type, item_id } => write!(
                 f,
@@ -268,23 +270,30 @@ impl fmt::Display for MappingWarning {
                 first_received,
             } => write!(
                 f,
-                "{count} stream events were repeated or out of order and were skipped \
-                 (first: sequence number {first_received} after {first_previous})"
+                "{count} stream {} repeated or out of order and skipped \
+                 (first: sequence number {first_received} after {first_previous})",
+                plural(*count, "event was", "events were")
             ),
             MappingWarning::SequenceGaps {
                 missing,
                 first_after,
             } => write!(
                 f,
-                "{missing} stream events are missing by sequence number (first gap after \
-                 {first_after}); the final response is used as sent"
+                "{missing} stream {} missing by sequence number (first gap after \
+                 {first_after}); the final response is used as sent",
+                plural(*missing, "event is", "events are")
             ),
             MappingWarning::UndecodableEvents {
                 count,
                 first_reason,
             } => write!(
                 f,
-                "{count} stream events could not be decoded and were skipped (first: {first_reason})"
+                "{count} stream {} (first: {first_reason})",
+                plural(
+                    *count,
+                    "event could not be decoded and was skipped",
+                    "events could not be decoded and were skipped"
+                )
             ),
             MappingWarning::OrphanEvents {
                 count,
@@ -292,12 +301,18 @@ impl fmt::Display for MappingWarning {
                 first_output_index,
             } => write!(
                 f,
-                "{count} stream events referred to output items the stream never added \
-                 (first: `{first_event_type}` at output index {first_output_index})"
+                "{count} stream {} to output items the stream never added \
+                 (first: `{first_event_type}` at output index {first_output_index})",
+                plural(*count, "event referred", "events referred")
             ),
             MappingWarning::EventsAfterFinal { count } => write!(
                 f,
-                "{count} stream events after the final response were ignored"
+                "{count} stream {}",
+                plural(
+                    *count,
+                    "event came after the final response and was ignored",
+                    "events came after the final response and were ignored"
+                )
             ),
             MappingWarning::StreamErrorBeforeFinal {
                 code,
@@ -319,11 +334,18 @@ impl fmt::Display for MappingWarning {
             }
             MappingWarning::OutputFilledFromStream { items } => write!(
                 f,
-                "the final response has no output; the {items} items built from the stream \
-                 events were used"
+                "the final response has no output; the {items} {} built from the stream \
+                 events {} used instead",
+                plural(*items as u64, "item", "items"),
+                plural(*items as u64, "was", "were")
             ),
         }
     }
+}
+
+/// `one` for a count of one, else `many`.
+fn plural(count: u64, one: &'static str, many: &'static str) -> &'static str {
+    if count == 1 { one } else { many }
 }
 
 /// ` (id)` when there is an id, else nothing.

@@ -28,14 +28,22 @@ fn turn() -> TurnContext {
 fn check(case: &str, mapped: &Mapped, expect: &Expect<'_>) {
     let envelope = &mapped.envelope;
     assert_eq!(envelope.kind, Kind::Error, "{case}: kind");
-    assert_eq!(envelope.error_code.as_deref(), Some(expect.code), "{case}: errorCode");
+    assert_eq!(
+        envelope.error_code.as_deref(),
+        Some(expect.code),
+        "{case}: errorCode"
+    );
     assert_eq!(
         envelope.error_message.as_deref(),
         Some(expect.message),
         "{case}: errorMessage"
     );
     assert_eq!(envelope.warnings, expect.warnings, "{case}: warnings");
-    assert_eq!(envelope.raw_response_json.as_deref(), expect.raw, "{case}: raw");
+    assert_eq!(
+        envelope.raw_response_json.as_deref(),
+        expect.raw,
+        "{case}: raw"
+    );
     assert_eq!(
         envelope.response_continuation_id.as_deref(),
         expect.response_id,
@@ -43,10 +51,20 @@ fn check(case: &str, mapped: &Mapped, expect: &Expect<'_>) {
     );
     // Failures still say which turn they belong to, and nothing else is invented.
     assert_eq!(envelope.turn_id.as_deref(), Some("turn-1"), "{case}");
-    assert_eq!(envelope.conversation_id.as_deref(), Some("session-1"), "{case}");
+    assert_eq!(
+        envelope.conversation_id.as_deref(),
+        Some("session-1"),
+        "{case}"
+    );
     assert_eq!(envelope.request_id.as_deref(), Some("req_9"), "{case}");
-    assert_eq!(envelope.finish_reason, None, "{case}: no response, no finish reason");
-    assert!(envelope.text.is_none() && envelope.tool_calls.is_empty(), "{case}");
+    assert_eq!(
+        envelope.finish_reason, None,
+        "{case}: no response, no finish reason"
+    );
+    assert!(
+        envelope.text.is_none() && envelope.tool_calls.is_empty(),
+        "{case}"
+    );
 }
 
 fn body_case(case: &str, status: u16, body: &str, code: &str, message: &str, warnings: &[&str]) {
@@ -137,7 +155,9 @@ fn error_bodies_of_every_shape() {
         "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\n  <center>nginx</center>\n</body>\n</html>\n",
         "502",
         "<html> <head><title>502 Bad Gateway</title></head> <body> <center>nginx</center> </body> </html>",
-        &["error body is not a json error object (not json: expected value at line 1 column 1); the message is an excerpt of it"],
+        &[
+            "error body is not a json error object (not json: expected value at line 1 column 1); the message is an excerpt of it",
+        ],
     );
     body_case(
         "json of another shape",
@@ -145,7 +165,9 @@ fn error_bodies_of_every_shape() {
         r#"["busy"]"#,
         "503",
         r#"["busy"]"#,
-        &["error body is not a json error object (json that is not an object); the message is an excerpt of it"],
+        &[
+            "error body is not a json error object (json that is not an object); the message is an excerpt of it",
+        ],
     );
     body_case(
         "json without an error member",
@@ -153,7 +175,9 @@ fn error_bodies_of_every_shape() {
         r#"{"status":"down"}"#,
         "503",
         r#"{"status":"down"}"#,
-        &["error body is not a json error object (json without an `error` object); the message is an excerpt of it"],
+        &[
+            "error body is not a json error object (json without an `error` object); the message is an excerpt of it",
+        ],
     );
     body_case(
         "an empty body",
@@ -170,9 +194,16 @@ fn a_long_body_is_cut_in_the_message_and_kept_whole_as_raw() {
     let body = format!("Service Unavailable {}", "é".repeat(1000));
     let mapped = map_error_body(503, body.as_bytes(), &turn());
     let message = mapped.envelope.error_message.unwrap_or_default();
-    assert_eq!(message.chars().count(), 301, "300 characters and the ellipsis");
+    assert_eq!(
+        message.chars().count(),
+        301,
+        "300 characters and the ellipsis"
+    );
     assert!(message.starts_with("Service Unavailable éé") && message.ends_with("é…"));
-    assert_eq!(mapped.envelope.raw_response_json.as_deref(), Some(body.as_str()));
+    assert_eq!(
+        mapped.envelope.raw_response_json.as_deref(),
+        Some(body.as_str())
+    );
 }
 
 #[test]
@@ -261,7 +292,10 @@ fn transport_failures_and_own_errors() {
         sequence_number: Some(2),
         response_id: Some("resp_2".into()),
     };
-    assert_eq!(failed.to_string(), "stream failed with insufficient_quota: Quota.");
+    assert_eq!(
+        failed.to_string(),
+        "stream failed with insufficient_quota: Quota."
+    );
     check(
         "stream failed",
         &map_mapping_error(&failed, &turn()),
@@ -291,7 +325,10 @@ fn transport_failures_and_own_errors() {
         offset: 0,
     };
     assert_eq!(
-        map_mapping_error(&too_large, &turn()).envelope.error_code.as_deref(),
+        map_mapping_error(&too_large, &turn())
+            .envelope
+            .error_code
+            .as_deref(),
         Some("sse_event_too_large")
     );
     // An empty fold ends early, with no response id to keep.

@@ -9,8 +9,8 @@
 //! so that the deltas alone must rebuild the text and the arguments.
 
 use aptix_mapping::{
-    FoldedStream, MappingError, MappingWarning, StreamDelta, StreamFolder, TurnContext,
-    map_folded, map_response, map_response_body,
+    FoldedStream, MappingError, MappingWarning, StreamDelta, StreamFolder, TurnContext, map_folded,
+    map_response, map_response_body,
 };
 use aptix_model::contract::AgentExecuteResponse;
 use aptix_model::wire::{OutputItem, Response};
@@ -35,12 +35,14 @@ fn terminal(text: &str) -> (Response, String) {
     let data = text
         .lines()
         .filter_map(|line| line.strip_prefix("data: "))
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no data lines"));
     let event: Value = serde_json::from_str(data).unwrap_or_else(|error| panic!("{error}"));
     let response = serde_json::from_value(event["response"].clone())
         .unwrap_or_else(|error| panic!("terminal response: {error}"));
-    let start = data.find("\"response\":").map(|at| at + "\"response\":".len());
+    let start = data
+        .find("\"response\":")
+        .map(|at| at + "\"response\":".len());
     let raw = start
         .and_then(|start| data.get(start..data.len() - 1))
         .unwrap_or_else(|| panic!("no response member"));
@@ -75,12 +77,19 @@ fn check(name: &str) {
 
     let (deltas, result) = fold(&[&bytes]);
     let folded = result.unwrap_or_else(|error| panic!("{name}: {error}"));
-    assert_eq!(folded.response, final_response, "{name}: the final response");
+    assert_eq!(
+        folded.response, final_response,
+        "{name}: the final response"
+    );
     assert_eq!(
         folded.streamed_output, final_response.output,
         "{name}: the items the events built"
     );
-    assert_eq!(folded.raw_response_json.as_deref(), Some(raw.as_str()), "{name}: raw");
+    assert_eq!(
+        folded.raw_response_json.as_deref(),
+        Some(raw.as_str()),
+        "{name}: raw"
+    );
     assert!(folded.warnings.is_empty(), "{name}: {:?}", folded.warnings);
     let events = text.matches("\nevent: ").count() as u64 + 1;
     assert_eq!(folded.events, events, "{name}: events");
@@ -127,7 +136,10 @@ fn check(name: &str) {
             finish_reason,
             ..
         }) => {
-            assert_eq!(Some(response_id), envelope.response_continuation_id.as_ref());
+            assert_eq!(
+                Some(response_id),
+                envelope.response_continuation_id.as_ref()
+            );
             assert_eq!(finish_reason, &envelope.finish_reason, "{name}");
         }
         other => panic!("{name}: last delta {other:?}"),
@@ -150,7 +162,10 @@ fn check(name: &str) {
     let trimmed = without_done_events(&text);
     let (_, result) = fold(&[trimmed.as_bytes()]);
     let partial = result.unwrap_or_else(|error| panic!("{name} without .done: {error}"));
-    assert_eq!(partial.response, final_response, "{name}: still the final response");
+    assert_eq!(
+        partial.response, final_response,
+        "{name}: still the final response"
+    );
     assert_eq!(
         content_of(&partial.streamed_output, &final_response),
         content_of(&final_response.output, &final_response),

@@ -99,7 +99,11 @@ fn check(name: &str, mapped: &Mapped, raw: Option<&str>, expect: &Expect) {
     );
     match expect.error {
         Some((code, message_start)) => {
-            assert_eq!(envelope.error_code.as_deref(), Some(code), "{name}: errorCode");
+            assert_eq!(
+                envelope.error_code.as_deref(),
+                Some(code),
+                "{name}: errorCode"
+            );
             let message = envelope.error_message.as_deref().unwrap_or_default();
             assert!(
                 message.starts_with(message_start),
@@ -116,7 +120,11 @@ fn check(name: &str, mapped: &Mapped, raw: Option<&str>, expect: &Expect) {
         expect.response_id,
         "{name}: responseContinuationId"
     );
-    assert_eq!(envelope.model_id.as_deref(), expect.model, "{name}: modelId");
+    assert_eq!(
+        envelope.model_id.as_deref(),
+        expect.model,
+        "{name}: modelId"
+    );
     // The turn's identities come from the turn, never from the response.
     let turn = turn();
     assert_eq!(envelope.conversation_id, turn.conversation_id, "{name}");
@@ -269,8 +277,8 @@ fn response_fixtures_map_to_the_expected_envelopes() {
     assert_eq!(names.len(), 6, "response fixtures: {names:?}");
     for name in names {
         let body = read_fixture(&name);
-        let mapped = map_response_body(&body, &turn())
-            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        let mapped =
+            map_response_body(&body, &turn()).unwrap_or_else(|error| panic!("{name}: {error}"));
         let raw = String::from_utf8(body).unwrap_or_else(|error| panic!("{name}: {error}"));
         check(&name, &mapped, Some(&raw), &expected(&name));
     }
@@ -311,10 +319,18 @@ fn captures_map_as_inspect_shows_them() {
         let mapped = map_capture(&read_fixture(name), &turn());
         // The final event's `response` member as sent; `fold_fixtures` checks it byte
         // for byte against the recording.
-        let raw = mapped.envelope.raw_response_json.as_deref().unwrap_or_default();
+        let raw = mapped
+            .envelope
+            .raw_response_json
+            .as_deref()
+            .unwrap_or_default();
         let raw: serde_json::Value =
             serde_json::from_str(raw).unwrap_or_else(|error| panic!("{name}: {error}"));
-        assert_eq!(raw["id"].as_str(), expect.response_id, "{name}: rawResponseJson");
+        assert_eq!(
+            raw["id"].as_str(),
+            expect.response_id,
+            "{name}: rawResponseJson"
+        );
         check(name, &mapped, None, &expect);
     };
     sse(

@@ -31,8 +31,7 @@ fn summary(mapped: &Mapped) -> Value {
 fn check(case: &str, body: Value, expected: Value) {
     let turn = TurnContext::new("session-1", "turn-1");
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
-    let mapped =
-        map_response_body(&bytes, &turn).unwrap_or_else(|error| panic!("{case}: {error}"));
+    let mapped = map_response_body(&bytes, &turn).unwrap_or_else(|error| panic!("{case}: {error}"));
     let response: Response =
         serde_json::from_value(body.clone()).unwrap_or_else(|error| panic!("{case}: {error}"));
     let raw = String::from_utf8(bytes).unwrap_or_default();
@@ -41,7 +40,10 @@ fn check(case: &str, body: Value, expected: Value) {
         mapped,
         "{case}: decoded and raw paths agree"
     );
-    assert_eq!(mapped.envelope.raw_response_json.as_deref(), Some(raw.as_str()));
+    assert_eq!(
+        mapped.envelope.raw_response_json.as_deref(),
+        Some(raw.as_str())
+    );
     assert_eq!(mapped.envelope.turn_id.as_deref(), Some("turn-1"), "{case}");
     assert_eq!(
         mapped.envelope.response_continuation_id.as_deref(),
@@ -101,7 +103,10 @@ fn text_is_every_output_text_part_in_order_joined_by_a_blank_line() {
     );
     check(
         "only empty parts is no text",
-        response(json!("completed"), json!([message("msg_1", json!([text("")]))])),
+        response(
+            json!("completed"),
+            json!([message("msg_1", json!([text("")]))]),
+        ),
         json!({"kind": "empty"}),
     );
     check(
@@ -118,7 +123,10 @@ fn refusals_are_not_text() {
         "a refusal alone is an answer in words: ok",
         response(
             json!("completed"),
-            json!([message("msg_1", json!([refusal("I can't help with that.")]))]),
+            json!([message(
+                "msg_1",
+                json!([refusal("I can't help with that.")])
+            )]),
         ),
         json!({"refusal": "I can't help with that.", "warnings": [warning]}),
     );
@@ -245,8 +253,16 @@ fn finish_reason_follows_status_and_incomplete_reason() {
         body
     };
     let cases = [
-        ("incomplete: max_output_tokens", with_reason(json!("max_output_tokens")), json!({"finishReason": "length", "text": "Hi"})),
-        ("incomplete: content_filter", with_reason(json!("content_filter")), json!({"finishReason": "content_filter", "text": "Hi"})),
+        (
+            "incomplete: max_output_tokens",
+            with_reason(json!("max_output_tokens")),
+            json!({"finishReason": "length", "text": "Hi"}),
+        ),
+        (
+            "incomplete: content_filter",
+            with_reason(json!("content_filter")),
+            json!({"finishReason": "content_filter", "text": "Hi"}),
+        ),
         (
             "incomplete: an unknown reason is kept",
             with_reason(json!("max_tool_calls")),
@@ -335,7 +351,10 @@ fn a_failed_response_is_an_error_envelope() {
     check(
         "an error on a completed response is reported, not obeyed",
         {
-            let mut body = response(json!("completed"), json!([message("msg_1", json!([text("Hi")]))]));
+            let mut body = response(
+                json!("completed"),
+                json!([message("msg_1", json!([text("Hi")]))]),
+            );
             body["error"] = json!({"code": "odd", "message": "left over"});
             body
         },

@@ -15,7 +15,11 @@ use serde::Serialize;
 /// exactly the streamed items' text. The final response, not the deltas, is what the
 /// envelope is made from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum StreamDelta {
     /// The response exists (first `response.created`, `.queued` or `.in_progress`).

@@ -31,8 +31,8 @@
 mod anomalies;
 mod decode;
 mod delta;
-mod stream_fold;
 mod state;
+mod stream_fold;
 
 pub use delta::StreamDelta;
 pub use stream_fold::{FoldedStream, StreamFold};

@@ -119,9 +119,7 @@ impl StreamFold {
                 raw_response,
             }) => self.apply_event(event, raw_response),
             Err(reason) => {
-                self.events += 1;
-                self.anomalies
-                    .undecodable(|| format!("`{}` event: {reason}", event.event_type()));
+                self.note_undecodable(|| format!("`{}` event: {reason}", event.event_type()));
                 None
             }
         }
@@ -130,7 +128,11 @@ impl StreamFold {
     /// Records an event that never reached the fold (the SSE decoder dropped it).
     pub(crate) fn note_undecodable(&mut self, reason: impl FnOnce() -> String) {
         self.events += 1;
-        self.anomalies.undecodable(reason);
+        if self.terminal.is_some() {
+            self.anomalies.after_final();
+        } else {
+            self.anomalies.undecodable(reason);
+        }
     }
 
     /// Whether the terminal event has arrived; later events are ignored.
@@ -316,9 +318,11 @@ impl StreamFold {
             }
             StreamEvent::ReasoningSummaryPartAdded(event)
             | StreamEvent::ReasoningSummaryPartDone(event) => {
-                let placed =
-                    self.output
-                        .set_summary_part(event.output_index, event.summary_index, event.part);
+                let placed = self.output.set_summary_part(
+                    event.output_index,
+                    event.summary_index,
+                    event.part,
+                );
                 self.placed(
                     placed,
                     "response.reasoning_summary_part",
@@ -329,10 +333,12 @@ impl StreamFold {
             StreamEvent::ReasoningSummaryTextDone(event) => {
                 let index = event.output_index;
                 let placed = match event.value() {
-                    Some(text) => {
-                        self.output
-                            .summary_text(index, event.summary_index.unwrap_or(0), text, true)
-                    }
+                    Some(text) => self.output.summary_text(
+                        index,
+                        event.summary_index.unwrap_or(0),
+                        text,
+                        true,
+                    ),
                     None => Ok(()),
                 };
                 self.placed(placed, "response.reasoning_summary_text.done", index, None)
@@ -450,12 +456,10 @@ impl StreamFold {
     }
 
     fn terminal(&mut self, response: Response, raw: Option<String>) -> StreamDelta {
-        let calls_tools = response.output.iter().any(|item| {
-            matches!(
-                item.type_name(),
-                Some("function_call" | "custom_tool_call")
-            )
-        });
+        let calls_tools = response
+            .output
+            .iter()
+            .any(|item| matches!(item.type_name(), Some("function_call" | "custom_tool_call")));
         // The mapping reports this response's warnings; the delta needs only the label.
         let finish_reason = finish_reason(&response, calls_tools, &mut Vec::new());
         let delta = StreamDelta::Done {

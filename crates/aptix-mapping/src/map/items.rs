@@ -74,10 +74,7 @@ pub(crate) fn extract(output: &[OutputItem]) -> Extracted {
             }
             OutputItem::Reasoning(_) => {}
             OutputItem::Other(raw) => {
-                if matches!(
-                    item.type_name(),
-                    Some("function_call" | "custom_tool_call")
-                ) {
+                if matches!(item.type_name(), Some("function_call" | "custom_tool_call")) {
                     extracted.calls_tools = true;
                 }
                 extracted.warnings.push(other_item_warning(item, raw));
