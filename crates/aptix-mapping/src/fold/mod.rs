@@ -21,7 +21,7 @@
 //!   partial text.
 //! - `sequence_number`s must increase. An event whose number is not above the previous
 //!   one (a repeat or a reordering) is skipped, so a duplicating proxy cannot double the
-//!   text; terminal and `error` events are never skipped. Gaps are reported. Events after
+//!   text; a terminal event is never skipped. Gaps are reported. Events after
 //!   the terminal event are ignored. Each kind of anomaly is one warning with a count.
 //! - Unknown event types (annotations, hosted tool progress, new events) are ignored
 //!   without a warning, because their effect is in `output_item.done` and the final

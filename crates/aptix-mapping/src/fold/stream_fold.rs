@@ -234,13 +234,9 @@ impl StreamFold {
     }
 
     fn apply_event(&mut self, event: StreamEvent, raw: Option<String>) -> Option<StreamDelta> {
-        let always = matches!(
-            event,
-            StreamEvent::Completed(_)
-                | StreamEvent::Incomplete(_)
-                | StreamEvent::Failed(_)
-                | StreamEvent::Error(_)
-        );
+        // The final response is the result whatever its number says; anything else
+        // with a stale number is a repeat.
+        let always = event.terminal_response().is_some();
         if !self.admit(event.sequence_number(), always) {
             return None;
         }

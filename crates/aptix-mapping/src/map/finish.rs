@@ -14,9 +14,11 @@
 //! | missing | | as `completed` | no status |
 //! | other | | the status as sent | unknown status |
 //!
-//! Unknown values are passed through as [`FinishReason::Other`] rather than squeezed into
-//! a known one: the envelope's labels are open enums, and a client that does not know a
-//! value can still show it.
+//! Unknown values are passed through as sent rather than squeezed into a known one: the
+//! envelope's labels are open enums, and a client that does not know a value can still
+//! show it. They go through [`FinishReason::from`], so a value that happens to be a known
+//! label (a status of `content_filter`) is that label, exactly as a client decoding the
+//! envelope would read it.
 
 use aptix_model::contract::{FinishReason, Kind};
 use aptix_model::wire::{IncompleteReason, Response, ResponseStatus};
@@ -49,7 +51,7 @@ pub(crate) fn finish_reason(
         Some(ResponseStatus::Failed) => Some(FinishReason::Error),
         Some(ResponseStatus::Cancelled) => {
             warnings.push(MappingWarning::Cancelled);
-            Some(FinishReason::Other("cancelled".into()))
+            Some(FinishReason::from("cancelled"))
         }
         Some(status @ (ResponseStatus::Queued | ResponseStatus::InProgress)) => {
             warnings.push(MappingWarning::UnfinishedResponse {
@@ -61,7 +63,7 @@ pub(crate) fn finish_reason(
             warnings.push(MappingWarning::UnknownStatus {
                 status: status.clone(),
             });
-            Some(FinishReason::Other(status.clone()))
+            Some(FinishReason::from(status.as_str()))
         }
     }
 }
@@ -78,11 +80,11 @@ fn incomplete_reason(response: &Response, warnings: &mut Vec<MappingWarning>) ->
             warnings.push(MappingWarning::UnknownIncompleteReason {
                 reason: reason.clone(),
             });
-            FinishReason::Other(reason.clone())
+            FinishReason::from(reason.as_str())
         }
         None => {
             warnings.push(MappingWarning::IncompleteWithoutReason);
-            FinishReason::Other("incomplete".into())
+            FinishReason::from("incomplete")
         }
     }
 }
