@@ -5,16 +5,20 @@
 //! first buffering the whole object into an intermediate tree and then decoding it
 //! again. For a delta event that doubles the work and allocates for fields nobody reads
 //! (`item_id`, `obfuscation`, `logprobs`). So a delta is decoded straight into
-//! [`FastDelta`], borrowing its text from the input. The fast path accepts exactly what
-//! the wire type accepts or falls back to it: its fields have the same types and
-//! defaults, and anything it cannot decode (including a second `type` key) goes through
-//! [`StreamEvent`] as usual.
+//! [`FastDelta`], borrowing its text from the input: first by the one-pass reader in
+//! `scan`, which covers the deltas OpenAI sends, then by `serde_json` into the same
+//! struct. The fast path accepts exactly what the wire type accepts or falls back to it:
+//! its fields have the same types and defaults, and anything it cannot decode
+//! (including a second `type` key) goes through [`StreamEvent`] as usual. Only the
+//! speed depends on OpenAI's habit of writing `type` first.
 
 use std::borrow::Cow;
 
 use aptix_model::wire::StreamEvent;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use super::scan::scan_delta;
 
 /// Which delta a [`FastDelta`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,16 +34,6 @@ pub(crate) enum DeltaKind {
 }
 
 impl DeltaKind {
-    fn from_type(event_type: &str) -> Option<DeltaKind> {
-        match event_type {
-            "response.output_text.delta" => Some(DeltaKind::Text),
-            "response.refusal.delta" => Some(DeltaKind::Refusal),
-            "response.function_call_arguments.delta" => Some(DeltaKind::Arguments),
-            "response.reasoning_summary_text.delta" => Some(DeltaKind::ReasoningSummary),
-            _ => None,
-        }
-    }
-
     /// The event's `type`.
     pub(crate) fn event_type(self) -> &'static str {
         match self {
@@ -53,14 +47,14 @@ impl DeltaKind {
 
 /// A delta event decoded without the intermediate tree; the same fields, types and
 /// defaults as the wire's `TextDeltaEvent`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct FastDelta<'a> {
     /// The `type`, decoded so that a duplicate `type` key fails here as it fails there.
     #[serde(rename = "type", borrow)]
-    event_type: Cow<'a, str>,
+    pub(crate) event_type: Cow<'a, str>,
     #[serde(default)]
     pub(crate) sequence_number: Option<u64>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed_text")]
     pub(crate) item_id: Option<Cow<'a, str>>,
     pub(crate) output_index: u64,
     #[serde(default)]
@@ -68,10 +62,57 @@ pub(crate) struct FastDelta<'a> {
     #[serde(default)]
     pub(crate) summary_index: Option<u64>,
     /// `null` and missing are the empty string, as on the wire type.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed_text")]
     pub(crate) delta: Option<Cow<'a, str>>,
     #[serde(skip)]
     pub(crate) kind: Option<DeltaKind>,
+}
+
+/// An optional string borrowed from the input when it has no escapes. Serde borrows a
+/// bare `Cow<str>` field but not one inside an `Option`, which it copies into a new
+/// `String`: one allocation per delta for text that is about to be copied anyway.
+fn borrowed_text<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Text;
+
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a string or null")
+        }
+
+        fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(text)))
+        }
+
+        fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(text.to_owned())))
+        }
+
+        fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(text)))
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+
+    deserializer.deserialize_option(Text)
 }
 
 /// One decoded SSE `data` payload.
@@ -89,9 +130,10 @@ pub(crate) enum Decoded<'a> {
 
 /// Decodes one payload; `Err` is the reason it is not a JSON event at all.
 pub(crate) fn decode(data: &str) -> Result<Decoded<'_>, String> {
-    if let Some(kind) = leading_type(data).and_then(DeltaKind::from_type)
-        && let Ok(mut delta) = serde_json::from_str::<FastDelta<'_>>(data)
-        && DeltaKind::from_type(&delta.event_type) == Some(kind)
+    if let Some(kind) = leading_delta_kind(data)
+        && let Some(mut delta) =
+            scan_delta(data).or_else(|| serde_json::from_str::<FastDelta<'_>>(data).ok())
+        && delta.event_type == kind.event_type()
     {
         delta.kind = Some(kind);
         return Ok(Decoded::Delta(delta));
@@ -114,13 +156,22 @@ struct RawTerminal<'a> {
     response: &'a RawValue,
 }
 
-/// The `type` when the payload starts with it, as OpenAI writes every event
-/// (`{"type":"response.output_text.delta",...`); `None` sends the payload down the
+/// The delta kind when the payload starts with its `type`, as OpenAI writes every event
+/// (`{"type":"response.output_text.delta",...`). `None` sends the payload down the
 /// general path, so this is only a shortcut, never a decision about validity.
-fn leading_type(data: &str) -> Option<&str> {
-    let rest = data.strip_prefix("{\"type\":\"")?;
-    let end = memchr::memchr2(b'"', b'\\', rest.as_bytes())?;
-    rest.get(..end)
+fn leading_delta_kind(data: &str) -> Option<DeltaKind> {
+    let rest = data.as_bytes().strip_prefix(b"{\"type\":\"")?;
+    [
+        DeltaKind::Text,
+        DeltaKind::Arguments,
+        DeltaKind::ReasoningSummary,
+        DeltaKind::Refusal,
+    ]
+    .into_iter()
+    .find(|kind| {
+        let name = kind.event_type().as_bytes();
+        rest.starts_with(name) && rest.get(name.len()) == Some(&b'"')
+    })
 }
 
 /// Every event type the wire enum decodes into its own variant. An `Other` event of one

@@ -31,6 +31,7 @@
 mod anomalies;
 mod decode;
 mod delta;
+mod scan;
 mod state;
 mod stream_fold;
 

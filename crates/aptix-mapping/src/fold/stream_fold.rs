@@ -109,7 +109,8 @@ impl StreamFold {
     /// (sent by some compatible servers) is ignored.
     pub fn apply_sse(&mut self, event: &SseEvent) -> Option<StreamDelta> {
         let data = event.data.as_str();
-        if data.trim() == "[DONE]" {
+        // Checked only when the payload cannot be an event, to keep it off the hot path.
+        if !data.starts_with('{') && data.trim() == "[DONE]" {
             return None;
         }
         match decode(data) {
