@@ -1,10 +1,4 @@
-//! The envelope's two labels: [`Kind`] and [`FinishReason`].
-//!
-//! Both are *open* enums: each known value has a variant that serialises to exactly the
-//! AGN-004 string, and any other string decodes to `Other(string)` instead of failing.
-//! A client built today keeps working when a newer server adds a kind or a finish reason;
-//! it sees the new string and can treat it as it treats the closest value it knows.
-//! Decoding never produces `Other` holding a known string.
+//! The envelope's two labels, [`Kind`] and [`FinishReason`]: open string enums.
 
 use std::fmt;
 
@@ -19,6 +13,11 @@ macro_rules! open_enum {
         }
     ) => {
         $(#[$doc])*
+        ///
+        /// An open enum: each known value serialises to exactly its AGN-004 string, and any
+        /// other string decodes to `Other(string)` instead of failing, so a client built
+        /// today keeps working when a newer server adds a value. Decoding never produces
+        /// `Other` holding a known string.
         #[derive(Debug, Clone, PartialEq, Eq, Hash)]
         pub enum $name {
             $( $(#[$variant_doc])* $variant, )+
@@ -59,7 +58,7 @@ macro_rules! open_enum {
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
 
