@@ -53,7 +53,7 @@
 //! - **Streams** end with a terminal event or they are an error
 //!   ([`MappingError::StreamEndedEarly`]); an `error` event is recorded and folding goes
 //!   on, expecting `response.failed`; events with non-increasing sequence numbers are
-//!   skipped and counted. See the rules on [`StreamFold`]'s module.
+//!   skipped and counted. See the rules on [`StreamFold`].
 //!
 //! # Example
 //!

@@ -178,6 +178,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string, borrowed when it has no escapes.
+    #[inline]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.expect(b'"')?;
         let plain = self.plain_run()?;
@@ -200,6 +201,7 @@ impl<'a> Scanner<'a> {
     /// Eight bytes at a time ([`special_byte`]) rather than `memchr`: the strings of a
     /// delta are a few bytes long, too short for a vectorised search to pay for its setup,
     /// and three conditions are checked at once.
+    #[inline]
     fn plain_run(&mut self) -> Option<&'a str> {
         let rest = self.text.as_bytes().get(self.at..)?;
         let length = special_byte(rest)?;
@@ -247,6 +249,7 @@ impl<'a> Scanner<'a> {
 
     /// A non-negative integer that fits `u64`; a fraction or exponent is `None`, because
     /// serde refuses a float for an integer field.
+    #[inline]
     fn count(&mut self) -> Option<u64> {
         let start = self.at;
         let mut value: u64 = 0;
@@ -307,6 +310,7 @@ impl<'a> Scanner<'a> {
 /// flags a zero byte (`x - 0x20` flags a byte below `0x20`). A borrow can flag a byte
 /// *after* a real match, never before one, so the lowest flagged byte is exact; bytes of
 /// 0x80 and above (UTF-8 continuations) are never flagged.
+#[inline]
 fn special_byte(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;

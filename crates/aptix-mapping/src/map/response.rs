@@ -21,7 +21,16 @@ pub(crate) const RESPONSE_FAILED_CODE: &str = "response_failed";
 /// spacing, and drops unknown fields inside known output items.
 ///
 /// Total: every `Response` maps. A `failed` one (an HTTP 200 can carry one) is
-/// `kind = "error"` with its `error.code` and `error.message`.
+/// `kind = "error"` with its `error.code` (else `response_failed`) and `error.message`.
+///
+/// `finishReason`, derived because the API has none: `completed` with a function (or
+/// custom tool) call is `tool_use`, else `stop`; `incomplete` is `length` for
+/// `max_output_tokens` and `content_filter` for `content_filter`; `failed` is `error`;
+/// `cancelled` is `cancelled`; `queued` and `in_progress` have none; a missing status
+/// reads as `completed`; unknown values pass through as sent, with a warning.
+///
+/// `kind`: `error` for a failed response; else `ok` with text or a refusal; else
+/// `tool-only` with tool calls; else `empty`. The full tables are in `docs/mapping.md`.
 pub fn map_response(response: &Response, raw_json: Option<&str>, turn: &TurnContext) -> Mapped {
     let extracted = extract(&response.output);
     let mut warnings = extracted.warnings;
