@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use aptix_model::wire::StreamEvent;
+use aptix_model::wire::{StreamEvent, TextDeltaEvent};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -199,3 +199,36 @@ pub(crate) const KNOWN_EVENT_TYPES: &[&str] = &[
     "response.reasoning_summary_text.done",
     "error",
 ];
+
+/// The fields of a delta event the fold uses, from either decoding path.
+pub(crate) struct DeltaParts<'a> {
+    pub(crate) output_index: u64,
+    pub(crate) content_index: Option<u64>,
+    pub(crate) summary_index: Option<u64>,
+    pub(crate) item_id: Option<Cow<'a, str>>,
+    pub(crate) text: Cow<'a, str>,
+}
+
+impl From<TextDeltaEvent> for DeltaParts<'static> {
+    fn from(event: TextDeltaEvent) -> Self {
+        DeltaParts {
+            output_index: event.output_index,
+            content_index: event.content_index,
+            summary_index: event.summary_index,
+            item_id: event.item_id.map(Cow::Owned),
+            text: Cow::Owned(event.delta),
+        }
+    }
+}
+
+impl<'a> From<FastDelta<'a>> for DeltaParts<'a> {
+    fn from(delta: FastDelta<'a>) -> Self {
+        DeltaParts {
+            output_index: delta.output_index,
+            content_index: delta.content_index,
+            summary_index: delta.summary_index,
+            item_id: delta.item_id,
+            text: delta.delta.unwrap_or(Cow::Borrowed("")),
+        }
+    }
+}

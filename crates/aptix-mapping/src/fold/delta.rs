@@ -1,6 +1,7 @@
 //! [`StreamDelta`]: what the fold passes on while a stream is still arriving.
 
 use aptix_model::contract::FinishReason;
+use aptix_model::wire::OutputItem;
 use serde::Serialize;
 
 /// One piece of progress, emitted as the event that carries it is folded.
@@ -115,4 +116,33 @@ impl StreamDelta {
             _ => None,
         }
     }
+}
+
+/// `ToolCallStarted` for a call item being added.
+pub(crate) fn call_started(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
+    let (call_id, name) = match item {
+        OutputItem::FunctionCall(call) => (&call.call_id, &call.name),
+        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name),
+        _ => return None,
+    };
+    Some(StreamDelta::ToolCallStarted {
+        output_index,
+        call_id: call_id.clone(),
+        name: name.clone(),
+    })
+}
+
+/// `ToolCallDone` for a finished call item.
+pub(crate) fn call_done(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
+    let (call_id, name, arguments) = match item {
+        OutputItem::FunctionCall(call) => (&call.call_id, &call.name, &call.arguments),
+        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name, &call.input),
+        _ => return None,
+    };
+    Some(StreamDelta::ToolCallDone {
+        output_index,
+        call_id: call_id.clone(),
+        name: name.clone(),
+        arguments_json: arguments.clone(),
+    })
 }

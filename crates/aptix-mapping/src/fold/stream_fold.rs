@@ -1,21 +1,16 @@
-//! [`StreamFold`], the fold itself, and its result [`FoldedStream`]. The rules are on
-//! [`StreamFold`].
+//! [`StreamFold`], the fold itself; its rules are in the type's docs.
 
-use std::borrow::Cow;
-
-use aptix_model::wire::{ApiError, OutputItem, Response, ResponseStatus, StreamEvent};
+use aptix_model::wire::{ApiError, Response, ResponseStatus, StreamEvent};
 
 use super::anomalies::Anomalies;
-use super::decode::{Decoded, DeltaKind, FastDelta, KNOWN_EVENT_TYPES, decode};
-use super::delta::StreamDelta;
+use super::decode::{Decoded, DeltaKind, DeltaParts, FastDelta, KNOWN_EVENT_TYPES, decode};
+use super::delta::{StreamDelta, call_done, call_started};
+use super::folded::{FoldedStream, differing_indexes};
 use super::state::{Orphan, OutputState};
 use crate::error::MappingError;
 use crate::map::{finish_reason, stream_error_code};
 use crate::sse::SseEvent;
 use crate::warning::MappingWarning;
-
-/// Output indexes named in one [`MappingWarning::StreamDiffersFromFinal`], at most.
-const MAX_DIFFERING_INDEXES: usize = 20;
 
 /// Folds stream events into the final response.
 ///
@@ -96,30 +91,6 @@ pub struct StreamFold {
 struct Terminal {
     response: Response,
     raw: Option<String>,
-}
-
-/// A stream folded to its end: the final response, and what the fold saw on the way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FoldedStream {
-    /// The terminal event's response, as sent: the same object a non-streamed call
-    /// returns. (Its `output` is filled from the stream only when it was empty; see
-    /// [`MappingWarning::OutputFilledFromStream`].)
-    pub response: Response,
-    /// The terminal event's `response` JSON exactly as sent, when folded from SSE text.
-    pub raw_response_json: Option<String>,
-    /// The items the events built, in `output_index` order, for comparison and
-    /// debugging; the final response's `output` is the authoritative one.
-    pub streamed_output: Vec<OutputItem>,
-    /// The stream's `error` event, if it sent one.
-    pub stream_error: Option<ApiError>,
-    /// Stream anomalies, one per kind.
-    pub warnings: Vec<MappingWarning>,
-    /// Events received, decodable or not.
-    pub events: u64,
-    /// The highest `sequence_number` seen.
-    pub last_sequence_number: Option<u64>,
-    /// Event types that were ignored because this version does not know them, each once.
-    pub ignored_event_types: Vec<String>,
 }
 
 impl StreamFold {
@@ -517,88 +488,4 @@ impl StreamFold {
             }
         }
     }
-}
-
-/// The fields of a delta event the fold uses, from either decoding path.
-struct DeltaParts<'a> {
-    output_index: u64,
-    content_index: Option<u64>,
-    summary_index: Option<u64>,
-    item_id: Option<Cow<'a, str>>,
-    text: Cow<'a, str>,
-}
-
-impl From<aptix_model::wire::TextDeltaEvent> for DeltaParts<'static> {
-    fn from(event: aptix_model::wire::TextDeltaEvent) -> Self {
-        DeltaParts {
-            output_index: event.output_index,
-            content_index: event.content_index,
-            summary_index: event.summary_index,
-            item_id: event.item_id.map(Cow::Owned),
-            text: Cow::Owned(event.delta),
-        }
-    }
-}
-
-impl<'a> From<FastDelta<'a>> for DeltaParts<'a> {
-    fn from(delta: FastDelta<'a>) -> Self {
-        DeltaParts {
-            output_index: delta.output_index,
-            content_index: delta.content_index,
-            summary_index: delta.summary_index,
-            item_id: delta.item_id,
-            text: delta.delta.unwrap_or(Cow::Borrowed("")),
-        }
-    }
-}
-
-/// `ToolCallStarted` for a call item being added.
-fn call_started(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
-    let (call_id, name) = match item {
-        OutputItem::FunctionCall(call) => (&call.call_id, &call.name),
-        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name),
-        _ => return None,
-    };
-    Some(StreamDelta::ToolCallStarted {
-        output_index,
-        call_id: call_id.clone(),
-        name: name.clone(),
-    })
-}
-
-/// `ToolCallDone` for a finished call item.
-fn call_done(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
-    let (call_id, name, arguments) = match item {
-        OutputItem::FunctionCall(call) => (&call.call_id, &call.name, &call.arguments),
-        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name, &call.input),
-        _ => return None,
-    };
-    Some(StreamDelta::ToolCallDone {
-        output_index,
-        call_id: call_id.clone(),
-        name: name.clone(),
-        arguments_json: arguments.clone(),
-    })
-}
-
-/// Indexes where the streamed items and the final output differ, at most
-/// [`MAX_DIFFERING_INDEXES`] of them.
-fn differing_indexes(streamed: &OutputState, final_output: &[OutputItem]) -> Vec<u64> {
-    let final_indexed = final_output
-        .iter()
-        .enumerate()
-        .map(|(index, item)| (index as u64, item));
-    let mut differing: Vec<u64> = final_indexed
-        .filter(|(index, item)| streamed.item(*index) != Some(*item))
-        .map(|(index, _)| index)
-        .chain(
-            streamed
-                .iter()
-                .map(|(index, _)| index)
-                .filter(|index| *index >= final_output.len() as u64),
-        )
-        .take(MAX_DIFFERING_INDEXES)
-        .collect();
-    differing.sort_unstable();
-    differing
 }
