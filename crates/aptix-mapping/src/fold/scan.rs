@@ -1,0 +1,510 @@
+//! A one-pass reader for the common delta event, ahead of `serde_json`.
+//!
+//! Deltas are nearly every byte of a stream, and even a borrowing `serde_json` decode of
+//! one costs more than framing it. This reader accepts a strict subset of JSON: one
+//! object whose members are strings, non-negative integers, `null`, booleans, or empty
+//! arrays and objects; keys without escapes; no known key twice. On anything else it
+//! returns `None` and the caller decodes the payload with `serde_json` as before. So it
+//! can only be faster, never different: what it accepts, it reads exactly as the serde
+//! path reads it (a unit test checks the two against each other on generated input).
+
+use std::borrow::Cow;
+
+use super::decode::FastDelta;
+
+/// Reads a delta event payload, or `None` to leave it to `serde_json`.
+pub(crate) fn scan_delta(data: &str) -> Option<FastDelta<'_>> {
+    let mut scanner = Scanner { text: data, at: 0 };
+    let mut fields = Fields::default();
+    scanner.whitespace();
+    scanner.expect(b'{')?;
+    scanner.whitespace();
+    if scanner.peek() == Some(b'}') {
+        scanner.at += 1;
+    } else {
+        loop {
+            fields.member(&mut scanner)?;
+            scanner.whitespace();
+            match scanner.next()? {
+                b',' => scanner.whitespace(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    scanner.whitespace();
+    if scanner.at != data.len() {
+        return None;
+    }
+    Some(FastDelta {
+        event_type: fields.event_type?,
+        sequence_number: fields.sequence_number.flatten(),
+        item_id: fields.item_id.flatten(),
+        output_index: fields.output_index?,
+        content_index: fields.content_index.flatten(),
+        summary_index: fields.summary_index.flatten(),
+        delta: fields.delta.flatten(),
+        kind: None,
+    })
+}
+
+/// The members read so far; the outer `Option` says whether the key was seen, so that a
+/// second one fails as serde's "duplicate field" does.
+#[derive(Default)]
+struct Fields<'a> {
+    event_type: Option<Cow<'a, str>>,
+    sequence_number: Option<Option<u64>>,
+    item_id: Option<Option<Cow<'a, str>>>,
+    output_index: Option<u64>,
+    content_index: Option<Option<u64>>,
+    summary_index: Option<Option<u64>>,
+    delta: Option<Option<Cow<'a, str>>>,
+}
+
+impl<'a> Fields<'a> {
+    /// Reads one member, key, colon and value.
+    ///
+    /// Known keys are matched by comparing fixed-size arrays in place (a few word
+    /// compares), in the order OpenAI writes them, as one chain of direct branches: the
+    /// same keys come in the same order in every delta, so the branches predict well,
+    /// where a scanned key and a `match` on it cost two unpredictable indirect jumps.
+    /// `logprobs` and `obfuscation`, in every OpenAI delta, are skipped the same way.
+    fn member(&mut self, scanner: &mut Scanner<'a>) -> Option<()> {
+        scanner.expect(b'"')?;
+        let rest = scanner.rest();
+        if rest.first_chunk() == Some(b"type\"") {
+            scanner.value_after(5)?;
+            set(&mut self.event_type, scanner.string()?)
+        } else if rest.first_chunk() == Some(b"sequence_number\"") {
+            scanner.value_after(16)?;
+            set(&mut self.sequence_number, scanner.optional_count()?)
+        } else if rest.first_chunk() == Some(b"item_id\"") {
+            scanner.value_after(8)?;
+            set(&mut self.item_id, scanner.optional_string()?)
+        } else if rest.first_chunk() == Some(b"output_index\"") {
+            scanner.value_after(13)?;
+            set(&mut self.output_index, scanner.count()?)
+        } else if rest.first_chunk() == Some(b"content_index\"") {
+            scanner.value_after(14)?;
+            set(&mut self.content_index, scanner.optional_count()?)
+        } else if rest.first_chunk() == Some(b"delta\"") {
+            scanner.value_after(6)?;
+            set(&mut self.delta, scanner.optional_string()?)
+        } else if rest.first_chunk() == Some(b"summary_index\"") {
+            scanner.value_after(14)?;
+            set(&mut self.summary_index, scanner.optional_count()?)
+        } else {
+            if rest.first_chunk() == Some(b"logprobs\"") {
+                scanner.at += 9;
+            } else if rest.first_chunk() == Some(b"obfuscation\"") {
+                scanner.at += 12;
+            } else {
+                // Any other key, which must have no escapes.
+                scanner.plain_run()?;
+                scanner.expect(b'"')?;
+            }
+            scanner.whitespace();
+            scanner.expect(b':')?;
+            scanner.whitespace();
+            scanner.skip_value()
+        }
+    }
+}
+
+/// Sets a member once; a second time is `None`.
+#[inline]
+fn set<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    match slot {
+        Some(_) => None,
+        None => {
+            *slot = Some(value);
+            Some(())
+        }
+    }
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    #[inline]
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    #[inline]
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    #[inline]
+    fn whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// The bytes not read yet.
+    #[inline]
+    fn rest(&self) -> &'a [u8] {
+        self.text.as_bytes().get(self.at..).unwrap_or_default()
+    }
+
+    /// Skips a key of `length` bytes (closing quote included) and the colon after it.
+    #[inline]
+    fn value_after(&mut self, length: usize) -> Option<()> {
+        self.at += length;
+        self.whitespace();
+        self.expect(b':')?;
+        self.whitespace();
+        Some(())
+    }
+
+    #[inline]
+    fn optional_string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    /// A string, borrowed when it has no escapes.
+    #[inline]
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.expect(b'"')?;
+        let plain = self.plain_run()?;
+        if self.next()? == b'"' {
+            return Some(Cow::Borrowed(plain));
+        }
+        let mut owned = plain.to_owned();
+        loop {
+            self.escape(&mut owned)?;
+            owned.push_str(self.plain_run()?);
+            if self.next()? == b'"' {
+                return Some(Cow::Owned(owned));
+            }
+        }
+    }
+
+    /// The characters up to the next quote or backslash, which is left unread. A control
+    /// character must be escaped in JSON and serde rejects it, so it is `None` here.
+    ///
+    /// Eight bytes at a time ([`special_byte`]) rather than `memchr`: the strings of a
+    /// delta are a few bytes long, too short for a vectorised search to pay for its setup,
+    /// and three conditions are checked at once.
+    #[inline]
+    fn plain_run(&mut self) -> Option<&'a str> {
+        let rest = self.text.as_bytes().get(self.at..)?;
+        let length = special_byte(rest)?;
+        if rest.get(length).is_some_and(|&byte| byte < 0x20) {
+            return None;
+        }
+        let run = self.text.get(self.at..self.at + length)?;
+        self.at += length;
+        Some(run)
+    }
+
+    /// The escape after a backslash. Surrogates (`\ud83d`) are left to serde, which
+    /// pairs them.
+    fn escape(&mut self, out: &mut String) -> Option<()> {
+        let c = match self.next()? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hex = self.text.get(self.at..self.at + 4)?;
+                if !hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+                    return None;
+                }
+                self.at += 4;
+                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+            }
+            _ => return None,
+        };
+        out.push(c);
+        Some(())
+    }
+
+    #[inline]
+    fn optional_count(&mut self) -> Option<Option<u64>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        self.count().map(Some)
+    }
+
+    /// A non-negative integer that fits `u64`; a fraction or exponent is `None`, because
+    /// serde refuses a float for an integer field.
+    #[inline]
+    fn count(&mut self) -> Option<u64> {
+        let start = self.at;
+        let mut value: u64 = 0;
+        while let Some(digit) = self.peek().filter(u8::is_ascii_digit) {
+            value = value
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        let leading_zero = self.text.as_bytes().get(start) == Some(&b'0');
+        if digits == 0 || (digits > 1 && leading_zero) {
+            return None;
+        }
+        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        Some(value)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> bool {
+        let found = self
+            .text
+            .as_bytes()
+            .get(self.at..)
+            .is_some_and(|rest| rest.starts_with(word));
+        if found {
+            self.at += word.len();
+        }
+        found
+    }
+
+    /// Skips a value of a member nobody reads: the simple kinds only.
+    fn skip_value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'-' => {
+                self.at += 1;
+                self.count().map(drop)
+            }
+            b'0'..=b'9' => self.count().map(drop),
+            b'[' | b'{' => {
+                let close = if self.next()? == b'[' { b']' } else { b'}' };
+                self.whitespace();
+                self.expect(close)
+            }
+            _ if self.literal(b"null") || self.literal(b"true") || self.literal(b"false") => {
+                Some(())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The position of the first `"`, `\\` or control character.
+///
+/// Word at a time (SWAR): for each byte of a little-endian `u64`, `(x - 0x01) & !x & 0x80`
+/// flags a zero byte (`x - 0x20` flags a byte below `0x20`). A borrow can flag a byte
+/// *after* a real match, never before one, so the lowest flagged byte is exact; bytes of
+/// 0x80 and above (UTF-8 continuations) are never flagged.
+#[inline]
+fn special_byte(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const QUOTE: u64 = ONES * b'"' as u64;
+    const BACKSLASH: u64 = ONES * b'\\' as u64;
+    const SPACE: u64 = ONES * 0x20;
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().ok()?);
+        let quote = word ^ QUOTE;
+        let backslash = word ^ BACKSLASH;
+        let flagged = (quote.wrapping_sub(ONES) & !quote
+            | backslash.wrapping_sub(ONES) & !backslash
+            | word.wrapping_sub(SPACE) & !word)
+            & HIGH;
+        if flagged != 0 {
+            return Some(offset + flagged.trailing_zeros() as usize / 8);
+        }
+        offset += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
+        .map(|position| offset + position)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What serde reads, as the reader must read it.
+    fn serde(data: &str) -> Option<FastDelta<'_>> {
+        serde_json::from_str(data).ok()
+    }
+
+    fn check(data: &str) {
+        let scanned = scan_delta(data);
+        if let Some(scanned) = &scanned {
+            assert_eq!(Some(scanned), serde(data).as_ref(), "{data}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn special_byte_finds_the_first_one(bytes in prop::collection::vec(
+            prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff, Just(0x80u8), Just(0xffu8)],
+            0..40,
+        )) {
+            let expected = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            prop_assert_eq!(special_byte(&bytes), expected);
+        }
+    }
+
+    #[test]
+    fn reads_the_recorded_delta() {
+        let data = r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"fnaZDlQxOXx"}"#;
+        let scanned = scan_delta(data).unwrap();
+        assert_eq!(scanned.delta.as_deref(), Some("Hello"));
+        assert!(matches!(scanned.delta, Some(Cow::Borrowed(_))));
+        check(data);
+    }
+
+    #[test]
+    fn leaves_what_it_does_not_know_to_serde() {
+        for data in [
+            r#"{"type":"x","output_index":0,"logprobs":[{"token":"a"}]}"#,
+            r#"{"type":"x","output_index":1.0}"#,
+            r#"{"type":"x","output_index":0,"output_index":1}"#,
+            r#"{"t\u0079pe":"x","output_index":0}"#,
+            r#"{"type":"x","output_index":0,"delta":"\ud83d\ude00"}"#,
+            "{\"type\":\"x\",\"output_index\":0,\"delta\":\"a\u{1}b\"}",
+            r#"{"type":"x","output_index":0} x"#,
+            r#"{"type":"x","output_index":-1}"#,
+            r#"{"type":"x","output_index":01}"#,
+        ] {
+            assert!(scan_delta(data).is_none(), "{data}");
+        }
+    }
+
+    /// Generated payloads near the accepted subset: members in any order, duplicated or
+    /// missing, odd spacing, escapes, numbers of every form.
+    fn payload() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("[]".to_owned()),
+            Just("[ ]".to_owned()),
+            Just("{}".to_owned()),
+            Just("[1]".to_owned()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            Just("18446744073709551616".to_owned()),
+            Just("-0".to_owned()),
+            Just("1e3".to_owned()),
+            Just("2.0".to_owned()),
+            Just("007".to_owned()),
+            any::<String>().prop_map(|text| serde_json::to_string(&text).unwrap()),
+            "[a-z\\\\\"/ ]{0,6}".prop_map(|text| format!("\"{text}\"")),
+            Just(r#""\u00e9\n\t\"\\\/\b\f\r""#.to_owned()),
+            Just(r#""\ud83d\ude00""#.to_owned()),
+            Just(r#""\x""#.to_owned()),
+        ];
+        let key = prop_oneof![
+            Just("type"),
+            Just("sequence_number"),
+            Just("item_id"),
+            Just("output_index"),
+            Just("content_index"),
+            Just("summary_index"),
+            Just("delta"),
+            Just("obfuscation"),
+            Just("logprobs"),
+        ];
+        let space = prop_oneof![Just(""), Just(" "), Just("\n\t"), Just("\r ")];
+        // `type` and `output_index` are usually there, so that many payloads are read.
+        let required = (
+            prop::option::weighted(
+                0.9,
+                Just(r#""type":"response.output_text.delta""#.to_owned()),
+            ),
+            prop::option::weighted(
+                0.9,
+                any::<u64>().prop_map(|n| format!(r#""output_index":{n}"#)),
+            ),
+        )
+            .prop_map(|(event_type, index)| {
+                event_type.into_iter().chain(index).collect::<Vec<_>>()
+            });
+        (
+            required,
+            prop::collection::vec((key, space.clone(), value), 0..4),
+            any::<prop::sample::Index>(),
+            space.clone(),
+            space,
+        )
+            .prop_map(|(required, members, at, inner, outer)| {
+                let mut members: Vec<String> = members
+                    .into_iter()
+                    .map(|(key, space, value)| format!("\"{key}\"{space}:{space}{value}"))
+                    .collect();
+                for member in required {
+                    members.insert(at.index(members.len() + 1), member);
+                }
+                format!("{outer}{{{inner}{}{inner}}}{outer}", members.join(","))
+            })
+    }
+
+    #[test]
+    fn the_generated_payloads_are_often_read() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let strategy = payload();
+        let read = (0..1000)
+            .filter(|_| {
+                let data = strategy.new_tree(&mut runner).unwrap().current();
+                scan_delta(&data).is_some()
+            })
+            .count();
+        assert!(
+            read > 100,
+            "only {read} of 1000 generated payloads were read"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 2048,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn agrees_with_serde_whenever_it_answers(data in payload()) {
+            check(&data);
+        }
+
+        #[test]
+        fn agrees_with_serde_on_the_well_formed_shape(
+            sequence_number in any::<u64>(),
+            output_index in any::<u64>(),
+            delta in any::<String>(),
+        ) {
+            let data = serde_json::json!({
+                "type": "response.output_text.delta", "sequence_number": sequence_number,
+                "item_id": "msg_1", "output_index": output_index, "content_index": 0,
+                "delta": delta, "logprobs": [], "obfuscation": "abc",
+            })
+            .to_string();
+            let scanned = scan_delta(&data);
+            prop_assert!(scanned.is_some(), "{}", data);
+            check(&data);
+        }
+    }
+}
