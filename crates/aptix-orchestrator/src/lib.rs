@@ -7,3 +7,14 @@
     not(test),
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
+
+mod error;
+pub mod session;
+pub mod store;
+
+pub use error::OrchestratorError;
+pub use session::{
+    ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, StoredTurn, TurnKey,
+    Versioned,
+};
+pub use store::{InMemorySessionStore, SessionStore, SqliteSessionStore};
