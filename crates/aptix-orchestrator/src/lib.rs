@@ -8,13 +8,18 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod config;
 mod error;
+mod matching;
 pub mod session;
 pub mod store;
+mod tools;
 
+pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig};
 pub use error::OrchestratorError;
 pub use session::{
     ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, StoredTurn, TurnKey,
     Versioned,
 };
 pub use store::{InMemorySessionStore, SessionStore, SqliteSessionStore};
+pub use tools::{ClientTool, ServerTool};
