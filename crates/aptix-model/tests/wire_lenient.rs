@@ -119,7 +119,7 @@ fn easy_messages_and_unknown_input_items_round_trip() {
 }
 
 #[test]
-fn unknown_events_are_kept_and_non_objects_still_decode_as_other() {
+fn unknown_events_are_kept_and_non_objects_are_errors() {
     let event = StreamEvent::from_json(
         r#"{"type":"response.output_text.annotation.added","sequence_number":7,"annotation":{}}"#,
     )
@@ -129,10 +129,11 @@ fn unknown_events_are_kept_and_non_objects_still_decode_as_other() {
         Some("response.output_text.annotation.added")
     );
     assert_eq!(event.sequence_number(), Some(7));
-    assert!(matches!(
-        StreamEvent::from_json("[1,2]").unwrap(),
-        StreamEvent::Other(Value::Array(_))
-    ));
+    let error = StreamEvent::from_json("[1,2]").unwrap_err().to_string();
+    assert!(
+        error.contains("expected a JSON object, found an array"),
+        "{error}"
+    );
     assert!(StreamEvent::from_json("not json").is_err());
 }
 

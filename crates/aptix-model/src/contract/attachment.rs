@@ -1,20 +1,6 @@
 //! File and image inputs of a user turn (AGN-034 section 4.2).
 //!
-//! Every input names a workspace-relative `path`. It is either a **reference** (no
-//! content: the server reads the file from the workspace it indexes) or an **inline
-//! attachment**: a file as UTF-8 text (`content`) or as base64 (`contentBase64`), an
-//! image as base64 only. `mediaType` is optional; when it is absent, consumers infer it
-//! from the path's extension.
-//!
-//! ```json
-//! "files":  [{"path": "src/lib.rs"},
-//!            {"path": "notes/bug.md", "content": "it crashes when ..."},
-//!            {"path": "spec.pdf", "contentBase64": "JVBERi0x", "mediaType": "application/pdf"}],
-//! "images": [{"path": "screenshots/error.png", "contentBase64": "iVBORw0K", "mediaType": "image/png"}]
-//! ```
-//!
-//! Base64 is the standard alphabet with `=` padding and no whitespace or `data:` prefix,
-//! because it is passed on as the payload of a `data:` URL without being decoded.
+//! The JSON shape and the rules are documented on [`FileInput`].
 
 use std::fmt;
 
@@ -25,6 +11,22 @@ use super::path::RelativePath;
 use super::violation::{Problem, Violation, ViolationCode};
 
 /// A file input: a reference to a workspace file, or its content inline.
+///
+/// Every input names a workspace-relative `path`. It is either a **reference** (no
+/// content: the server reads the file from the workspace it indexes) or an **inline
+/// attachment**: a file as UTF-8 text (`content`) or as base64 (`contentBase64`), an
+/// image as base64 only. `mediaType` is optional; when it is absent, consumers infer it
+/// from the path's extension.
+///
+/// ```json
+/// "files":  [{"path": "src/lib.rs"},
+///            {"path": "notes/bug.md", "content": "it crashes when ..."},
+///            {"path": "spec.pdf", "contentBase64": "JVBERi0x", "mediaType": "application/pdf"}],
+/// "images": [{"path": "screenshots/error.png", "contentBase64": "iVBORw0K", "mediaType": "image/png"}]
+/// ```
+///
+/// Base64 is the standard alphabet with `=` padding and no whitespace or `data:` prefix,
+/// because it is passed on as the payload of a `data:` URL without being decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileInput {
     /// Where the file is (or would be) in the workspace.
@@ -46,7 +48,8 @@ pub enum FileSource {
     Base64(Base64Data),
 }
 
-/// An image input: a reference to a workspace image, or its bytes inline.
+/// An image input: a reference to a workspace image, or its bytes inline. The rules are
+/// those of a [`FileInput`], except that an image has no text `content`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageInput {
     /// Where the image is (or would be) in the workspace; a pasted screenshot gets a

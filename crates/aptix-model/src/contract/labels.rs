@@ -1,85 +1,10 @@
-//! The envelope's two labels: [`Kind`] and [`FinishReason`].
-//!
-//! Both are *open* enums: each known value has a variant that serialises to exactly the
-//! AGN-004 string, and any other string decodes to `Other(string)` instead of failing.
-//! A client built today keeps working when a newer server adds a kind or a finish reason;
-//! it sees the new string and can treat it as it treats the closest value it knows.
-//! Decoding never produces `Other` holding a known string.
+//! The envelope's two labels, [`Kind`] and [`FinishReason`]: open string enums.
 
-use std::fmt;
+use crate::open_enum::open_string_enum;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-/// Declares an open string enum: known variants with their exact strings, plus `Other`.
-macro_rules! open_enum {
-    (
-        $(#[$doc:meta])*
-        $name:ident {
-            $( $(#[$variant_doc:meta])* $variant:ident = $text:literal, )+
-        }
-    ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $( $(#[$variant_doc])* $variant, )+
-            /// A value this version does not know, kept as sent.
-            Other(String),
-        }
-
-        impl $name {
-            /// Every known value, in AGN-004's order.
-            pub const KNOWN: &'static [$name] = &[$($name::$variant),+];
-
-            /// The exact string on the wire.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $( $name::$variant => $text, )+
-                    $name::Other(text) => text,
-                }
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(text: &str) -> Self {
-                match text {
-                    $( $text => $name::$variant, )+
-                    other => $name::Other(other.to_owned()),
-                }
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(text: String) -> Self {
-                match $name::from(text.as_str()) {
-                    $name::Other(_) => $name::Other(text),
-                    known => known,
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                String::deserialize(deserializer).map($name::from)
-            }
-        }
-    };
-}
-
-open_enum! {
+open_string_enum! {
     /// AGN-004 section 4: how a client should present the envelope.
-    Kind {
+    pub enum Kind {
         /// `ok`: text and/or tool calls, no structural error.
         Ok = "ok",
         /// `tool-only`: tool calls and no user-facing text.
@@ -91,9 +16,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+open_string_enum! {
     /// Why the model stopped, derived from the response `status` (see `docs/wire.md`).
-    FinishReason {
+    pub enum FinishReason {
         /// `stop`: the model finished its answer.
         Stop = "stop",
         /// `length`: the output token limit cut the answer off.

@@ -60,7 +60,7 @@
 //! The orchestrator answers with an [`AgentExecuteResponse`] envelope: [`Kind`],
 //! text, [`AgentToolCall`]s, [`LlmUsage`], [`FinishReason`], [`SourceRef`]s, a
 //! [`FileBundle`], warnings, error fields and the raw provider JSON. Every field is always
-//! written (`null` when unset); see the `response` module docs on [`AgentExecuteResponse`].
+//! written (`null` when unset); see [`AgentExecuteResponse`].
 
 mod artifacts;
 mod attachment;
@@ -72,7 +72,7 @@ mod response;
 mod scope;
 mod text;
 mod tool_result;
-mod validate;
+mod validator;
 mod violation;
 
 pub use artifacts::{BundleFile, FileBundle, SourceRef};
@@ -86,5 +86,5 @@ pub use response::{AgentExecuteResponse, AgentToolCall, LlmUsage};
 pub use scope::{ScopeCondition, ScopeOperator};
 pub use text::{Instruction, SessionId, ToolCallId, ToolErrorMessage, TurnId};
 pub use tool_result::{ResultJson, ToolOutcome, ToolResult};
-pub use validate::validate;
+pub use validator::validate;
 pub use violation::{RequestRejection, Violation, ViolationCode};

@@ -1,21 +1,6 @@
 //! Workspace-relative paths, the only paths the contract accepts.
 //!
-//! Paths in requests (file and image inputs) and in responses (file bundles) name files
-//! inside the user's workspace. A path that could leave it is refused at the boundary, so
-//! that no later phase that reads or patches files has to defend against one:
-//!
-//! - empty, or only `.` segments: names no file;
-//! - absolute: a leading `/` or `\` (which also covers UNC paths `\\server\share`);
-//! - any `:`: a Windows drive (`C:\x`, `C:x`), a URL scheme (`file:`, `https:`) or an
-//!   NTFS stream (`a.txt:secret`), none of which is a plain relative path;
-//! - a first segment starting with `~`: shells expand it to a home directory;
-//! - any `..` segment: it escapes, or could escape, the workspace;
-//! - control characters, including NUL.
-//!
-//! Both `/` and `\` separate segments, so a Windows client may send `src\main.rs`. The
-//! stored form is normalised to `/` separators with `.` and empty segments dropped, the
-//! same form chunk paths use, so `./src//main.rs` and `src\main.rs` both become
-//! `src/main.rs`.
+//! The rules and the normalisation are documented on [`RelativePath`].
 
 use std::fmt;
 
@@ -25,11 +10,28 @@ use super::limits::MAX_PATH_BYTES;
 use super::violation::{Problem, Violation, ViolationCode};
 
 /// A normalised path relative to the workspace root, with `/` separators.
+///
+/// Paths in requests (file and image inputs) and in responses (file bundles) name files
+/// inside the user's workspace. A path that could leave it is refused at the boundary, so
+/// that no later phase that reads or patches files has to defend against one:
+///
+/// - empty, or only `.` segments: names no file;
+/// - absolute: a leading `/` or `\` (which also covers UNC paths `\\server\share`);
+/// - any `:`: a Windows drive (`C:\x`, `C:x`), a URL scheme (`file:`, `https:`) or an
+///   NTFS stream (`a.txt:secret`), none of which is a plain relative path;
+/// - a first segment starting with `~`: shells expand it to a home directory;
+/// - any `..` segment: it escapes, or could escape, the workspace;
+/// - control characters, including NUL.
+///
+/// Both `/` and `\` separate segments, so a Windows client may send `src\main.rs`. The
+/// stored form is normalised to `/` separators with `.` and empty segments dropped, the
+/// same form chunk paths use, so `./src//main.rs` and `src\main.rs` both become
+/// `src/main.rs`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RelativePath(String);
 
 impl RelativePath {
-    /// Checks and normalises a workspace-relative path (see the module docs for the rules).
+    /// Checks and normalises a workspace-relative path (see the type docs for the rules).
     ///
     /// ```
     /// use aptix_model::contract::RelativePath;

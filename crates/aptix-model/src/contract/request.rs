@@ -1,14 +1,6 @@
 //! The validated AGN-034 request: a user turn or a tool continuation.
 //!
-//! Values of these types come from [`validate`](super::validate) (or
-//! [`AgentExecuteRequest::from_json_slice`]), so code receiving one can rely on every
-//! rule of the contract. The fields are public so that tests and clients can build
-//! requests in code; the checked newtypes keep each field's own rules, while the rules
-//! between fields (a user turn has some input, tool call ids are unique, count and size
-//! limits) are what `validate` adds, so a hand-built value should be sent through it.
-//!
-//! Encoding writes canonical camelCase JSON and leaves out what is unset (no instruction,
-//! no inputs, `stream: false`), so any valid request survives encode then decode unchanged.
+//! See [`AgentExecuteRequest`] for how values are built and encoded.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -18,11 +10,21 @@ use super::limits::MAX_REQUEST_BYTES;
 use super::scope::ScopeCondition;
 use super::text::{Instruction, SessionId, TurnId};
 use super::tool_result::ToolResult;
-use super::validate::validate;
+use super::validator::validate;
 use super::violation::{RequestRejection, Violation, ViolationCode};
 
 /// An AGN-034 request, by scenario. The scenario is decided by field presence: a request
 /// with `toolResults` is a tool continuation, any other a user turn.
+///
+/// Values of these types come from [`validate`] (or
+/// [`AgentExecuteRequest::from_json_slice`]), so code receiving one can rely on every
+/// rule of the contract. The fields are public so that tests and clients can build
+/// requests in code; the checked newtypes keep each field's own rules, while the rules
+/// between fields (a user turn has some input, tool call ids are unique, count and size
+/// limits) are what `validate` adds, so a hand-built value should be sent through it.
+///
+/// Encoding writes canonical camelCase JSON and leaves out what is unset (no instruction,
+/// no inputs, `stream: false`), so any valid request survives encode then decode unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentExecuteRequest {
     /// A new turn: an instruction and/or inputs (AGN-034 section 2.1).
@@ -34,7 +36,7 @@ pub enum AgentExecuteRequest {
 impl AgentExecuteRequest {
     /// Parses and validates a request body. Total over arbitrary bytes: a body that is not
     /// JSON, not UTF-8 or over [`MAX_REQUEST_BYTES`] is one violation at the root path;
-    /// otherwise see [`validate`](super::validate).
+    /// otherwise see [`validate`].
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, RequestRejection> {
         if bytes.len() > MAX_REQUEST_BYTES {
             return Err(Violation::new(
@@ -57,7 +59,7 @@ impl AgentExecuteRequest {
         validate(&value)
     }
 
-    /// Validates a decoded JSON value; the same as [`validate`](super::validate).
+    /// Validates a decoded JSON value; the same as [`validate`].
     pub fn from_json_value(value: &Value) -> Result<Self, RequestRejection> {
         validate(value)
     }
@@ -94,7 +96,7 @@ impl Serialize for AgentExecuteRequest {
 }
 
 impl<'de> Deserialize<'de> for AgentExecuteRequest {
-    /// Decodes through [`validate`](super::validate), so serde users (an axum `Json`
+    /// Decodes through [`validate`], so serde users (an axum `Json`
     /// extractor, say) get the same rules; the error then carries the rejection's text.
     /// Servers that want the violations as data use
     /// [`from_json_slice`](Self::from_json_slice).

@@ -1,18 +1,4 @@
 //! The AGN-004 response envelope, [`AgentExecuteResponse`].
-//!
-//! # Shape on the wire
-//!
-//! Field names are camelCase. **Every field is always written**: an optional value that is
-//! unset is `null` (never left out) and a list is `[]`, so a client sees one stable shape
-//! whatever the turn produced, and a typed client (the VS Code extension, C#) need not
-//! tell "absent" from "null". In particular `text` is `null` when the model produced no
-//! text (AGN-004 section 2.5 allows empty or null; Aptix picks null so that "no text" and
-//! "an empty text" stay distinguishable), and `fileBundle` is `null` until a patching phase
-//! fills it.
-//!
-//! Decoding is lenient, for forward and backward compatibility: a missing field takes its
-//! default (`null`, `[]`, zero usage, kind `empty`), unknown fields are ignored, and an
-//! unknown `kind` or `finishReason` string is kept as `Other`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -21,6 +7,20 @@ use super::labels::{FinishReason, Kind};
 
 /// What a turn produced, as Aptix clients receive it (AGN-004 section 1, plus `requestId`
 /// and `refusal`).
+///
+/// # Shape on the wire
+///
+/// Field names are camelCase. **Every field is always written**: an optional value that is
+/// unset is `null` (never left out) and a list is `[]`, so a client sees one stable shape
+/// whatever the turn produced, and a typed client (the VS Code extension, C#) need not
+/// tell "absent" from "null". In particular `text` is `null` when the model produced no
+/// text (AGN-004 section 2.5 allows empty or null; Aptix picks null so that "no text" and
+/// "an empty text" stay distinguishable), and `fileBundle` is `null` until a patching phase
+/// fills it.
+///
+/// Decoding is lenient, for forward and backward compatibility: a missing field takes its
+/// default (`null`, `[]`, zero usage, kind `empty`), unknown fields are ignored, and an
+/// unknown `kind` or `finishReason` string is kept as `Other`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentExecuteResponse {

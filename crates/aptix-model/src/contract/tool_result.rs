@@ -4,14 +4,6 @@
 //! (`executionMs`, a whole number of milliseconds), and carries exactly one outcome:
 //! `resultJson` or `errorMessage`.
 //!
-//! `resultJson` is accepted in two forms. The seed's form is a JSON **string holding JSON
-//! text** (`"resultJson": "{\"rows\": 3}"`), which must parse as JSON. A client may also
-//! send the JSON **value inline** (`"resultJson": {"rows": 3}`), which is kept as its
-//! compact text. A string is always read as JSON text, never as a JSON string value, so a
-//! tool whose result is the string `ok` sends `"\"ok\""`, and one whose result is `null`
-//! sends `"null"` (a `null` field means "absent", as everywhere in the contract). Either
-//! way the validated value is text, because the Responses API takes a tool's output as a
-//! string (`function_call_output.output`).
 
 use std::fmt;
 
@@ -71,7 +63,15 @@ impl Serialize for ToolResult {
 }
 
 /// JSON text a tool returned: always parses as JSON, at most
-/// [`MAX_TOOL_OUTPUT_BYTES`](super::limits::MAX_TOOL_OUTPUT_BYTES).
+/// [`MAX_TOOL_OUTPUT_BYTES`] bytes.
+///
+/// text** (`"resultJson": "{\"rows\": 3}"`), which must parse as JSON. A client may also
+/// send the JSON **value inline** (`"resultJson": {"rows": 3}`), which is kept as its
+/// compact text. A string is always read as JSON text, never as a JSON string value, so a
+/// tool whose result is the string `ok` sends `"\"ok\""`, and one whose result is `null`
+/// sends `"null"` (a `null` field means "absent", as everywhere in the contract). Either
+/// way the validated value is text, because the Responses API takes a tool's output as a
+/// string (`function_call_output.output`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ResultJson(String);
 

@@ -88,7 +88,8 @@ impl ViolationCode {
 
 impl fmt::Display for ViolationCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so that width and alignment (`{:<30}`) work in tables.
+        f.pad(self.as_str())
     }
 }
 

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::open_enum::{ResponseStatus, open_string_enum};
+use super::open_enum::ResponseStatus;
 use super::output::OutputItem;
 use super::serde_util::{null_as_default, string_or_number};
 use super::usage::Usage;
+use crate::open_enum::open_string_enum;
 
 /// A response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -96,10 +96,24 @@ impl StreamEvent {
     /// Decodes one event from an SSE `data` payload. Unknown event types are `Other`;
     /// only data that is not a JSON object is an error.
     pub fn from_json(data: &str) -> Result<StreamEvent, ModelError> {
-        serde_json::from_str(data).map_err(|error| ModelError::Json {
+        let event: StreamEvent = serde_json::from_str(data).map_err(|error| ModelError::Json {
             path: "$".into(),
             message: error.to_string(),
-        })
+        })?;
+        // Every stream event is an object; an array or a number is a broken stream, not
+        // a new event type.
+        if let StreamEvent::Other(raw) = &event
+            && !raw.is_object()
+        {
+            return Err(ModelError::Json {
+                path: "$".into(),
+                message: format!(
+                    "expected a JSON object, found {}",
+                    super::serde_util::json_kind(raw)
+                ),
+            });
+        }
+        Ok(event)
     }
 
     /// The event's `type` as sent (`None` for an `Other` without one).

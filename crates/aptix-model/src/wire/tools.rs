@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::open_enum::open_string_enum;
+use crate::open_enum::open_string_enum;
 
 /// One tool definition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

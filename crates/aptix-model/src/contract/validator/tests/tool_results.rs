@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{check, continuation, one_result, result, without};
-use crate::contract::limits::MAX_TOOL_RESULTS;
+use crate::contract::limits::{MAX_RESULT_JSON_DEPTH, MAX_TOOL_OUTPUT_BYTES, MAX_TOOL_RESULTS};
 use crate::contract::violation::ViolationCode::*;
 
 #[test]
@@ -159,5 +159,29 @@ fn result_json_strings_must_hold_json_and_errors_must_be_text() {
     check(
         one_result(json!({"resultJson": null, "errorMessage": {"e": 1}})),
         &[("toolResults[0].errorMessage", WrongType)],
+    );
+}
+
+#[test]
+fn tool_outputs_are_bounded() {
+    let big = format!("\"{}\"", "x".repeat(MAX_TOOL_OUTPUT_BYTES));
+    check(
+        one_result(json!({"resultJson": big})),
+        &[("toolResults[0].resultJson", TooLarge)],
+    );
+    let inline = json!(["x".repeat(MAX_TOOL_OUTPUT_BYTES)]);
+    check(
+        one_result(json!({"resultJson": inline})),
+        &[("toolResults[0].resultJson", TooLarge)],
+    );
+    let message = "x".repeat(MAX_TOOL_OUTPUT_BYTES + 1);
+    check(
+        one_result(json!({"resultJson": null, "errorMessage": message})),
+        &[("toolResults[0].errorMessage", TooLarge)],
+    );
+    let deep = (0..=MAX_RESULT_JSON_DEPTH).fold(json!(1), |inner, _| json!([inner]));
+    check(
+        one_result(json!({"resultJson": deep})),
+        &[("toolResults[0].resultJson", InvalidResultJson)],
     );
 }

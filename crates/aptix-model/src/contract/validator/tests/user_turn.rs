@@ -4,7 +4,9 @@ use serde_json::{Value, json};
 
 use super::{check, user};
 use crate::contract::limits::{
-    MAX_FILE_INPUTS, MAX_INLINE_ATTACHMENT_BYTES, MAX_INSTRUCTION_BYTES, MAX_SCOPE_CONDITIONS,
+    MAX_FILE_INPUTS, MAX_HINT_BYTES, MAX_IMAGE_INPUTS, MAX_INLINE_ATTACHMENT_BYTES,
+    MAX_INSTRUCTION_BYTES, MAX_PATH_BYTES, MAX_SCOPE_CONDITIONS, MAX_SCOPE_KEY_BYTES,
+    MAX_SCOPE_VALUE_BYTES, MAX_SCOPE_VALUES,
 };
 use crate::contract::violation::ViolationCode::*;
 
@@ -195,4 +197,39 @@ fn hints_and_stream_are_checked() {
         &[("hints.repository", Empty)],
     );
     check(user(json!({"stream": "yes"})), &[("stream", WrongType)]);
+}
+
+#[test]
+fn counts_and_sizes_are_bounded() {
+    let x = |bytes: usize| "x".repeat(bytes);
+    let images: Vec<Value> = (0..=MAX_IMAGE_INPUTS)
+        .map(|_| json!({"path": "a.png"}))
+        .collect();
+    check(user(json!({"images": images})), &[("images", TooLarge)]);
+    let path = x(MAX_PATH_BYTES + 1);
+    check(
+        user(json!({"files": [{"path": path}]})),
+        &[("files[0].path", TooLarge)],
+    );
+    let condition = |key: String, values: Vec<String>| {
+        user(
+            json!({"ragScope": {"conditions": [{"key": key, "operator": "==", "values": values}]}}),
+        )
+    };
+    check(
+        condition(x(MAX_SCOPE_KEY_BYTES + 1), vec![x(1)]),
+        &[("ragScope.conditions[0].key", TooLarge)],
+    );
+    check(
+        condition(x(1), vec![x(1); MAX_SCOPE_VALUES + 1]),
+        &[("ragScope.conditions[0].values", TooLarge)],
+    );
+    check(
+        condition(x(1), vec![x(1), x(MAX_SCOPE_VALUE_BYTES + 1)]),
+        &[("ragScope.conditions[0].values[1]", TooLarge)],
+    );
+    check(
+        user(json!({"hints": {"workspaceId": x(MAX_HINT_BYTES + 1)}})),
+        &[("hints.workspaceId", TooLarge)],
+    );
 }
