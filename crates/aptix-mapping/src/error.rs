@@ -1,8 +1,12 @@
 //! The crate's one error type.
 //!
-//! Only unusable input is an error here; soft problems (an unknown stream event, a
-//! refusal) are reported as values next to the result, not through this enum.
+//! Only unusable input is an error here; soft problems (an unknown output item, a
+//! refusal, a repeated stream event) are [`MappingWarning`](crate::MappingWarning)s
+//! returned next to the result, not this enum. Every error still becomes an envelope:
+//! [`map_mapping_error`](crate::map_mapping_error) turns one into `kind = "error"` with
+//! the stable [`code`](MappingError::code) as `errorCode`.
 
+use aptix_model::wire::ApiError;
 use thiserror::Error;
 
 /// Everything that makes input unusable for `aptix-mapping`.
@@ -23,4 +27,67 @@ pub enum MappingError {
         /// Where the event starts, counted in bytes from the start of the stream.
         offset: u64,
     },
+
+    /// A 2xx body that is not a `Response` object: not JSON, not UTF-8, or JSON of
+    /// another shape (no `id`, an `output` that is not a list, ...).
+    #[error("response body is not a responses api response: {reason}")]
+    InvalidResponseBody {
+        /// What the JSON decoder reported.
+        reason: String,
+        /// The start of the body, whitespace collapsed, for the error message.
+        excerpt: String,
+    },
+
+    /// The stream ended before `response.completed`, `response.incomplete` or
+    /// `response.failed`: whatever text arrived is partial, so it is not a result.
+    #[error(
+        "stream ended after {events} events without a final response (last sequence number {})",
+        display_sequence(*last_sequence_number)
+    )]
+    StreamEndedEarly {
+        /// The highest `sequence_number` seen, `None` when no event had one.
+        last_sequence_number: Option<u64>,
+        /// Stream events received (decoded or not).
+        events: u64,
+        /// The response id from `response.created`, when that event arrived.
+        response_id: Option<String>,
+    },
+
+    /// The stream sent an `error` event and then ended without `response.failed`.
+    #[error("stream failed with {}: {}", error_label(error), error.message)]
+    StreamFailed {
+        /// The error the event carried (nested or flat shape, read the same way).
+        error: Box<ApiError>,
+        /// The `error` event's `sequence_number`, when it had one.
+        sequence_number: Option<u64>,
+        /// The response id from `response.created`, when that event arrived.
+        response_id: Option<String>,
+    },
+}
+
+impl MappingError {
+    /// A stable snake_case code for the envelope's `errorCode`: `sse_event_too_large`,
+    /// `invalid_response_body`, `stream_ended_early`, or for
+    /// [`StreamFailed`](Self::StreamFailed) the stream error's own code (its `code`, else
+    /// its `type`, else `stream_error`).
+    pub fn code(&self) -> String {
+        match self {
+            MappingError::SseEventTooLarge { .. } => "sse_event_too_large".into(),
+            MappingError::InvalidResponseBody { .. } => "invalid_response_body".into(),
+            MappingError::StreamEndedEarly { .. } => "stream_ended_early".into(),
+            MappingError::StreamFailed { error, .. } => crate::map::stream_error_code(error),
+        }
+    }
+}
+
+fn display_sequence(number: Option<u64>) -> String {
+    number.map_or_else(|| "none".to_owned(), |number| number.to_string())
+}
+
+fn error_label(error: &ApiError) -> &str {
+    error
+        .code
+        .as_deref()
+        .or(error.kind.as_deref())
+        .unwrap_or("an error")
 }

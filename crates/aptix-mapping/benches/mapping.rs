@@ -1,0 +1,2 @@
+//! Placeholder until the mapping benchmark lands.
+fn main() {}

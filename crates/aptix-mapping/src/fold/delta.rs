@@ -1,0 +1,118 @@
+//! [`StreamDelta`]: what the fold passes on while a stream is still arriving.
+
+use aptix_model::contract::FinishReason;
+use serde::Serialize;
+
+/// One piece of progress, emitted as the event that carries it is folded.
+///
+/// Made for two consumers: a CLI that prints [`TextDelta`](Self::TextDelta) text as it
+/// arrives, and a server that forwards deltas to its own clients. For the latter it
+/// serialises as a small tagged JSON object in the envelope's casing, e.g.
+/// `{"type":"textDelta","outputIndex":1,"contentIndex":0,"text":"Hel"}`.
+///
+/// A delta is emitted only for what was folded: an event the fold could not place (an
+/// orphan, a repeated sequence number) emits nothing, so concatenating the deltas gives
+/// exactly the streamed items' text. The final response, not the deltas, is what the
+/// envelope is made from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum StreamDelta {
+    /// The response exists (first `response.created`, `.queued` or `.in_progress`).
+    Started {
+        /// The response id: the envelope's `responseContinuationId`.
+        response_id: String,
+        /// The model, when the event named it.
+        model: Option<String>,
+    },
+    /// Answer text for the message at `output_index`.
+    TextDelta {
+        /// The message's index in `output`.
+        output_index: u64,
+        /// The `output_text` part's index in the message.
+        content_index: u64,
+        /// The new text.
+        text: String,
+    },
+    /// Refusal text for the message at `output_index`; not answer text.
+    RefusalDelta {
+        /// The message's index in `output`.
+        output_index: u64,
+        /// The `refusal` part's index in the message.
+        content_index: u64,
+        /// The new refusal text.
+        text: String,
+    },
+    /// A function call (or custom tool call) began; its arguments follow as
+    /// [`ToolArgumentsDelta`](Self::ToolArgumentsDelta)s.
+    ToolCallStarted {
+        /// The call's index in `output`.
+        output_index: u64,
+        /// The call id (`call_...`) a tool result must answer with.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More argument text for the function call at `output_index`.
+    ToolArgumentsDelta {
+        /// The call's index in `output`.
+        output_index: u64,
+        /// The call id, from the call's `output_item.added` (delta events carry only
+        /// the item id).
+        call_id: String,
+        /// The new argument text.
+        delta: String,
+    },
+    /// A tool call is complete (its `output_item.done`).
+    ToolCallDone {
+        /// The call's index in `output`.
+        output_index: u64,
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The full arguments, exactly as emitted.
+        arguments_json: String,
+    },
+    /// Reasoning summary text for the reasoning item at `output_index`.
+    ReasoningSummaryDelta {
+        /// The reasoning item's index in `output`.
+        output_index: u64,
+        /// The summary part's index.
+        summary_index: u64,
+        /// The new summary text.
+        text: String,
+    },
+    /// The stream reported an `error` event. The fold goes on: OpenAI follows it with
+    /// `response.failed`, whose response carries the same error.
+    Error {
+        /// The error's code, else its type, else `stream_error`.
+        code: String,
+        /// The error's message.
+        message: String,
+    },
+    /// The final response arrived (`response.completed`, `.incomplete` or `.failed`).
+    Done {
+        /// The response id.
+        response_id: String,
+        /// The final status as sent.
+        status: Option<String>,
+        /// The finish reason the envelope will carry.
+        finish_reason: Option<FinishReason>,
+    },
+}
+
+impl StreamDelta {
+    /// The answer text this delta adds, for printing as it arrives: `Some` only for
+    /// [`TextDelta`](Self::TextDelta).
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            StreamDelta::TextDelta { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+}

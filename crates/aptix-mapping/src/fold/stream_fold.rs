@@ -1,0 +1,577 @@
+//! [`StreamFold`], the fold itself, and its result [`FoldedStream`]. The rules are on
+//! the module above.
+
+use std::borrow::Cow;
+
+use aptix_model::wire::{ApiError, OutputItem, Response, ResponseStatus, StreamEvent};
+
+use super::anomalies::Anomalies;
+use super::decode::{Decoded, DeltaKind, FastDelta, KNOWN_EVENT_TYPES, decode};
+use super::delta::StreamDelta;
+use super::state::{Orphan, OutputState};
+use crate::error::MappingError;
+use crate::map::{finish_reason, stream_error_code};
+use crate::sse::SseEvent;
+use crate::warning::MappingWarning;
+
+/// Output indexes named in one [`MappingWarning::StreamDiffersFromFinal`], at most.
+const MAX_DIFFERING_INDEXES: usize = 20;
+
+/// Folds stream events into the final response.
+///
+/// Feed events in arrival order with [`apply`](Self::apply) (typed events) or
+/// [`apply_sse`](Self::apply_sse) (SSE events as the decoder gives them: faster for
+/// deltas, and keeps the final response's JSON text for `rawResponseJson`). Each call
+/// returns the [`StreamDelta`] the event carried, if any. [`finish`](Self::finish) at
+/// the end of the body gives the [`FoldedStream`] or says why there is none.
+///
+/// ```
+/// use aptix_mapping::{StreamDelta, StreamFold};
+/// use aptix_model::wire::StreamEvent;
+///
+/// let events = [
+///     r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","output":[]}}"#,
+///     r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+///     r#"{"type":"response.output_text.delta","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#,
+///     r#"{"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","status":"completed","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
+/// ];
+/// let mut fold = StreamFold::new();
+/// let mut printed = String::new();
+/// for data in events {
+///     let event = StreamEvent::from_json(data)?;
+///     if let Some(StreamDelta::TextDelta { text, .. }) = fold.apply(event) {
+///         printed.push_str(&text);
+///     }
+/// }
+/// let folded = fold.finish()?;
+/// assert_eq!(printed, "Hi");
+/// assert_eq!(folded.response.id, "resp_1");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct StreamFold {
+    output: OutputState,
+    response_id: Option<String>,
+    started: bool,
+    terminal: Option<Terminal>,
+    stream_error: Option<(ApiError, Option<u64>)>,
+    events: u64,
+    last_sequence_number: Option<u64>,
+    anomalies: Anomalies,
+    ignored_event_types: Vec<String>,
+}
+
+/// The final response and, when it came as SSE text, its JSON exactly as sent.
+#[derive(Debug)]
+struct Terminal {
+    response: Response,
+    raw: Option<String>,
+}
+
+/// A stream folded to its end: the final response, and what the fold saw on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedStream {
+    /// The terminal event's response, as sent: the same object a non-streamed call
+    /// returns. (Its `output` is filled from the stream only when it was empty; see
+    /// [`MappingWarning::OutputFilledFromStream`].)
+    pub response: Response,
+    /// The terminal event's `response` JSON exactly as sent, when folded from SSE text.
+    pub raw_response_json: Option<String>,
+    /// The items the events built, in `output_index` order, for comparison and
+    /// debugging; the final response's `output` is the authoritative one.
+    pub streamed_output: Vec<OutputItem>,
+    /// The stream's `error` event, if it sent one.
+    pub stream_error: Option<ApiError>,
+    /// Stream anomalies, one per kind.
+    pub warnings: Vec<MappingWarning>,
+    /// Events received, decodable or not.
+    pub events: u64,
+    /// The highest `sequence_number` seen.
+    pub last_sequence_number: Option<u64>,
+    /// Event types that were ignored because this version does not know them, each once.
+    pub ignored_event_types: Vec<String>,
+}
+
+impl StreamFold {
+    /// An empty fold, for one stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds one typed event.
+    pub fn apply(&mut self, event: StreamEvent) -> Option<StreamDelta> {
+        self.apply_event(event, None)
+    }
+
+    /// Folds one SSE event: its `data` is decoded here (deltas through a fast path),
+    /// and a terminal event's `response` text is kept for `rawResponseJson`. A payload
+    /// that is not a JSON event is counted and reported as a warning; a `[DONE]` payload
+    /// (sent by some compatible servers) is ignored.
+    pub fn apply_sse(&mut self, event: &SseEvent) -> Option<StreamDelta> {
+        let data = event.data.as_str();
+        if data.trim() == "[DONE]" {
+            return None;
+        }
+        match decode(data) {
+            Ok(Decoded::Delta(delta)) => self.apply_fast(delta),
+            Ok(Decoded::Event {
+                event,
+                raw_response,
+            }) => self.apply_event(event, raw_response),
+            Err(reason) => {
+                self.note_undecodable(|| format!("`{}` event: {reason}", event.event_type()));
+                None
+            }
+        }
+    }
+
+    /// Records an event that never reached the fold (the SSE decoder dropped it).
+    pub(crate) fn note_undecodable(&mut self, reason: impl FnOnce() -> String) {
+        self.events += 1;
+        if self.terminal.is_some() {
+            self.anomalies.after_final();
+        } else {
+            self.anomalies.undecodable(reason);
+        }
+    }
+
+    /// Whether the terminal event has arrived; later events are ignored.
+    pub fn is_finished(&self) -> bool {
+        self.terminal.is_some()
+    }
+
+    /// The highest `sequence_number` seen so far.
+    pub fn last_sequence_number(&self) -> Option<u64> {
+        self.last_sequence_number
+    }
+
+    /// Ends the stream.
+    ///
+    /// # Errors
+    ///
+    /// [`MappingError::StreamFailed`] when an `error` event came and no terminal event
+    /// followed; [`MappingError::StreamEndedEarly`] when neither came. Either maps to an
+    /// envelope with [`map_mapping_error`](crate::map_mapping_error).
+    pub fn finish(self) -> Result<FoldedStream, MappingError> {
+        let mut warnings = self.anomalies.into_warnings();
+        let Some(Terminal { mut response, raw }) = self.terminal else {
+            return Err(match self.stream_error {
+                Some((error, sequence_number)) => MappingError::StreamFailed {
+                    error: Box::new(error),
+                    sequence_number,
+                    response_id: self.response_id,
+                },
+                None => MappingError::StreamEndedEarly {
+                    last_sequence_number: self.last_sequence_number,
+                    events: self.events,
+                    response_id: self.response_id,
+                },
+            });
+        };
+        let streamed_output = self.output.to_items();
+        let mut raw_response_json = raw;
+        if response.output.is_empty() && !streamed_output.is_empty() {
+            // A final response without its items (some compatible servers send a bare
+            // one) would map to nothing; the streamed items are the next best thing.
+            response.output = streamed_output.clone();
+            raw_response_json = None;
+            warnings.push(MappingWarning::OutputFilledFromStream {
+                items: streamed_output.len(),
+            });
+        } else {
+            let output_indexes = differing_indexes(&self.output, &response.output);
+            if !output_indexes.is_empty() {
+                warnings.push(MappingWarning::StreamDiffersFromFinal { output_indexes });
+            }
+        }
+        if let Some((error, _)) = &self.stream_error
+            && response.status != Some(ResponseStatus::Failed)
+        {
+            warnings.push(MappingWarning::StreamErrorBeforeFinal {
+                code: Some(stream_error_code(error)),
+                message: error.message.clone(),
+                final_status: response
+                    .status
+                    .as_ref()
+                    .map_or("no status", ResponseStatus::as_str)
+                    .to_owned(),
+            });
+        }
+        Ok(FoldedStream {
+            response,
+            raw_response_json,
+            streamed_output,
+            stream_error: self.stream_error.map(|(error, _)| error),
+            warnings,
+            events: self.events,
+            last_sequence_number: self.last_sequence_number,
+            ignored_event_types: self.ignored_event_types,
+        })
+    }
+
+    /// Counts the event and decides whether it is folded: not after the terminal event,
+    /// and not when its sequence number is not above the last one, unless `always`.
+    fn admit(&mut self, sequence_number: Option<u64>, always: bool) -> bool {
+        self.events += 1;
+        if self.terminal.is_some() {
+            self.anomalies.after_final();
+            return false;
+        }
+        let Some(number) = sequence_number else {
+            return true;
+        };
+        match self.last_sequence_number {
+            Some(last) if number <= last => {
+                self.anomalies.out_of_order(last, number);
+                return always;
+            }
+            // `number > last` here, so the subtraction cannot underflow.
+            Some(last) if number - last > 1 => self.anomalies.gap(number - last - 1, last),
+            _ => {}
+        }
+        self.last_sequence_number = Some(number);
+        true
+    }
+
+    fn apply_event(&mut self, event: StreamEvent, raw: Option<String>) -> Option<StreamDelta> {
+        let always = matches!(
+            event,
+            StreamEvent::Completed(_)
+                | StreamEvent::Incomplete(_)
+                | StreamEvent::Failed(_)
+                | StreamEvent::Error(_)
+        );
+        if !self.admit(event.sequence_number(), always) {
+            return None;
+        }
+        match event {
+            StreamEvent::Created(event)
+            | StreamEvent::InProgress(event)
+            | StreamEvent::Queued(event) => self.started(&event.response),
+            StreamEvent::Completed(event)
+            | StreamEvent::Incomplete(event)
+            | StreamEvent::Failed(event) => Some(self.terminal(*event.response, raw)),
+            StreamEvent::OutputItemAdded(event) => {
+                let delta = call_started(event.output_index, &event.item);
+                self.output.set_item(event.output_index, event.item);
+                delta
+            }
+            StreamEvent::OutputItemDone(event) => {
+                let delta = call_done(event.output_index, &event.item);
+                self.output.set_item(event.output_index, event.item);
+                delta
+            }
+            StreamEvent::ContentPartAdded(event) | StreamEvent::ContentPartDone(event) => {
+                let placed = self.output.set_part(
+                    event.output_index,
+                    event.content_index,
+                    event.item_id.as_deref(),
+                    event.part,
+                );
+                self.placed(placed, "response.content_part", event.output_index, None)
+            }
+            StreamEvent::OutputTextDelta(event) => self.delta(DeltaKind::Text, event.into()),
+            StreamEvent::RefusalDelta(event) => self.delta(DeltaKind::Refusal, event.into()),
+            StreamEvent::FunctionCallArgumentsDelta(event) => {
+                self.delta(DeltaKind::Arguments, event.into())
+            }
+            StreamEvent::ReasoningSummaryTextDelta(event) => {
+                self.delta(DeltaKind::ReasoningSummary, event.into())
+            }
+            StreamEvent::OutputTextDone(event) => {
+                let index = event.output_index;
+                let placed = match event.value() {
+                    Some(text) => self.output.set_text(
+                        index,
+                        event.content_index.unwrap_or(0),
+                        event.item_id.as_deref(),
+                        text,
+                    ),
+                    None => Ok(()),
+                };
+                self.placed(placed, "response.output_text.done", index, None)
+            }
+            StreamEvent::RefusalDone(event) => {
+                let index = event.output_index;
+                let placed = match event.value() {
+                    Some(text) => self.output.refusal(
+                        index,
+                        event.content_index.unwrap_or(0),
+                        event.item_id.as_deref(),
+                        text,
+                        true,
+                    ),
+                    None => Ok(()),
+                };
+                self.placed(placed, "response.refusal.done", index, None)
+            }
+            StreamEvent::FunctionCallArgumentsDone(event) => {
+                let index = event.output_index;
+                let placed = match event.value() {
+                    Some(arguments) => {
+                        self.output
+                            .set_arguments(index, arguments, event.name.as_deref())
+                    }
+                    None => Ok(()),
+                };
+                self.placed(placed, "response.function_call_arguments.done", index, None)
+            }
+            StreamEvent::ReasoningSummaryPartAdded(event)
+            | StreamEvent::ReasoningSummaryPartDone(event) => {
+                let placed = self.output.set_summary_part(
+                    event.output_index,
+                    event.summary_index,
+                    event.part,
+                );
+                self.placed(
+                    placed,
+                    "response.reasoning_summary_part",
+                    event.output_index,
+                    None,
+                )
+            }
+            StreamEvent::ReasoningSummaryTextDone(event) => {
+                let index = event.output_index;
+                let placed = match event.value() {
+                    Some(text) => self.output.summary_text(
+                        index,
+                        event.summary_index.unwrap_or(0),
+                        text,
+                        true,
+                    ),
+                    None => Ok(()),
+                };
+                self.placed(placed, "response.reasoning_summary_text.done", index, None)
+            }
+            StreamEvent::Error(event) => {
+                let error = event.api_error();
+                let delta = StreamDelta::Error {
+                    code: stream_error_code(&error),
+                    message: error.message.clone(),
+                };
+                // The first error is the cause; later ones are usually its echoes.
+                if self.stream_error.is_none() {
+                    self.stream_error = Some((error, event.sequence_number));
+                }
+                Some(delta)
+            }
+            StreamEvent::Other(raw) => {
+                self.other(raw.get("type").and_then(serde_json::Value::as_str));
+                None
+            }
+        }
+    }
+
+    fn apply_fast(&mut self, delta: FastDelta<'_>) -> Option<StreamDelta> {
+        let kind = delta.kind?;
+        if !self.admit(delta.sequence_number, false) {
+            return None;
+        }
+        self.delta(kind, DeltaParts::from(delta))
+    }
+
+    /// Folds a delta of any of the four kinds and builds the delta to pass on.
+    fn delta(&mut self, kind: DeltaKind, parts: DeltaParts<'_>) -> Option<StreamDelta> {
+        let DeltaParts {
+            output_index,
+            content_index,
+            summary_index,
+            item_id,
+            text,
+        } = parts;
+        let content_index = content_index.unwrap_or(0);
+        let item_id = item_id.as_deref();
+        let folded = match kind {
+            DeltaKind::Text => self
+                .output
+                .push_text(output_index, content_index, item_id, &text)
+                .map(|()| StreamDelta::TextDelta {
+                    output_index,
+                    content_index,
+                    text: text.into_owned(),
+                }),
+            DeltaKind::Refusal => self
+                .output
+                .refusal(output_index, content_index, item_id, &text, false)
+                .map(|()| StreamDelta::RefusalDelta {
+                    output_index,
+                    content_index,
+                    text: text.into_owned(),
+                }),
+            DeltaKind::Arguments => self
+                .output
+                .push_arguments(output_index, &text)
+                .map(|call| call.call_id.clone())
+                .map(|call_id| StreamDelta::ToolArgumentsDelta {
+                    output_index,
+                    call_id,
+                    delta: text.into_owned(),
+                }),
+            DeltaKind::ReasoningSummary => {
+                let summary_index = summary_index.unwrap_or(0);
+                self.output
+                    .summary_text(output_index, summary_index, &text, false)
+                    .map(|()| StreamDelta::ReasoningSummaryDelta {
+                        output_index,
+                        summary_index,
+                        text: text.into_owned(),
+                    })
+            }
+        };
+        match folded {
+            Ok(delta) => Some(delta),
+            Err(Orphan) => {
+                self.anomalies.orphan(kind.event_type(), output_index);
+                None
+            }
+        }
+    }
+
+    fn placed(
+        &mut self,
+        placed: Result<(), Orphan>,
+        event_type: &str,
+        output_index: u64,
+        delta: Option<StreamDelta>,
+    ) -> Option<StreamDelta> {
+        match placed {
+            Ok(()) => delta,
+            Err(Orphan) => {
+                self.anomalies.orphan(event_type, output_index);
+                None
+            }
+        }
+    }
+
+    fn started(&mut self, response: &Response) -> Option<StreamDelta> {
+        if self.started {
+            return None;
+        }
+        self.started = true;
+        self.response_id = Some(response.id.clone());
+        Some(StreamDelta::Started {
+            response_id: response.id.clone(),
+            model: response.model.clone(),
+        })
+    }
+
+    fn terminal(&mut self, response: Response, raw: Option<String>) -> StreamDelta {
+        let calls_tools = response
+            .output
+            .iter()
+            .any(|item| matches!(item.type_name(), Some("function_call" | "custom_tool_call")));
+        // The mapping reports this response's warnings; the delta needs only the label.
+        let finish_reason = finish_reason(&response, calls_tools, &mut Vec::new());
+        let delta = StreamDelta::Done {
+            response_id: response.id.clone(),
+            status: response
+                .status
+                .as_ref()
+                .map(|status| status.as_str().to_owned()),
+            finish_reason,
+        };
+        self.response_id.get_or_insert_with(|| response.id.clone());
+        self.terminal = Some(Terminal { response, raw });
+        delta
+    }
+
+    fn other(&mut self, event_type: Option<&str>) {
+        match event_type {
+            None => self
+                .anomalies
+                .undecodable(|| "an event without a `type`".to_owned()),
+            Some(known) if KNOWN_EVENT_TYPES.contains(&known) => self
+                .anomalies
+                .undecodable(|| format!("a `{known}` event of unexpected shape")),
+            Some(unknown) => {
+                if !self.ignored_event_types.iter().any(|seen| seen == unknown) {
+                    self.ignored_event_types.push(unknown.to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// The fields of a delta event the fold uses, from either decoding path.
+struct DeltaParts<'a> {
+    output_index: u64,
+    content_index: Option<u64>,
+    summary_index: Option<u64>,
+    item_id: Option<Cow<'a, str>>,
+    text: Cow<'a, str>,
+}
+
+impl From<aptix_model::wire::TextDeltaEvent> for DeltaParts<'static> {
+    fn from(event: aptix_model::wire::TextDeltaEvent) -> Self {
+        DeltaParts {
+            output_index: event.output_index,
+            content_index: event.content_index,
+            summary_index: event.summary_index,
+            item_id: event.item_id.map(Cow::Owned),
+            text: Cow::Owned(event.delta),
+        }
+    }
+}
+
+impl<'a> From<FastDelta<'a>> for DeltaParts<'a> {
+    fn from(delta: FastDelta<'a>) -> Self {
+        DeltaParts {
+            output_index: delta.output_index,
+            content_index: delta.content_index,
+            summary_index: delta.summary_index,
+            item_id: delta.item_id,
+            text: delta.delta.unwrap_or(Cow::Borrowed("")),
+        }
+    }
+}
+
+/// `ToolCallStarted` for a call item being added.
+fn call_started(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
+    let (call_id, name) = match item {
+        OutputItem::FunctionCall(call) => (&call.call_id, &call.name),
+        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name),
+        _ => return None,
+    };
+    Some(StreamDelta::ToolCallStarted {
+        output_index,
+        call_id: call_id.clone(),
+        name: name.clone(),
+    })
+}
+
+/// `ToolCallDone` for a finished call item.
+fn call_done(output_index: u64, item: &OutputItem) -> Option<StreamDelta> {
+    let (call_id, name, arguments) = match item {
+        OutputItem::FunctionCall(call) => (&call.call_id, &call.name, &call.arguments),
+        OutputItem::CustomToolCall(call) => (&call.call_id, &call.name, &call.input),
+        _ => return None,
+    };
+    Some(StreamDelta::ToolCallDone {
+        output_index,
+        call_id: call_id.clone(),
+        name: name.clone(),
+        arguments_json: arguments.clone(),
+    })
+}
+
+/// Indexes where the streamed items and the final output differ, at most
+/// [`MAX_DIFFERING_INDEXES`] of them.
+fn differing_indexes(streamed: &OutputState, final_output: &[OutputItem]) -> Vec<u64> {
+    let final_indexed = final_output
+        .iter()
+        .enumerate()
+        .map(|(index, item)| (index as u64, item));
+    let mut differing: Vec<u64> = final_indexed
+        .filter(|(index, item)| streamed.item(*index) != Some(*item))
+        .map(|(index, _)| index)
+        .chain(
+            streamed
+                .iter()
+                .map(|(index, _)| index)
+                .filter(|index| *index >= final_output.len() as u64),
+        )
+        .take(MAX_DIFFERING_INDEXES)
+        .collect();
+    differing.sort_unstable();
+    differing
+}

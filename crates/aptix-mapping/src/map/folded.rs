@@ -1,0 +1,33 @@
+//! A folded stream to the envelope: exactly what mapping its final response gives, plus
+//! the stream's own warnings.
+
+use aptix_model::wire::ResponseStatus;
+
+use super::error::stream_error_code;
+use super::response::map_response;
+use crate::fold::FoldedStream;
+use crate::turn::{Mapped, TurnContext};
+
+/// Maps a folded stream. The envelope is the one [`map_response`] gives for the final
+/// response (with the final response's JSON as sent as `rawResponseJson`, when the
+/// stream was folded from SSE text), followed by the stream's warnings.
+///
+/// One addition: a `failed` final response without an error of its own takes the code
+/// and message of the stream's `error` event, which said why it failed.
+pub fn map_folded(folded: &FoldedStream, turn: &TurnContext) -> Mapped {
+    let response = &folded.response;
+    let mut mapped = map_response(response, folded.raw_response_json.as_deref(), turn);
+    let failed_without_error = response.status == Some(ResponseStatus::Failed)
+        && response
+            .error
+            .as_ref()
+            .is_none_or(|error| error.code.is_none() && error.message.is_empty());
+    if let (true, Some(error)) = (failed_without_error, &folded.stream_error) {
+        mapped.envelope.error_code = Some(stream_error_code(error));
+        if !error.message.is_empty() {
+            mapped.envelope.error_message = Some(error.message.clone());
+        }
+    }
+    mapped.push_warnings(folded.warnings.iter().cloned());
+    mapped
+}
