@@ -66,6 +66,13 @@ pub enum OrchestratorError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The request body could not be built from the session and configuration (a tool
+    /// with an invalid name, a stored history that breaks the pairing rules, ...).
+    #[error("the provider request could not be built")]
+    Request(#[from] aptix_request::RequestError),
+    /// The configuration is inconsistent (an unknown default mode, duplicate tools).
+    #[error("invalid orchestrator configuration: {0}")]
+    Config(String),
     /// Stored state could not be decoded (written by an incompatible version, or corrupt).
     #[error("stored state of session {session_id} could not be read")]
     CorruptState {

@@ -10,16 +10,20 @@
 
 mod config;
 mod error;
+mod inputs;
 mod matching;
+mod orchestrator;
 pub mod session;
 pub mod store;
 mod tools;
+mod turn;
 
 pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig};
 pub use error::OrchestratorError;
+pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
-    ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, StoredTurn, TurnKey,
-    Versioned,
+    CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,
+    StoredTurn, TurnKey, Versioned,
 };
 pub use store::{InMemorySessionStore, SessionStore, SqliteSessionStore};
 pub use tools::{ClientTool, ServerTool};

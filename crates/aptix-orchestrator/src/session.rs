@@ -2,7 +2,7 @@
 //! keeps between turns.
 
 use aptix_model::contract::AgentExecuteResponse;
-use aptix_model::wire::{FunctionCallOutput, InputItem};
+use aptix_model::wire::InputItem;
 use serde::{Deserialize, Serialize};
 
 /// Everything the server remembers about one session.
@@ -67,7 +67,20 @@ pub struct PendingToolCalls {
     pub client_calls: Vec<PendingCall>,
     /// Outputs of server tools called in the same response, sent together with the
     /// client's results so that every call of the response is answered at once.
-    pub server_outputs: Vec<FunctionCallOutput>,
+    pub server_outputs: Vec<CompletedCall>,
+}
+
+/// A tool call that has been answered but not yet sent to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletedCall {
+    /// The model's `call_id`.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// How long it ran.
+    pub execution_ms: u64,
+    /// The result as JSON text, or why the call failed.
+    pub outcome: Result<String, String>,
 }
 
 impl PendingToolCalls {
