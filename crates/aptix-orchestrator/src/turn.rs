@@ -217,7 +217,10 @@ impl Orchestrator {
                             .with_execution_ms(result.execution_ms),
                     );
                 }
-                let body = self.request_builder(state, &mode).tool_outputs(outputs).build()?;
+                let body = self
+                    .request_builder(state, &mode)
+                    .tool_outputs(outputs)
+                    .build()?;
                 Ok(Prepared {
                     body,
                     sources: Vec::new(),
@@ -362,7 +365,10 @@ impl Orchestrator {
             }
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
-            body = self.request_builder(&state, &mode).tool_outputs(outputs).build()?;
+            body = self
+                .request_builder(&state, &mode)
+                .tool_outputs(outputs)
+                .build()?;
         }
     }
 
