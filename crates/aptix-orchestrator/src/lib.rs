@@ -1,9 +1,88 @@
 //! The Aptix orchestrator: sessions, turns and the tool loop, wired through the
 //! provider, retriever, session-store and server-tool traits.
 //!
+//! An [`Orchestrator`] takes AGN-034 requests and returns AGN-004 envelopes. It holds
+//! the seams as trait objects, so a caller picks the parts:
+//!
+//! - a provider ([`aptix_client::ResponsesProvider`]): the OpenAI Responses API, the
+//!   Chat Completions bridge, or a scripted fake;
+//! - a [`SessionStore`]: [`SqliteSessionStore`] (one file, the embedded default) or
+//!   [`InMemorySessionStore`];
+//! - optionally a retriever ([`aptix_rag::Retriever`], e.g. the workspace index);
+//! - [`ServerTool`]s it runs itself and [`ClientTool`]s whose calls go back to the client.
+//!
+//! # Design decisions
+//!
+//! - **Sessions are server-owned.** Mode, model settings, the last response id, pending
+//!   client calls and the replayable history live in [`SessionState`], never in the
+//!   request (AGN-034).
+//! - **One commit per turn.** State and envelope are written in one versioned
+//!   transaction at the end, so a dropped or failed turn leaves the last committed
+//!   state, and a retried identical request (same session, turn and scenario) is
+//!   answered from the store without calling the model again.
+//! - **Failures of the model are envelopes, misuse is an error.** A provider or mapping
+//!   failure comes back as `kind: "error"` and stores nothing; an invalid request, an
+//!   unknown session, tool results that do not answer the pending calls, or a busy
+//!   session are [`OrchestratorError`]s.
+//! - **State strategy by capability.** Providers that keep state are chained with
+//!   `previous_response_id`; for the others (or with `stateless` configured) the history
+//!   is replayed, keeping every `function_call` paired with its output.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix_client::FakeProvider;
+//! use aptix_model::contract::{AgentExecuteRequest, Kind};
+//! use aptix_model::wire::Response;
+//! use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let provider = Arc::new(FakeProvider::new());
+//! provider.push_response(serde_json::from_str::<Response>(r#"{
+//!     "id": "resp_1", "status": "completed", "model": "gpt-test",
+//!     "output": [{"type": "message", "role": "assistant",
+//!                 "content": [{"type": "output_text", "text": "Hello."}]}]
+//! }"#)?);
+//! let orchestrator =
+//!     Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new())).build()?;
+//!
+//! let request = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Say hello"}"#,
+//! )?;
+//! let envelope = orchestrator.execute(request).await?;
+//! assert_eq!(envelope.kind, Kind::Ok);
+//! assert_eq!(envelope.text.as_deref(), Some("Hello."));
+//! assert_eq!(provider.requests().len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! **Architecture invariant:** depends on traits, never on a concrete provider,
-//! retriever or database chosen by a caller; it never reads argv or writes to stdout.
+//! retriever or database chosen by a caller (the SQLite store is one implementation
+//! among others); it never reads argv or writes to stdout.
 #![cfg_attr(
     not(test),
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
+
+mod config;
+mod error;
+mod inputs;
+mod matching;
+mod orchestrator;
+pub mod session;
+pub mod store;
+mod tools;
+mod turn;
+
+pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig};
+pub use error::OrchestratorError;
+pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
+pub use session::{
+    CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,
+    StoredTurn, TurnKey, Versioned,
+};
+pub use store::{InMemorySessionStore, SessionStore, SqliteSessionStore};
+pub use tools::{ClientTool, ServerTool};

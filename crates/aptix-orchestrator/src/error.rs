@@ -1,0 +1,97 @@
+//! The one error type of `aptix-orchestrator`.
+//!
+//! Only misuse of the API is an error: an invalid request, an unknown session on a tool
+//! continuation, tool results that do not answer the pending calls, a busy session, or
+//! a store that cannot be read or written. A provider or mapping failure is not an
+//! error here: it comes back as an envelope with `kind: "error"`.
+
+use aptix_model::contract::RequestRejection;
+
+/// Errors of the orchestrator and its session stores.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OrchestratorError {
+    /// The request broke AGN-034; every violation is listed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(RequestRejection),
+    /// A tool continuation named a session that does not exist.
+    #[error("unknown session {session_id}: a tool continuation needs an existing session")]
+    UnknownSession {
+        /// The session asked for.
+        session_id: String,
+    },
+    /// A tool continuation arrived while no tool calls were pending.
+    #[error("session {session_id} has no pending tool calls to answer")]
+    NothingPending {
+        /// The session.
+        session_id: String,
+    },
+    /// The tool results do not answer the pending calls exactly. Nothing was changed, so
+    /// the client can retry with the right results.
+    #[error("tool results do not match the pending calls of turn {turn_id}: {mismatch}")]
+    ToolResultsMismatch {
+        /// The turn whose calls are pending.
+        turn_id: String,
+        /// What differs, in a sentence naming ids and positions.
+        mismatch: String,
+        /// The pending call ids, in order.
+        expected: Vec<String>,
+        /// The ids the request answered, in order.
+        received: Vec<String>,
+    },
+    /// Another request is running on this session.
+    #[error("session {session_id} is busy with another request")]
+    SessionBusy {
+        /// The session.
+        session_id: String,
+    },
+    /// The session changed between load and save (another writer won).
+    #[error(
+        "session {session_id} was changed concurrently (expected version {expected:?}, found {found:?})"
+    )]
+    Conflict {
+        /// The session.
+        session_id: String,
+        /// The version this writer loaded.
+        expected: Option<u64>,
+        /// The version in the store.
+        found: Option<u64>,
+    },
+    /// The session store failed.
+    #[error("session store failed to {operation}")]
+    Store {
+        /// What the store was doing (`open`, `load session`, `commit turn`, ...).
+        operation: &'static str,
+        /// The underlying failure.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The request body could not be built from the session and configuration (a tool
+    /// with an invalid name, a stored history that breaks the pairing rules, ...).
+    #[error("the provider request could not be built")]
+    Request(#[from] aptix_request::RequestError),
+    /// The configuration is inconsistent (an unknown default mode, duplicate tools).
+    #[error("invalid orchestrator configuration: {0}")]
+    Config(String),
+    /// Stored state could not be decoded (written by an incompatible version, or corrupt).
+    #[error("stored state of session {session_id} could not be read")]
+    CorruptState {
+        /// The session.
+        session_id: String,
+        /// The decoding failure.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl OrchestratorError {
+    pub(crate) fn store(
+        operation: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> OrchestratorError {
+        OrchestratorError::Store {
+            operation,
+            source: Box::new(source),
+        }
+    }
+}

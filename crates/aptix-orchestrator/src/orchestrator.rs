@@ -1,0 +1,302 @@
+//! [`Orchestrator`]: one turn end to end (DESIGN.md), through the provider, retriever,
+//! store and tool traits.
+//!
+//! A turn: answer a repeated request from the store; take the session (busy if another
+//! request has it); load or start the session; on a user turn retrieve context and build
+//! the initial or continuing request; on a tool continuation check the results against
+//! the pending calls; call the model; run server tools and call again, up to the
+//! configured bound; end with the model's answer or with client tool calls left
+//! pending; commit the session and the envelope in one transaction.
+//!
+//! Provider and mapping failures come back as `kind: "error"` envelopes and change
+//! nothing stored, so the client can retry the same turn. Only misuse of the API is an
+//! `Err`.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aptix_client::ResponsesProvider;
+use aptix_mapping::StreamDelta;
+use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse};
+use aptix_model::wire::CreateResponseRequest;
+use aptix_rag::Retriever;
+
+use crate::OrchestratorError;
+use crate::config::OrchestratorConfig;
+use crate::session::{Scenario, TurnKey};
+use crate::store::SessionStore;
+use crate::tools::{ClientTool, ServerTool};
+
+/// A receiver of streamed deltas: text as it arrives, tool calls as they start.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(&StreamDelta) + Send);
+
+/// Runs turns. Cheap to share behind an `Arc`; every turn is independent.
+pub struct Orchestrator {
+    pub(crate) provider: Arc<dyn ResponsesProvider>,
+    pub(crate) retriever: Option<Arc<dyn Retriever>>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) server_tools: Vec<Arc<dyn ServerTool>>,
+    pub(crate) client_tools: Vec<ClientTool>,
+    pub(crate) config: OrchestratorConfig,
+    /// This instance's lease holder name: unique per process and instance, so that a
+    /// turn dropped mid-flight leaves a lease this instance can take again.
+    instance: String,
+    /// Sessions with a turn running in this instance.
+    active: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("capabilities", &self.provider.capabilities())
+            .field("retriever", &self.retriever.is_some())
+            .field(
+                "server_tools",
+                &self
+                    .server_tools
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "client_tools",
+                &self
+                    .client_tools
+                    .iter()
+                    .map(|t| t.definition.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`Orchestrator`].
+pub struct OrchestratorBuilder {
+    provider: Arc<dyn ResponsesProvider>,
+    store: Arc<dyn SessionStore>,
+    retriever: Option<Arc<dyn Retriever>>,
+    server_tools: Vec<Arc<dyn ServerTool>>,
+    client_tools: Vec<ClientTool>,
+    config: OrchestratorConfig,
+}
+
+impl OrchestratorBuilder {
+    /// Retrieves `[CONTEXT]` chunks for user turns with this retriever.
+    pub fn retriever(mut self, retriever: Arc<dyn Retriever>) -> Self {
+        self.retriever = Some(retriever);
+        self
+    }
+
+    /// Adds a tool the orchestrator runs itself.
+    pub fn server_tool(mut self, tool: Arc<dyn ServerTool>) -> Self {
+        self.server_tools.push(tool);
+        self
+    }
+
+    /// Adds a tool whose calls go back to the client.
+    pub fn client_tool(mut self, tool: ClientTool) -> Self {
+        self.client_tools.push(tool);
+        self
+    }
+
+    /// Replaces the configuration.
+    pub fn config(mut self, config: OrchestratorConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Checks the configuration and builds the orchestrator.
+    pub fn build(self) -> Result<Orchestrator, OrchestratorError> {
+        if self.config.mode(&self.config.default_mode).is_none() {
+            return Err(OrchestratorError::Config(format!(
+                "the default mode {:?} is not among the configured modes",
+                self.config.default_mode
+            )));
+        }
+        if self.config.max_model_calls_per_turn == 0 {
+            return Err(OrchestratorError::Config(
+                "max_model_calls_per_turn must be at least 1".into(),
+            ));
+        }
+        let mut names = HashSet::new();
+        let all = self
+            .server_tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .chain(
+                self.client_tools
+                    .iter()
+                    .map(|tool| tool.definition.name.clone()),
+            );
+        for name in all {
+            if !names.insert(name.clone()) {
+                return Err(OrchestratorError::Config(format!(
+                    "the tool {name:?} is configured twice"
+                )));
+            }
+        }
+        Ok(Orchestrator {
+            provider: self.provider,
+            retriever: self.retriever,
+            store: self.store,
+            server_tools: self.server_tools,
+            client_tools: self.client_tools,
+            config: self.config,
+            instance: instance_name(),
+            active: Mutex::new(HashSet::new()),
+        })
+    }
+}
+
+fn instance_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!(
+        "aptix-{}-{}-{nanos:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Marks a session as running in this instance until dropped, so a turn dropped
+/// mid-flight frees it.
+struct ActiveTurn<'a> {
+    active: &'a Mutex<HashSet<String>>,
+    session_id: String,
+}
+
+impl Drop for ActiveTurn<'_> {
+    fn drop(&mut self) {
+        self.active
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.session_id);
+    }
+}
+
+impl Orchestrator {
+    /// Starts configuring an orchestrator around a provider and a session store.
+    pub fn builder(
+        provider: Arc<dyn ResponsesProvider>,
+        store: Arc<dyn SessionStore>,
+    ) -> OrchestratorBuilder {
+        OrchestratorBuilder {
+            provider,
+            store,
+            retriever: None,
+            server_tools: Vec::new(),
+            client_tools: Vec::new(),
+            config: OrchestratorConfig::default(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &OrchestratorConfig {
+        &self.config
+    }
+
+    /// Validates an AGN-034 request given as JSON bytes, then runs it.
+    pub async fn execute_json(
+        &self,
+        body: &[u8],
+    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        let request = AgentExecuteRequest::from_json_slice(body)
+            .map_err(OrchestratorError::InvalidRequest)?;
+        self.execute(request).await
+    }
+
+    /// Runs one turn with non-streaming provider calls.
+    pub async fn execute(
+        &self,
+        request: AgentExecuteRequest,
+    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        self.run(request, None).await
+    }
+
+    /// Runs one turn with streaming provider calls, passing each delta to `sink` as it
+    /// arrives, and returns the final envelope (the same one [`execute`](Self::execute)
+    /// would return for the same replies).
+    pub async fn execute_streaming(
+        &self,
+        request: AgentExecuteRequest,
+        sink: DeltaSink<'_>,
+    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        self.run(request, Some(sink)).await
+    }
+
+    /// The exact `/v1/responses` body the turn's first model call would send, without
+    /// sending it, taking the session or changing anything stored.
+    pub async fn dry_run(
+        &self,
+        request: &AgentExecuteRequest,
+    ) -> Result<CreateResponseRequest, OrchestratorError> {
+        let loaded = self.store.load(request.session_id().as_str()).await?;
+        let mut state = match loaded {
+            Some(versioned) => versioned.value,
+            None if request.is_tool_continuation() => {
+                return Err(OrchestratorError::UnknownSession {
+                    session_id: request.session_id().as_str().to_owned(),
+                });
+            }
+            None => self.new_session(request.session_id().as_str()),
+        };
+        let prepared = self.prepare(request, &mut state).await?;
+        Ok(prepared.body)
+    }
+
+    async fn run(
+        &self,
+        request: AgentExecuteRequest,
+        sink: Option<DeltaSink<'_>>,
+    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        let session_id = request.session_id().as_str().to_owned();
+        let key = TurnKey {
+            session_id: session_id.clone(),
+            turn_id: request.turn_id().as_str().to_owned(),
+            scenario: if request.is_tool_continuation() {
+                Scenario::ToolContinuation
+            } else {
+                Scenario::UserTurn
+            },
+        };
+        if let Some(stored) = self.store.stored_turn(&key).await? {
+            tracing::debug!(session = %session_id, turn = %key.turn_id, "answered from the store");
+            return Ok(stored.envelope);
+        }
+        let _active = self.enter(&session_id)?;
+        if !self
+            .store
+            .acquire_lease(&session_id, &self.instance, self.config.lease_ttl)
+            .await?
+        {
+            return Err(OrchestratorError::SessionBusy { session_id });
+        }
+        let result = self.run_leased(&request, &key, sink).await;
+        if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
+            // The lease expires on its own; the turn's outcome matters more.
+            tracing::warn!(session = %session_id, %error, "could not release the session lease");
+        }
+        result
+    }
+
+    fn enter(&self, session_id: &str) -> Result<ActiveTurn<'_>, OrchestratorError> {
+        let mut active = self
+            .active
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !active.insert(session_id.to_owned()) {
+            return Err(OrchestratorError::SessionBusy {
+                session_id: session_id.to_owned(),
+            });
+        }
+        Ok(ActiveTurn {
+            active: &self.active,
+            session_id: session_id.to_owned(),
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! Server-owned session state (AGN-034): what a client never sends and the orchestrator
+//! keeps between turns.
+
+use aptix_model::contract::AgentExecuteResponse;
+use aptix_model::wire::InputItem;
+use serde::{Deserialize, Serialize};
+
+/// Everything the server remembers about one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    /// The client's `sessionId`.
+    pub session_id: String,
+    /// The agent mode (`QA`, `CODE_EDIT`, ...): server-owned since AGN-034.
+    pub mode: String,
+    /// Model and sampling settings for this session.
+    pub model: ModelSettings,
+    /// The last provider response id: the next call's `previous_response_id` when the
+    /// provider keeps state.
+    pub last_response_id: Option<String>,
+    /// Client tool calls the session waits for, if the last turn ended with some.
+    pub pending: Option<PendingToolCalls>,
+    /// The replayable conversation, for providers that keep no state: input items in
+    /// order (system message, user messages, output items, tool outputs).
+    pub history: Vec<InputItem>,
+}
+
+impl SessionState {
+    /// A new session in `mode` with `model`.
+    pub fn new(
+        session_id: impl Into<String>,
+        mode: impl Into<String>,
+        model: ModelSettings,
+    ) -> Self {
+        SessionState {
+            session_id: session_id.into(),
+            mode: mode.into(),
+            model,
+            last_response_id: None,
+            pending: None,
+            history: Vec::new(),
+        }
+    }
+}
+
+/// Model settings that the orchestrator supplies to the request builder.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    /// The model id.
+    pub model: String,
+    /// Sampling temperature; unset for reasoning models, which reject it.
+    pub temperature: Option<f64>,
+    /// Upper bound on generated tokens.
+    pub max_output_tokens: Option<u64>,
+    /// Reasoning effort (`low`, `medium`, `high`, ...).
+    pub reasoning_effort: Option<String>,
+}
+
+/// Client tool calls that ended a turn, waiting for the client's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingToolCalls {
+    /// The turn that asked for them; the continuation must carry the same `turnId`.
+    pub turn_id: String,
+    /// The response whose output holds the calls (the continuation's
+    /// `previous_response_id`).
+    pub response_id: String,
+    /// The client calls, in the order the model made them.
+    pub client_calls: Vec<PendingCall>,
+    /// Outputs of server tools called in the same response, sent together with the
+    /// client's results so that every call of the response is answered at once.
+    pub server_outputs: Vec<CompletedCall>,
+}
+
+/// A tool call that has been answered but not yet sent to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletedCall {
+    /// The model's `call_id`.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// How long it ran.
+    pub execution_ms: u64,
+    /// The result as JSON text, or why the call failed.
+    pub outcome: Result<String, String>,
+}
+
+impl PendingToolCalls {
+    /// The pending client call ids, in order.
+    pub fn call_ids(&self) -> Vec<String> {
+        self.client_calls
+            .iter()
+            .map(|call| call.call_id.clone())
+            .collect()
+    }
+}
+
+/// One pending client tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The model's `call_id`.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments exactly as the model emitted them.
+    pub arguments_json: String,
+}
+
+/// Which kind of request a stored turn answered: a repeated request is only the same
+/// request if its scenario is the same too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// A user turn.
+    UserTurn,
+    /// A tool continuation.
+    ToolContinuation,
+}
+
+impl Scenario {
+    /// The scenario's stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::UserTurn => "user_turn",
+            Scenario::ToolContinuation => "tool_continuation",
+        }
+    }
+}
+
+/// The key of a stored turn result: session, turn and scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TurnKey {
+    /// The session.
+    pub session_id: String,
+    /// The client's `turnId`.
+    pub turn_id: String,
+    /// User turn or tool continuation.
+    pub scenario: Scenario,
+}
+
+/// A turn's result as stored, so that a retried identical request returns it instead of
+/// calling the model twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTurn {
+    /// The client's `turnId`.
+    pub turn_id: String,
+    /// User turn or tool continuation.
+    pub scenario: Scenario,
+    /// The envelope returned.
+    pub envelope: AgentExecuteResponse,
+}
+
+/// A value with the store version it was read at, for optimistic concurrency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned<T> {
+    /// The value.
+    pub value: T,
+    /// The version; every commit increments it.
+    pub version: u64,
+}

@@ -1,0 +1,58 @@
+//! Where sessions live between turns: the [`SessionStore`] seam, an in-memory store for
+//! tests and embedding, and the embedded default, one SQLite file.
+//!
+//! A turn reads the session once and writes it once: [`SessionStore::commit`] stores the
+//! new state *and* the turn's envelope in one transaction, guarded by the version read
+//! at the start. A crash or a dropped future before the commit leaves the last committed
+//! state; a concurrent writer makes the commit fail with
+//! [`OrchestratorError::Conflict`] instead of interleaving. Leases keep a second request
+//! on the same session from starting at all, so that it gets a clear "busy" answer
+//! before any model call.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::OrchestratorError;
+use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+
+mod memory;
+mod sqlite;
+
+pub use memory::InMemorySessionStore;
+pub use sqlite::SqliteSessionStore;
+
+/// Atomic load and save of session and turn state.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The session and its version, or `None` for an unknown session.
+    async fn load(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError>;
+
+    /// The stored result of a finished turn, if this exact turn was answered before.
+    async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError>;
+
+    /// Writes `state` and records `turn` in one atomic step, provided the stored version
+    /// still equals `expected_version` (`None`: the session must not exist yet). Returns
+    /// the new version.
+    async fn commit(
+        &self,
+        state: &SessionState,
+        expected_version: Option<u64>,
+        turn: &StoredTurn,
+    ) -> Result<u64, OrchestratorError>;
+
+    /// Takes the session's lease for `holder` unless another holder has one that has not
+    /// expired. Returns whether `holder` now holds it.
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError>;
+
+    /// Gives the lease back if `holder` holds it.
+    async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError>;
+}

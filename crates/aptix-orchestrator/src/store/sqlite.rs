@@ -1,0 +1,307 @@
+//! The embedded default [`SessionStore`]: one SQLite file (bundled SQLite, WAL).
+//!
+//! One connection, used from a blocking thread: SQLite serialises writers anyway, and a
+//! single connection keeps the transaction logic obvious. Every turn's state change is
+//! one `BEGIN IMMEDIATE` transaction that checks the session's version, writes the new
+//! state and records the turn's envelope, so a crash mid-turn leaves the last committed
+//! state and the file always opens.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::SessionStore;
+use crate::OrchestratorError;
+use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+
+/// The schema version this code writes; a file with a newer one is refused rather than
+/// misread.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id    TEXT PRIMARY KEY,
+    version       INTEGER NOT NULL,
+    state         TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id    TEXT NOT NULL,
+    turn_id       TEXT NOT NULL,
+    scenario      TEXT NOT NULL,
+    envelope      TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (session_id, turn_id, scenario)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    session_id    TEXT PRIMARY KEY,
+    holder        TEXT NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+);
+";
+
+/// Sessions in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteSessionStore {
+    connection: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl SqliteSessionStore {
+    /// Opens (creating when missing) the store at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteSessionStore, OrchestratorError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|error| OrchestratorError::store("create the store folder", error))?;
+        }
+        let connection =
+            Connection::open(&path).map_err(|error| OrchestratorError::store("open", error))?;
+        // WAL lets readers proceed during a commit; NORMAL sync is durable at checkpoint
+        // and never corrupts; the busy timeout covers a second process briefly writing.
+        connection
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+            )
+            .map_err(|error| OrchestratorError::store("configure", error))?;
+        let found: i64 = connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(|error| OrchestratorError::store("read the schema version", error))?;
+        if found > SCHEMA_VERSION {
+            return Err(OrchestratorError::store(
+                "open",
+                SchemaTooNew {
+                    found,
+                    supported: SCHEMA_VERSION,
+                },
+            ));
+        }
+        connection
+            .execute_batch(SCHEMA)
+            .and_then(|()| {
+                connection.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            })
+            .map_err(|error| OrchestratorError::store("create the schema", error))?;
+        Ok(SqliteSessionStore {
+            connection: Arc::new(Mutex::new(connection)),
+            path,
+        })
+    }
+
+    /// The file this store writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `work` with the connection on a blocking thread.
+    async fn with_connection<T, F>(
+        &self,
+        operation: &'static str,
+        work: F,
+    ) -> Result<T, OrchestratorError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, OrchestratorError> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        tokio::task::spawn_blocking(move || {
+            let mut guard = connection
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            work(&mut guard)
+        })
+        .await
+        .map_err(|error| OrchestratorError::store(operation, error))?
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the store file has schema version {found}; this build understands up to {supported}")]
+struct SchemaTooNew {
+    found: i64,
+    supported: i64,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+fn to_version(raw: i64) -> u64 {
+    u64::try_from(raw).unwrap_or(0)
+}
+
+#[async_trait]
+impl SessionStore for SqliteSessionStore {
+    async fn load(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        self.with_connection("load session", move |connection| {
+            let row: Option<(String, i64)> = connection
+                .query_row(
+                    "SELECT state, version FROM sessions WHERE session_id = ?1",
+                    params![session_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(|error| OrchestratorError::store("load session", error))?;
+            row.map(|(state, version)| {
+                serde_json::from_str(&state)
+                    .map(|value| Versioned {
+                        value,
+                        version: to_version(version),
+                    })
+                    .map_err(|source| OrchestratorError::CorruptState {
+                        session_id: session_id.clone(),
+                        source,
+                    })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
+        let key = key.clone();
+        self.with_connection("load turn", move |connection| {
+            let envelope: Option<String> = connection
+                .query_row(
+                    "SELECT envelope FROM turns WHERE session_id = ?1 AND turn_id = ?2 AND scenario = ?3",
+                    params![key.session_id, key.turn_id, key.scenario.as_str()],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|error| OrchestratorError::store("load turn", error))?;
+            envelope
+                .map(|text| {
+                    serde_json::from_str(&text)
+                        .map(|envelope| StoredTurn {
+                            turn_id: key.turn_id.clone(),
+                            scenario: key.scenario,
+                            envelope,
+                        })
+                        .map_err(|source| OrchestratorError::CorruptState {
+                            session_id: key.session_id.clone(),
+                            source,
+                        })
+                })
+                .transpose()
+        })
+        .await
+    }
+
+    async fn commit(
+        &self,
+        state: &SessionState,
+        expected_version: Option<u64>,
+        turn: &StoredTurn,
+    ) -> Result<u64, OrchestratorError> {
+        // Serialise before touching the database, so an encoding failure changes nothing.
+        let state_json =
+            serde_json::to_string(state).map_err(|source| OrchestratorError::CorruptState {
+                session_id: state.session_id.clone(),
+                source,
+            })?;
+        let envelope_json = serde_json::to_string(&turn.envelope).map_err(|source| {
+            OrchestratorError::CorruptState {
+                session_id: state.session_id.clone(),
+                source,
+            }
+        })?;
+        let session_id = state.session_id.clone();
+        let turn_id = turn.turn_id.clone();
+        let scenario = turn.scenario.as_str();
+        self.with_connection("commit turn", move |connection| {
+            let fail = |error| OrchestratorError::store("commit turn", error);
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let found: Option<i64> = transaction
+                .query_row(
+                    "SELECT version FROM sessions WHERE session_id = ?1",
+                    params![session_id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(fail)?;
+            let found = found.map(to_version);
+            if found != expected_version {
+                // Dropping the transaction rolls it back.
+                return Err(OrchestratorError::Conflict {
+                    session_id,
+                    expected: expected_version,
+                    found,
+                });
+            }
+            let version = found.map_or(1, |version| version + 1);
+            let now = now_ms();
+            transaction
+                .execute(
+                    "INSERT INTO sessions (session_id, version, state, updated_at_ms) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (session_id) DO UPDATE SET version = excluded.version,
+                         state = excluded.state, updated_at_ms = excluded.updated_at_ms",
+                    params![session_id, i64::try_from(version).unwrap_or(i64::MAX), state_json, now],
+                )
+                .map_err(fail)?;
+            transaction
+                .execute(
+                    "INSERT INTO turns (session_id, turn_id, scenario, envelope, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope",
+                    params![session_id, turn_id, scenario, envelope_json, now],
+                )
+                .map_err(fail)?;
+            transaction.commit().map_err(fail)?;
+            Ok(version)
+        })
+        .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        let holder = holder.to_owned();
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.with_connection("take lease", move |connection| {
+            let now = now_ms();
+            // Insert, or take over a lease that expired or that this holder already has.
+            let changed = connection
+                .execute(
+                    "INSERT INTO leases (session_id, holder, expires_at_ms) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder,
+                         expires_at_ms = excluded.expires_at_ms
+                     WHERE leases.expires_at_ms <= ?4 OR leases.holder = excluded.holder",
+                    params![session_id, holder, now.saturating_add(ttl_ms), now],
+                )
+                .map_err(|error| OrchestratorError::store("take lease", error))?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError> {
+        let session_id = session_id.to_owned();
+        let holder = holder.to_owned();
+        self.with_connection("release lease", move |connection| {
+            connection
+                .execute(
+                    "DELETE FROM leases WHERE session_id = ?1 AND holder = ?2",
+                    params![session_id, holder],
+                )
+                .map_err(|error| OrchestratorError::store("release lease", error))?;
+            Ok(())
+        })
+        .await
+    }
+}

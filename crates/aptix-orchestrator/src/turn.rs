@@ -1,0 +1,592 @@
+//! The body of a turn: preparing the first request, calling the model, the bounded
+//! server-tool loop, pending client calls, history, and the one commit at the end.
+
+use std::time::Instant;
+
+use aptix_client::ClientError;
+use aptix_mapping::{
+    Mapped, StreamFold, TurnContext, map_error_body, map_folded, map_mapping_error, map_response,
+    map_stream_error, map_transport_failure,
+};
+use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, LlmUsage, SourceRef,
+    ToolOutcome as ClientOutcome,
+};
+use aptix_model::wire::{
+    ContentPart, CreateResponseRequest, ErrorBody, ErrorEvent, Input, InputItem, MessageContent,
+    OutputItem, Response, Role,
+};
+use aptix_rag::{RetrievalQuery, ScoredChunk, render_context_block};
+use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock};
+use futures_util::StreamExt;
+
+use crate::OrchestratorError;
+use crate::config::Mode;
+use crate::inputs::prepare_inputs;
+use crate::matching::check_tool_results;
+use crate::orchestrator::{DeltaSink, Orchestrator};
+use crate::session::{
+    CompletedCall, PendingCall, PendingToolCalls, SessionState, StoredTurn, TurnKey,
+};
+use crate::tools::function_tool;
+
+/// The first request of a turn, with what was learnt preparing it.
+pub(crate) struct Prepared {
+    pub body: CreateResponseRequest,
+    pub sources: Vec<SourceRef>,
+    pub warnings: Vec<String>,
+}
+
+/// A model reply, streamed or not, mapped.
+struct Reply {
+    response: Response,
+    mapped: Mapped,
+}
+
+impl Orchestrator {
+    pub(crate) fn new_session(&self, session_id: &str) -> SessionState {
+        SessionState::new(
+            session_id,
+            self.config.default_mode.clone(),
+            self.config.model.clone(),
+        )
+    }
+
+    fn mode_of(&self, state: &SessionState) -> Mode {
+        self.config
+            .mode(&state.mode)
+            .cloned()
+            .unwrap_or_else(|| Mode::new(state.mode.clone()))
+    }
+
+    /// Stateless replay when configured, or when the provider keeps no state.
+    fn stateless(&self) -> bool {
+        self.config.stateless || !self.provider.capabilities().previous_response_id
+    }
+
+    fn continuation(&self, state: &SessionState) -> Continuation {
+        match &state.last_response_id {
+            None => Continuation::Initial,
+            Some(_) if self.stateless() => Continuation::Stateless(state.history.clone()),
+            Some(id) => Continuation::PreviousResponse(id.clone()),
+        }
+    }
+
+    /// A builder with the session's settings, the mode's prompt and tools.
+    fn request_builder(&self, state: &SessionState, mode: &Mode) -> RequestBuilder {
+        let mut usage = ToolUsageBlock::new();
+        let mut builder = RequestBuilder::new(state.model.model.clone())
+            .base_system_prompt(self.config.base_system_prompt.clone())
+            .system_prompt(mode.system_prompt.clone().unwrap_or_default())
+            .mode(mode.name.clone())
+            .temperature(state.model.temperature)
+            .max_output_tokens(state.model.max_output_tokens)
+            .resend_tools_on_continuation(self.config.resend_tools_on_continuation)
+            .continuation(self.continuation(state));
+        if let Some(effort) = &state.model.reasoning_effort {
+            builder = builder.reasoning_effort(effort.clone());
+        }
+        for tool in self.server_tools.iter().filter(|t| mode.allows(t.name())) {
+            builder = builder.tools([function_tool(tool.as_ref())]);
+            if let Some(text) = tool.usage() {
+                usage.push(tool.name(), text);
+            }
+        }
+        for tool in self
+            .client_tools
+            .iter()
+            .filter(|t| mode.allows(&t.definition.name))
+        {
+            builder = builder.tools([tool.definition.clone()]);
+            if let Some(text) = &tool.usage {
+                usage.push(tool.definition.name.clone(), text.clone());
+            }
+        }
+        if let Some(block) = usage.render() {
+            builder = builder.tool_usage_block(block);
+        }
+        builder
+    }
+
+    /// Builds the turn's first request and updates `state` for it (pending calls are
+    /// consumed). Changes nothing stored.
+    pub(crate) async fn prepare(
+        &self,
+        request: &AgentExecuteRequest,
+        state: &mut SessionState,
+    ) -> Result<Prepared, OrchestratorError> {
+        let mode = self.mode_of(state);
+        let mut warnings = Vec::new();
+        match request {
+            AgentExecuteRequest::UserTurn(turn) => {
+                let mut outputs = Vec::new();
+                if let Some(pending) = state.pending.take() {
+                    warnings.push(format!(
+                        "{} pending tool call(s) of turn {} were cancelled by this new turn",
+                        pending.client_calls.len(),
+                        pending.turn_id
+                    ));
+                    outputs.extend(pending.server_outputs.iter().map(completed_to_output));
+                    outputs.extend(pending.client_calls.iter().map(|call| {
+                        ToolOutput::error(
+                            call.call_id.clone(),
+                            "the user started a new turn instead of running this tool",
+                        )
+                        .with_tool_name(call.name.clone())
+                    }));
+                }
+                let inputs = prepare_inputs(&turn.files, &turn.images);
+                warnings.extend(inputs.warnings);
+                let mut chunks: Vec<ScoredChunk> = inputs.chunks;
+                if let (Some(retriever), Some(instruction)) = (&self.retriever, &turn.instruction) {
+                    let query = RetrievalQuery {
+                        text: instruction.as_str().to_owned(),
+                        scope: turn.scope_conditions().to_vec(),
+                        token_budget: self.config.context_token_budget,
+                        max_chunks: self.config.max_chunks,
+                    };
+                    match retriever.retrieve(&query).await {
+                        Ok(found) => {
+                            warnings.extend(found.warnings);
+                            chunks.extend(found.chunks);
+                        }
+                        Err(error) => warnings.push(format!("retrieval failed: {error}")),
+                    }
+                }
+                let sources = chunks.iter().map(source_ref).collect();
+                let mut builder = self
+                    .request_builder(state, &mode)
+                    .instruction(
+                        turn.instruction
+                            .as_ref()
+                            .map(|i| i.as_str().to_owned())
+                            .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
+                    )
+                    .tool_outputs(outputs);
+                if let Some(block) = render_context_block(&chunks) {
+                    builder = builder.context_block(block);
+                }
+                let mut body = builder.build()?;
+                append_to_user_message(&mut body, inputs.parts);
+                Ok(Prepared {
+                    body,
+                    sources,
+                    warnings,
+                })
+            }
+            AgentExecuteRequest::ToolContinuation(continuation) => {
+                let session_id = state.session_id.clone();
+                let pending = state
+                    .pending
+                    .take()
+                    .ok_or(OrchestratorError::NothingPending { session_id })?;
+                if pending.turn_id != continuation.turn_id.as_str() {
+                    return Err(OrchestratorError::ToolResultsMismatch {
+                        turn_id: pending.turn_id.clone(),
+                        mismatch: format!(
+                            "the pending calls belong to turn {}, not {}",
+                            pending.turn_id,
+                            continuation.turn_id.as_str()
+                        ),
+                        expected: pending.call_ids(),
+                        received: continuation
+                            .tool_results
+                            .iter()
+                            .map(|r| r.tool_call_id.as_str().to_owned())
+                            .collect(),
+                    });
+                }
+                check_tool_results(&pending, &continuation.tool_results)?;
+                let mut outputs: Vec<ToolOutput> = pending
+                    .server_outputs
+                    .iter()
+                    .map(completed_to_output)
+                    .collect();
+                for (call, result) in pending.client_calls.iter().zip(&continuation.tool_results) {
+                    let output = match &result.outcome {
+                        ClientOutcome::Result(json) => {
+                            ToolOutput::result(call.call_id.clone(), json.as_str())
+                        }
+                        ClientOutcome::Error(message) => {
+                            ToolOutput::error(call.call_id.clone(), message.as_str())
+                        }
+                    };
+                    outputs.push(
+                        output
+                            .with_tool_name(call.name.clone())
+                            .with_execution_ms(result.execution_ms),
+                    );
+                }
+                let body = self
+                    .request_builder(state, &mode)
+                    .tool_outputs(outputs)
+                    .build()?;
+                Ok(Prepared {
+                    body,
+                    sources: Vec::new(),
+                    warnings,
+                })
+            }
+        }
+    }
+
+    /// Everything after the lease is taken.
+    pub(crate) async fn run_leased(
+        &self,
+        request: &AgentExecuteRequest,
+        key: &TurnKey,
+        mut sink: Option<DeltaSink<'_>>,
+    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        // The same turn may have finished while this request waited for the lease.
+        if let Some(stored) = self.store.stored_turn(key).await? {
+            return Ok(stored.envelope);
+        }
+        let loaded = self.store.load(&key.session_id).await?;
+        let (mut state, version) = match loaded {
+            Some(versioned) => (versioned.value, Some(versioned.version)),
+            None if request.is_tool_continuation() => {
+                return Err(OrchestratorError::UnknownSession {
+                    session_id: key.session_id.clone(),
+                });
+            }
+            None => (self.new_session(&key.session_id), None),
+        };
+        let mode = self.mode_of(&state);
+        let prepared = self.prepare(request, &mut state).await?;
+        let mut context = TurnContext::new(key.session_id.clone(), key.turn_id.clone());
+        context.mode = Some(mode.name.clone());
+        context.sources = prepared.sources;
+        let mut warnings = prepared.warnings;
+        let mut usage = LlmUsage::default();
+        let mut body = prepared.body;
+        let mut model_calls = 0;
+        loop {
+            model_calls += 1;
+            let reply = match self.call_model(&body, &mut sink, &context).await {
+                Ok(reply) => reply,
+                Err(mut failed) => {
+                    // Nothing is stored: the client may retry the same turn.
+                    add_usage(&mut failed.usage, &usage);
+                    prepend_warnings(&mut failed, warnings);
+                    return Ok(failed);
+                }
+            };
+            let mut envelope = reply.mapped.envelope;
+            add_usage(&mut usage, &envelope.usage);
+            if envelope.kind == Kind::Error {
+                envelope.usage = usage;
+                prepend_warnings(&mut envelope, warnings);
+                return Ok(envelope);
+            }
+            self.record_exchange(&mut state, &body, &reply.response);
+            let calls: Vec<_> = reply
+                .response
+                .output
+                .iter()
+                .filter_map(|item| match item {
+                    OutputItem::FunctionCall(call) => Some(call.clone()),
+                    _ => None,
+                })
+                .collect();
+            let mut server_outputs = Vec::new();
+            let mut client_calls = Vec::new();
+            for call in calls {
+                if let Some(tool) = self
+                    .server_tools
+                    .iter()
+                    .find(|tool| tool.name() == call.name && mode.allows(&call.name))
+                {
+                    let started = Instant::now();
+                    let outcome = tool.execute(&call.arguments).await.map(json_text);
+                    server_outputs.push(CompletedCall {
+                        call_id: call.call_id,
+                        name: call.name,
+                        execution_ms: u64::try_from(started.elapsed().as_millis())
+                            .unwrap_or(u64::MAX),
+                        outcome,
+                    });
+                } else if self
+                    .client_tools
+                    .iter()
+                    .any(|tool| tool.definition.name == call.name && mode.allows(&call.name))
+                {
+                    client_calls.push(PendingCall {
+                        call_id: call.call_id,
+                        name: call.name,
+                        arguments_json: call.arguments,
+                    });
+                } else {
+                    warnings.push(format!(
+                        "the model called {:?}, which is not a tool of mode {}; it was told so",
+                        call.name, mode.name
+                    ));
+                    server_outputs.push(CompletedCall {
+                        call_id: call.call_id,
+                        name: call.name.clone(),
+                        execution_ms: 0,
+                        outcome: Err(format!("there is no tool named {:?}", call.name)),
+                    });
+                }
+            }
+            let done = client_calls.is_empty() && server_outputs.is_empty();
+            let bound_reached = !done
+                && client_calls.is_empty()
+                && model_calls >= self.config.max_model_calls_per_turn;
+            if done || !client_calls.is_empty() || bound_reached {
+                if bound_reached {
+                    warnings.push(format!(
+                        "stopped after {model_calls} model calls; the last tool results will be sent with the next turn"
+                    ));
+                }
+                state.pending = (!done).then(|| PendingToolCalls {
+                    turn_id: key.turn_id.clone(),
+                    response_id: reply.response.id.clone(),
+                    client_calls: client_calls.clone(),
+                    server_outputs,
+                });
+                envelope.tool_calls = client_calls
+                    .iter()
+                    .map(|call| AgentToolCall {
+                        call_id: call.call_id.clone(),
+                        name: call.name.clone(),
+                        arguments_json: call.arguments_json.clone(),
+                    })
+                    .collect();
+                envelope.kind = classify(&envelope);
+                envelope.usage = usage;
+                prepend_warnings(&mut envelope, warnings);
+                let stored = StoredTurn {
+                    turn_id: key.turn_id.clone(),
+                    scenario: key.scenario,
+                    envelope: envelope.clone(),
+                };
+                self.store.commit(&state, version, &stored).await?;
+                return Ok(envelope);
+            }
+            // Only server calls: send their results and let the model go on.
+            let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
+            body = self
+                .request_builder(&state, &mode)
+                .tool_outputs(outputs)
+                .build()?;
+        }
+    }
+
+    /// Calls the model once; a failure is already an error envelope.
+    async fn call_model(
+        &self,
+        body: &CreateResponseRequest,
+        sink: &mut Option<DeltaSink<'_>>,
+        context: &TurnContext,
+    ) -> Result<Reply, AgentExecuteResponse> {
+        let Some(sink) = sink else {
+            let reply = self
+                .provider
+                .create(body)
+                .await
+                .map_err(|error| client_error_envelope(&error, context))?;
+            let mut context = context.clone();
+            context.request_id = reply.meta.request_id.clone();
+            let mapped = map_response(&reply.response, None, &context);
+            return Ok(Reply {
+                response: reply.response,
+                mapped,
+            });
+        };
+        let mut stream = self
+            .provider
+            .stream(body)
+            .await
+            .map_err(|error| client_error_envelope(&error, context))?;
+        let mut context = context.clone();
+        context.request_id = stream.meta().request_id.clone();
+        let mut fold = StreamFold::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    if let Some(delta) = fold.apply(event) {
+                        sink(&delta);
+                    }
+                }
+                Err(error) => return Err(client_error_envelope(&error, &context)),
+            }
+        }
+        let folded = fold
+            .finish()
+            .map_err(|error| map_mapping_error(&error, &context).envelope)?;
+        let mapped = map_folded(&folded, &context);
+        Ok(Reply {
+            response: folded.response,
+            mapped,
+        })
+    }
+
+    /// Appends this exchange to the replayable history and moves the chain on.
+    fn record_exchange(
+        &self,
+        state: &mut SessionState,
+        body: &CreateResponseRequest,
+        response: &Response,
+    ) {
+        let sent = match &body.input {
+            Input::Items(items) => items.clone(),
+            Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
+                Role::User,
+                vec![ContentPart::input_text(text.clone())],
+            ))],
+        };
+        if body.previous_response_id.is_none() && !state.history.is_empty() && self.stateless() {
+            // A stateless body already starts with the whole history.
+            state.history = sent;
+        } else {
+            state.history.extend(sent);
+        }
+        let stateless = self.stateless();
+        let mut outputs: Vec<InputItem> = response
+            .output
+            .iter()
+            // Without server state a reasoning item can only be replayed with its
+            // encrypted content; otherwise the provider cannot resolve it.
+            .filter(|item| {
+                !stateless
+                    || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
+            })
+            .map(OutputItem::to_input_item)
+            .collect();
+        // A reasoning item must be followed by the item it preceded.
+        while matches!(outputs.last(), Some(InputItem::Reasoning(_))) {
+            outputs.pop();
+        }
+        state.history.extend(outputs);
+        state.last_response_id = Some(response.id.clone());
+    }
+}
+
+fn completed_to_output(call: &CompletedCall) -> ToolOutput {
+    let output = match &call.outcome {
+        Ok(json) => ToolOutput::result(call.call_id.clone(), json.clone()),
+        Err(message) => ToolOutput::error(call.call_id.clone(), message.clone()),
+    };
+    output
+        .with_tool_name(call.name.clone())
+        .with_execution_ms(call.execution_ms)
+}
+
+/// A server tool's result must be JSON text; anything else is sent as a JSON string.
+fn json_text(result: String) -> String {
+    if serde_json::from_str::<serde_json::Value>(&result).is_ok() {
+        result
+    } else {
+        serde_json::Value::String(result).to_string()
+    }
+}
+
+fn source_ref(scored: &ScoredChunk) -> SourceRef {
+    let chunk = &scored.chunk;
+    SourceRef {
+        chunk_id: chunk.id.as_str().to_owned(),
+        path: chunk.path.clone(),
+        line_start: chunk.lines.start(),
+        line_end: chunk.lines.end(),
+        language: chunk.language.clone(),
+        score: (scored.score.is_finite() && scored.score < f32::MAX)
+            .then_some(f64::from(scored.score)),
+    }
+}
+
+fn append_to_user_message(body: &mut CreateResponseRequest, parts: Vec<ContentPart>) {
+    if parts.is_empty() {
+        return;
+    }
+    if let Input::Items(items) = &mut body.input
+        && let Some(InputItem::Message(message)) = items
+            .iter_mut()
+            .rev()
+            .find(|item| matches!(item, InputItem::Message(m) if m.role == Role::User))
+        && let MessageContent::Parts(existing) = &mut message.content
+    {
+        existing.extend(parts);
+    }
+}
+
+fn add_usage(total: &mut LlmUsage, more: &LlmUsage) {
+    total.prompt_tokens += more.prompt_tokens;
+    total.completion_tokens += more.completion_tokens;
+    total.total_tokens += more.total_tokens;
+    total.cached_tokens += more.cached_tokens;
+    total.reasoning_tokens += more.reasoning_tokens;
+}
+
+fn prepend_warnings(envelope: &mut AgentExecuteResponse, mut warnings: Vec<String>) {
+    warnings.append(&mut envelope.warnings);
+    envelope.warnings = warnings;
+}
+
+/// AGN-004 section 4, over what the client is asked to do: text, client tool calls.
+fn classify(envelope: &AgentExecuteResponse) -> Kind {
+    let has_text = envelope
+        .text
+        .as_deref()
+        .is_some_and(|text| !text.is_empty());
+    match (has_text, envelope.tool_calls.is_empty()) {
+        (true, _) => Kind::Ok,
+        (false, false) => Kind::ToolOnly,
+        (false, true) if envelope.refusal.is_some() => Kind::Ok,
+        (false, true) => Kind::Empty,
+    }
+}
+
+/// A provider failure as an error envelope: the status and body for HTTP errors, the
+/// event for in-stream errors, a code naming the failure otherwise.
+pub(crate) fn client_error_envelope(
+    error: &ClientError,
+    context: &TurnContext,
+) -> AgentExecuteResponse {
+    let mut context = context.clone();
+    if let Some(request_id) = error.request_id() {
+        context.request_id = Some(request_id.to_owned());
+    }
+    match error {
+        ClientError::Status {
+            status,
+            api_error,
+            raw_body,
+            ..
+        } => {
+            let body = match (api_error, raw_body) {
+                (Some(api_error), _) => serde_json::to_vec(&ErrorBody {
+                    error: (**api_error).clone(),
+                })
+                .unwrap_or_default(),
+                (None, Some(raw)) => raw.clone().into_bytes(),
+                (None, None) => Vec::new(),
+            };
+            map_error_body(*status, &body, &context).envelope
+        }
+        ClientError::StreamError {
+            error,
+            sequence_number,
+            ..
+        } => {
+            let event = ErrorEvent {
+                sequence_number: *sequence_number,
+                error: Some((**error).clone()),
+                code: None,
+                message: None,
+                param: None,
+            };
+            map_stream_error(&event, None, &context).envelope
+        }
+        other => {
+            let code = match other {
+                ClientError::Config { .. } => "configuration_error",
+                ClientError::Transport { .. } => "transport_error",
+                ClientError::Timeout { .. } => "timeout",
+                ClientError::StreamEnded { .. } => "stream_ended_early",
+                ClientError::Decode { .. } => "decode_error",
+                _ => "provider_error",
+            };
+            map_transport_failure(code, &other.to_string(), &context).envelope
+        }
+    }
+}

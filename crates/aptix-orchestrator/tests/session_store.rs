@@ -1,0 +1,279 @@
+//! Both session stores pass the same conformance checks: versioned atomic commits,
+//! idempotent turn records, leases; and the SQLite file keeps its last committed state
+//! across reopening.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aptix_model::contract::{AgentExecuteResponse, Kind};
+use aptix_orchestrator::{
+    InMemorySessionStore, ModelSettings, OrchestratorError, Scenario, SessionState, SessionStore,
+    SqliteSessionStore, StoredTurn, TurnKey,
+};
+
+fn state(session: &str, last_response: Option<&str>) -> SessionState {
+    let mut state = SessionState::new(
+        session,
+        "QA",
+        ModelSettings {
+            model: "gpt-test".into(),
+            ..ModelSettings::default()
+        },
+    );
+    state.last_response_id = last_response.map(str::to_owned);
+    state
+}
+
+fn turn(turn_id: &str, scenario: Scenario, text: &str) -> StoredTurn {
+    let mut envelope = AgentExecuteResponse::new(Kind::Ok);
+    envelope.text = Some(text.to_owned());
+    envelope.turn_id = Some(turn_id.to_owned());
+    StoredTurn {
+        turn_id: turn_id.to_owned(),
+        scenario,
+        envelope,
+    }
+}
+
+fn key(session: &str, turn_id: &str, scenario: Scenario) -> TurnKey {
+    TurnKey {
+        session_id: session.into(),
+        turn_id: turn_id.into(),
+        scenario,
+    }
+}
+
+/// The conformance checks every store must pass.
+async fn check_store(store: Arc<dyn SessionStore>) {
+    assert!(store.load("s1").await.unwrap().is_none());
+
+    let v1 = store
+        .commit(
+            &state("s1", Some("resp_1")),
+            None,
+            &turn("t1", Scenario::UserTurn, "one"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v1, 1);
+    let loaded = store.load("s1").await.unwrap().unwrap();
+    assert_eq!(
+        (loaded.version, loaded.value.last_response_id.as_deref()),
+        (1, Some("resp_1"))
+    );
+
+    // Creating an existing session, or committing from a stale version, is a conflict
+    // that changes nothing.
+    for expected in [None, Some(7)] {
+        let error = store
+            .commit(
+                &state("s1", Some("resp_x")),
+                expected,
+                &turn("tx", Scenario::UserTurn, "x"),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, OrchestratorError::Conflict { found: Some(1), .. }),
+            "{error:?}"
+        );
+    }
+    assert_eq!(
+        store
+            .load("s1")
+            .await
+            .unwrap()
+            .unwrap()
+            .value
+            .last_response_id
+            .as_deref(),
+        Some("resp_1")
+    );
+    assert!(
+        store
+            .stored_turn(&key("s1", "tx", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let v2 = store
+        .commit(
+            &state("s1", Some("resp_2")),
+            Some(1),
+            &turn("t1", Scenario::ToolContinuation, "two"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v2, 2);
+
+    // A turn is keyed by session, turn id and scenario.
+    let user = store
+        .stored_turn(&key("s1", "t1", Scenario::UserTurn))
+        .await
+        .unwrap()
+        .unwrap();
+    let cont = store
+        .stored_turn(&key("s1", "t1", Scenario::ToolContinuation))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(user.envelope.text.as_deref(), Some("one"));
+    assert_eq!(cont.envelope.text.as_deref(), Some("two"));
+    assert!(
+        store
+            .stored_turn(&key("s2", "t1", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Leases: one holder at a time; re-entrant for the holder; released only by it;
+    // an expired lease can be taken over.
+    let ttl = Duration::from_secs(60);
+    assert!(store.acquire_lease("s1", "a", ttl).await.unwrap());
+    assert!(!store.acquire_lease("s1", "b", ttl).await.unwrap());
+    assert!(store.acquire_lease("s1", "a", ttl).await.unwrap());
+    store.release_lease("s1", "b").await.unwrap();
+    assert!(!store.acquire_lease("s1", "b", ttl).await.unwrap());
+    store.release_lease("s1", "a").await.unwrap();
+    assert!(store.acquire_lease("s1", "b", ttl).await.unwrap());
+    assert!(
+        store
+            .acquire_lease("s2", "a", Duration::ZERO)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store.acquire_lease("s2", "b", ttl).await.unwrap(),
+        "an expired lease is free"
+    );
+}
+
+/// Two writers racing from the same version: exactly one wins, the other conflicts.
+async fn check_racing_commits(store: Arc<dyn SessionStore>) {
+    store
+        .commit(
+            &state("race", None),
+            None,
+            &turn("t0", Scenario::UserTurn, "zero"),
+        )
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for writer in 0..8 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            store
+                .commit(
+                    &state("race", Some(&format!("resp_{writer}"))),
+                    Some(1),
+                    &turn(&format!("t{writer}"), Scenario::UserTurn, "w"),
+                )
+                .await
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(version) => {
+                assert_eq!(version, 2);
+                won += 1;
+            }
+            Err(OrchestratorError::Conflict { .. }) => {}
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(store.load("race").await.unwrap().unwrap().version, 2);
+}
+
+#[tokio::test]
+async fn in_memory_store_conforms() {
+    check_store(Arc::new(InMemorySessionStore::new())).await;
+    check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    check_store(Arc::new(
+        SqliteSessionStore::open(dir.path().join("a.db")).unwrap(),
+    ))
+    .await;
+    check_racing_commits(Arc::new(
+        SqliteSessionStore::open(dir.path().join("b.db")).unwrap(),
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_state_survives_reopening_and_a_dropped_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join("sessions.db");
+    {
+        let store = SqliteSessionStore::open(&path).unwrap();
+        store
+            .commit(
+                &state("s", Some("resp_1")),
+                None,
+                &turn("t1", Scenario::UserTurn, "kept"),
+            )
+            .await
+            .unwrap();
+        // A commit future dropped before it runs changes nothing.
+        let lost_state = state("s", Some("resp_lost"));
+        let lost_turn = turn("t2", Scenario::UserTurn, "lost");
+        let dropped = store.commit(&lost_state, Some(1), &lost_turn);
+        drop(dropped);
+    }
+    let reopened = SqliteSessionStore::open(&path).unwrap();
+    let loaded = reopened.load("s").await.unwrap().unwrap();
+    assert_eq!(
+        (loaded.version, loaded.value.last_response_id.as_deref()),
+        (1, Some("resp_1"))
+    );
+    assert!(
+        reopened
+            .stored_turn(&key("s", "t2", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn sqlite_refuses_a_file_from_a_newer_schema_and_reports_corrupt_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    {
+        let store = SqliteSessionStore::open(&path).unwrap();
+        store
+            .commit(&state("s", None), None, &turn("t", Scenario::UserTurn, "x"))
+            .await
+            .unwrap();
+    }
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute(
+            "UPDATE sessions SET state = '{not json' WHERE session_id = 's'",
+            [],
+        )
+        .unwrap();
+    }
+    let store = SqliteSessionStore::open(&path).unwrap();
+    let error = store.load("s").await.unwrap_err();
+    assert!(
+        matches!(error, OrchestratorError::CorruptState { .. }),
+        "{error:?}"
+    );
+    drop(store);
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch("PRAGMA user_version = 99").unwrap();
+    }
+    let error = SqliteSessionStore::open(&path).unwrap_err();
+    assert!(error.to_string().contains("open"), "{error}");
+    let source = std::error::Error::source(&error).unwrap().to_string();
+    assert!(source.contains("99"), "{source}");
+}
