@@ -123,13 +123,10 @@ impl fmt::Display for AttemptProblem {
             AttemptProblem::NotJson { message } => {
                 write!(f, "the answer is not valid JSON: {message}")
             }
-            AttemptProblem::Invalid { violations } => {
-                write!(
-                    f,
-                    "the answer breaks the schema in {} places",
-                    violations.len()
-                )
-            }
+            AttemptProblem::Invalid { violations } => match violations.len() {
+                1 => f.write_str("the answer breaks the schema in 1 place"),
+                count => write!(f, "the answer breaks the schema in {count} places"),
+            },
         }
     }
 }
