@@ -50,8 +50,8 @@ pub enum SolveError {
         /// The provider's error.
         #[source]
         source: ClientError,
-        /// The attempts so far.
-        log: AttemptLog,
+        /// The attempts so far (boxed: it keeps every error of every attempt).
+        log: Box<AttemptLog>,
     },
     /// A reply ended the Request: a refusal, a failed or truncated response, or calls of
     /// ordinary tools.
@@ -61,8 +61,8 @@ pub enum SolveError {
         attempt: u32,
         /// Why.
         reason: StopReason,
-        /// The attempts so far.
-        log: AttemptLog,
+        /// The attempts so far (boxed: it keeps every error of every attempt).
+        log: Box<AttemptLog>,
     },
     /// Every attempt was rejected; the log holds each one's errors.
     #[error(
@@ -72,7 +72,7 @@ pub enum SolveError {
     )]
     Exhausted {
         /// Every attempt.
-        log: AttemptLog,
+        log: Box<AttemptLog>,
     },
     /// The validated solution does not deserialise into the requested type (the
     /// schema and the type disagree, e.g. a handler changed the schema).

@@ -36,7 +36,7 @@ pub(super) async fn run(
                 return Err(SolveError::Provider {
                     attempt,
                     source,
-                    log,
+                    log: Box::new(log),
                 });
             }
         };
@@ -58,7 +58,7 @@ pub(super) async fn run(
                 return Err(SolveError::Stopped {
                     attempt,
                     reason,
-                    log,
+                    log: Box::new(log),
                 });
             }
             Verdict::Rejected(failure) => {
@@ -70,7 +70,7 @@ pub(super) async fn run(
             }
         }
     }
-    Err(SolveError::Exhausted { log })
+    Err(SolveError::Exhausted { log: Box::new(log) })
 }
 
 /// Adds one response's usage to the total; a missing `usage` adds nothing.
