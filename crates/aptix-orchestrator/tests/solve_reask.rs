@@ -265,3 +265,23 @@ async fn an_error_envelope_ends_the_attempts() {
         other => panic!("expected a provider error, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_solve_error_is_also_an_orchestrator_error() {
+    let provider = FakeProvider::new();
+    provider.push_response(text_reply("resp_1", "{}", 1));
+    let options = SolveOptions {
+        max_attempts: 1,
+        ..SolveOptions::default()
+    };
+    let error = solve_value_with(&provider, request(), &options)
+        .await
+        .expect_err("one rejected attempt");
+    let message = error.to_string();
+    let error = aptix_orchestrator::OrchestratorError::from(error);
+    assert!(matches!(
+        error,
+        aptix_orchestrator::OrchestratorError::Solve(SolveError::Exhausted { .. })
+    ));
+    assert_eq!(error.to_string(), message);
+}

@@ -394,3 +394,11 @@ fn the_default_registry_lists_the_built_in_handlers() {
         json!({"type": "state", "state": {}})
     );
 }
+
+#[test]
+fn a_schema_error_is_also_a_request_error() {
+    let error = SchemaError::EmptyContext;
+    let wrapped = aptix_request::RequestError::from(error.clone());
+    assert_eq!(wrapped, aptix_request::RequestError::Schema(error.clone()));
+    assert_eq!(wrapped.to_string(), error.to_string());
+}
