@@ -64,6 +64,17 @@ fn strict_schema() -> Value {
     })
 }
 
+/// The `generate_response` tool as sent.
+fn answer_tool(parameters: Value, strict: bool) -> Value {
+    json!({
+        "type": "function",
+        "name": "generate_response",
+        "description": "Gives the final answer. The arguments are the answer, shaped by the parameters schema.",
+        "parameters": parameters,
+        "strict": strict
+    })
+}
+
 fn request(with_tools: bool) -> SchemaRequest {
     let mut request = SchemaRequest::new("gpt-4o-mini", schema())
         .name("city")
@@ -171,13 +182,7 @@ fn tool_call_without_tools_forces_generate_response() {
             "model": "gpt-4o-mini",
             "input": [system(&[PROMPT, TOOL_INSTRUCTION]), user()],
             "temperature": 0.2,
-            "tools": [{
-                "type": "function",
-                "name": "generate_response",
-                "description": "Gives the final answer. The arguments are the answer, shaped by the parameters schema.",
-                "parameters": strict_schema(),
-                "strict": true
-            }],
+            "tools": [answer_tool(strict_schema(), true)],
             "tool_choice": {"type": "function", "name": "generate_response"}
         }),
     );
@@ -198,13 +203,7 @@ fn tool_call_with_tools_when_native_output_cannot_combine_with_them() {
             "model": "gpt-4o-mini",
             "input": [system(&[PROMPT, TOOL_INSTRUCTION_WITH_TOOLS]), user()],
             "temperature": 0.2,
-            "tools": [weather_tool_json(), {
-                "type": "function",
-                "name": "generate_response",
-                "description": "Gives the final answer. The arguments are the answer, shaped by the parameters schema.",
-                "parameters": strict_schema(),
-                "strict": true
-            }],
+            "tools": [weather_tool_json(), answer_tool(strict_schema(), true)],
             "tool_choice": "required"
         }),
     );
@@ -226,13 +225,7 @@ fn tool_call_without_strict_tools_sends_the_schema_as_given() {
             "model": "gpt-4o-mini",
             "input": [system(&[PROMPT, TOOL_INSTRUCTION]), user()],
             "temperature": 0.2,
-            "tools": [{
-                "type": "function",
-                "name": "generate_response",
-                "description": "Gives the final answer. The arguments are the answer, shaped by the parameters schema.",
-                "parameters": schema(),
-                "strict": false
-            }],
+            "tools": [answer_tool(schema(), false)],
             "tool_choice": {"type": "function", "name": "generate_response"}
         }),
     );
