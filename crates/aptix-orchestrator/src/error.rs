@@ -82,6 +82,9 @@ pub enum OrchestratorError {
         #[source]
         source: serde_json::Error,
     },
+    /// A schema-constrained Request gave no solution (see [`crate::solve`]).
+    #[error(transparent)]
+    Solve(#[from] crate::solve::SolveError),
 }
 
 impl OrchestratorError {

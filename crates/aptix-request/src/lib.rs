@@ -84,6 +84,7 @@ mod build;
 mod builder;
 mod error;
 mod history;
+pub mod schema;
 mod text;
 mod tool_output;
 mod tool_results;
