@@ -4,7 +4,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tantivy::{Index, IndexReader, ReloadPolicy};
+use aptix_rag::Chunk;
+use tantivy::collector::DocSetCollector;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
 use crate::manifest::{self, FileRecord, Payload};
 use crate::progress::{IndexProgress, IndexStats};
@@ -153,6 +157,40 @@ impl WorkspaceIndex {
     pub fn search(&self, query: &SearchQuery) -> Result<SearchResults, IndexError> {
         search::search(&self.inner, query)
     }
+}
+
+impl WorkspaceIndex {
+    /// The committed chunks of one file (relative, `/`-separated path), in line order;
+    /// empty for a file the index does not hold.
+    pub fn file_chunks(&self, path: &str) -> Result<Vec<Chunk>, IndexError> {
+        let inner = &self.inner;
+        inner.reader.reload().map_err(|e| inner.store_error(e))?;
+        let searcher = inner.reader.searcher();
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, term_query(inner.fields.path, path)),
+            (
+                Occur::Must,
+                term_query(inner.fields.kind, store::KIND_CHUNK),
+            ),
+        ]);
+        let addresses = searcher
+            .search(&query, &DocSetCollector)
+            .map_err(|e| inner.store_error(e))?;
+        let mut chunks = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| inner.store_error(e))?;
+            chunks.extend(store::chunk_from_document(&inner.fields, &doc));
+        }
+        chunks.sort_by_key(|chunk| chunk.lines);
+        Ok(chunks)
+    }
+}
+
+fn term_query(field: tantivy::schema::Field, value: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, value),
+        IndexRecordOption::Basic,
+    ))
 }
 
 impl Inner {

@@ -22,6 +22,7 @@ mod store;
 mod tokenizer;
 mod walk;
 
+pub use chunker::chunk_file;
 pub use config::{ChunkingConfig, DEFAULT_EXCLUDED_DIRS, IndexConfig};
 pub use error::IndexError;
 pub use index::{APTIX_DIR, WorkspaceIndex};

@@ -7,15 +7,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use aptix_rag::{Chunk, LineSpan};
+use aptix_rag::Chunk;
 use tantivy::query::TermQuery;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{IndexWriter, TantivyDocument, Term};
 
 use crate::IndexError;
-use crate::chunker::{Chunker, LineIndex, RawChunk};
+use crate::chunker::{Chunker, LineIndex};
 use crate::index::Inner;
-use crate::language::{self, Grammar};
 use crate::manifest::{self, FileRecord, Payload};
 use crate::progress::{FileOutcome, IndexProgress, IndexStats, SkipReason, SkippedFile};
 use crate::store::{self, KIND_CHUNK};
@@ -326,11 +325,7 @@ fn read_and_chunk(
         };
         return skipped_with_record(candidate, record, reason);
     }
-    let raw = chunker.chunk(&text, Grammar::for_path(&candidate.path), &config.chunking);
-    let chunks: Vec<(Chunk, Vec<String>)> = raw
-        .into_iter()
-        .filter_map(|raw| to_chunk(inner, &candidate.path, raw))
-        .collect();
+    let chunks = chunker.chunk_file(&candidate.path, &text, &inner.repo, &config.chunking);
     record.chunks = chunks.len() as u64;
     Work::Chunked {
         candidate,
@@ -365,27 +360,6 @@ fn read_limited(candidate: &Candidate, limit: u64) -> Result<Vec<u8>, SkipReason
         });
     }
     Ok(bytes)
-}
-
-fn to_chunk(inner: &Inner, path: &str, raw: RawChunk) -> Option<(Chunk, Vec<String>)> {
-    let lines = LineSpan::new(raw.start_line, raw.end_line).ok()?;
-    let mut metadata = std::collections::BTreeMap::new();
-    metadata.insert("repo".to_owned(), inner.repo.clone());
-    if let Some(extension) = language::extension(path) {
-        metadata.insert("extension".to_owned(), extension.to_ascii_lowercase());
-    }
-    if let Some(symbol) = raw.symbols.first() {
-        metadata.insert("symbol".to_owned(), symbol.clone());
-    }
-    let chunk = Chunk {
-        id: store::chunk_id(path, raw.start_line, raw.end_line, &raw.content),
-        path: path.to_owned(),
-        lines,
-        language: language::language_tag(path).to_owned(),
-        content: raw.content,
-        metadata,
-    };
-    Some((chunk, raw.symbols))
 }
 
 /// Skip reasons stored in the manifest: only those decided by content, which stay

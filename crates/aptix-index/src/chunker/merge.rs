@@ -24,8 +24,11 @@ pub(crate) fn merge(
         if let Some(current) = out.last_mut() {
             let mergeable = is_small(current)
                 || is_small(&piece)
-                || (!current.is_definition && !piece.is_definition);
-            if mergeable && fits(current.first, piece.last) {
+                || (!current.stands_alone && !piece.stands_alone);
+            // A closing bracket alone is no chunk: it joins the piece before it even
+            // when that goes a little over the maximum.
+            let closer = is_closer(&piece, lines);
+            if (mergeable || closer) && (fits(current.first, piece.last) || closer) {
                 absorb(current, piece);
                 continue;
             }
@@ -86,9 +89,20 @@ fn glue_trivia(pieces: Vec<Piece>, lines: &LineIndex<'_>, config: &ChunkingConfi
     out
 }
 
+/// At most this many lines of punctuation count as a closer.
+const MAX_CLOSER_LINES: usize = 3;
+
+fn is_closer(piece: &Piece, lines: &LineIndex<'_>) -> bool {
+    piece.last - piece.first < MAX_CLOSER_LINES
+        && !lines
+            .text(piece.first, piece.last)
+            .chars()
+            .any(|c| c.is_alphanumeric())
+}
+
 fn absorb(current: &mut Piece, next: Piece) {
     current.last = current.last.max(next.last);
-    current.is_definition |= next.is_definition;
+    current.stands_alone |= next.stands_alone;
     current.is_trivia = false;
     absorb_symbols(current, next);
 }
@@ -97,6 +111,11 @@ fn absorb_symbols(current: &mut Piece, next: Piece) {
     for symbol in next.symbols {
         if !current.symbols.contains(&symbol) {
             current.symbols.push(symbol);
+        }
+    }
+    for symbol in next.context {
+        if !current.context.contains(&symbol) {
+            current.context.push(symbol);
         }
     }
 }

@@ -10,8 +10,28 @@ mod syntax;
 
 pub(crate) use lines::LineIndex;
 
+use std::collections::BTreeMap;
+
+use aptix_rag::{Chunk, LineSpan};
+
 use crate::config::ChunkingConfig;
-use crate::language::Grammar;
+use crate::language::{self, Grammar};
+use crate::store;
+
+/// Cuts one file into chunks the way the index does: ids, spans, language and the
+/// `repo`, `extension`, `symbol` (and, for chunks holding several definitions,
+/// `symbols`, comma-separated) metadata included.
+///
+/// `path` is relative to the workspace with `/` separators; it picks the grammar and
+/// the language tag. Useful to stores other than the embedded index that want the
+/// same chunks.
+pub fn chunk_file(path: &str, text: &str, repo: &str, config: &ChunkingConfig) -> Vec<Chunk> {
+    Chunker::default()
+        .chunk_file(path, text, repo, config)
+        .into_iter()
+        .map(|(chunk, _)| chunk)
+        .collect()
+}
 
 /// A chunk before it gets an id and metadata: 1-based inclusive lines and exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,20 +48,26 @@ pub(crate) struct RawChunk {
 pub(crate) struct Piece {
     pub(crate) first: usize,
     pub(crate) last: usize,
+    /// Definitions the piece holds, outermost first.
     pub(crate) symbols: Vec<String>,
-    /// A definition stands on its own when it is large enough.
-    pub(crate) is_definition: bool,
+    /// Definitions the piece belongs to without holding them whole: the header or
+    /// closing brace of a split class, a window of a long function.
+    pub(crate) context: Vec<String>,
+    /// A definition or a line window: merged with a neighbour only when small.
+    pub(crate) stands_alone: bool,
     /// Comments and attributes belong with what follows them.
     pub(crate) is_trivia: bool,
 }
 
 impl Piece {
-    pub(crate) fn plain(first: usize, last: usize) -> Piece {
+    /// A line window: already sized, so it is not merged with a full-sized neighbour.
+    pub(crate) fn window(first: usize, last: usize) -> Piece {
         Piece {
             first,
             last,
             symbols: Vec::new(),
-            is_definition: false,
+            context: Vec::new(),
+            stands_alone: true,
             is_trivia: false,
         }
     }
@@ -55,6 +81,44 @@ pub(crate) struct Chunker {
 }
 
 impl Chunker {
+    /// [`chunk_file`], also returning each chunk's full symbol list for the index.
+    pub(crate) fn chunk_file(
+        &mut self,
+        path: &str,
+        text: &str,
+        repo: &str,
+        config: &ChunkingConfig,
+    ) -> Vec<(Chunk, Vec<String>)> {
+        let language = language::language_tag(path);
+        let extension = language::extension(path).map(str::to_ascii_lowercase);
+        self.chunk(text, Grammar::for_path(path), config)
+            .into_iter()
+            .filter_map(|raw| {
+                let lines = LineSpan::new(raw.start_line, raw.end_line).ok()?;
+                let mut metadata = BTreeMap::new();
+                metadata.insert("repo".to_owned(), repo.to_owned());
+                if let Some(extension) = &extension {
+                    metadata.insert("extension".to_owned(), extension.clone());
+                }
+                if let Some(symbol) = raw.symbols.first() {
+                    metadata.insert("symbol".to_owned(), symbol.clone());
+                }
+                if raw.symbols.len() > 1 {
+                    metadata.insert("symbols".to_owned(), raw.symbols.join(","));
+                }
+                let chunk = Chunk {
+                    id: store::chunk_id(path, raw.start_line, raw.end_line, &raw.content),
+                    path: path.to_owned(),
+                    lines,
+                    language: language.to_owned(),
+                    content: raw.content,
+                    metadata,
+                };
+                Some((chunk, raw.symbols))
+            })
+            .collect()
+    }
+
     /// The chunks of `text`, in file order, covering every non-blank line once.
     pub(crate) fn chunk(
         &mut self,
@@ -72,7 +136,7 @@ impl Chunker {
                 lines
                     .windows(0, lines.len() - 1, config.window_lines, config.max_bytes)
                     .into_iter()
-                    .map(|(first, last)| Piece::plain(first, last))
+                    .map(|(first, last)| Piece::window(first, last))
                     .collect()
             });
         merge::merge(pieces, &lines, config)
@@ -112,6 +176,7 @@ fn finish(piece: Piece, lines: &LineIndex<'_>) -> Option<RawChunk> {
         .rev()
         .find(|&row| !lines.is_blank(row))?;
     let mut symbols = piece.symbols;
+    symbols.extend(piece.context);
     let mut seen = std::collections::HashSet::new();
     symbols.retain(|symbol| seen.insert(symbol.clone()));
     Some(RawChunk {

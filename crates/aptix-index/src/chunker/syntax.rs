@@ -124,7 +124,8 @@ impl Cutter<'_, '_> {
                 first,
                 last,
                 symbols,
-                is_definition: definition.is_some(),
+                context: Vec::new(),
+                stands_alone: definition.is_some(),
                 is_trivia: self.grammar.is_leading_trivia(node.kind()),
             });
             return;
@@ -143,15 +144,15 @@ impl Cutter<'_, '_> {
                 self.lines
                     .windows(first, last, self.config.window_lines, self.config.max_bytes)
             {
-                self.out.push(Piece::plain(first, last));
+                self.out.push(Piece::window(first, last));
             }
         }
         // Pieces of a split definition that name nothing themselves (its header, its
         // closing brace, windows of a long body) still belong to it.
         if let Some(symbol) = symbol {
             for piece in self.out.iter_mut().skip(before) {
-                if piece.symbols.is_empty() {
-                    piece.symbols.push(symbol.clone());
+                if piece.symbols.is_empty() && piece.context.is_empty() {
+                    piece.context.push(symbol.clone());
                 }
             }
         }
