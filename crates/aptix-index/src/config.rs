@@ -40,6 +40,10 @@ pub struct ChunkingConfig {
     /// Window length, in lines, for files without a grammar and for nodes without
     /// children to split at. Default 60.
     pub window_lines: usize,
+    /// Files larger than this are cut into line windows without being parsed. Parsing
+    /// dominates indexing time (tree-sitter parses about 5 MB/s per core here) and
+    /// files this large are mostly generated: bindings, tables. Default 256 KiB.
+    pub max_syntax_bytes: usize,
 }
 
 impl Default for ChunkingConfig {
@@ -49,6 +53,7 @@ impl Default for ChunkingConfig {
             max_lines: 120,
             max_bytes: 8 * 1024,
             window_lines: 60,
+            max_syntax_bytes: 256 * 1024,
         }
     }
 }
@@ -137,7 +142,7 @@ impl IndexConfig {
         let c = &self.chunking;
         let mut hasher = blake3::Hasher::new();
         let text = format!(
-            "format={FORMAT_VERSION};repo={repo};max_file={};max_line={};excluded={:?};hidden={};chunking={},{},{},{};grammars={:?}",
+            "format={FORMAT_VERSION};repo={repo};max_file={};max_line={};excluded={:?};hidden={};chunking={},{},{},{},{};grammars={:?}",
             self.max_file_bytes,
             self.max_line_bytes,
             self.excluded_dirs,
@@ -146,6 +151,7 @@ impl IndexConfig {
             c.max_lines,
             c.max_bytes,
             c.window_lines,
+            c.max_syntax_bytes,
             crate::language::enabled_grammars(),
         );
         hasher.update(text.as_bytes());

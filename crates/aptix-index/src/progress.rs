@@ -116,6 +116,8 @@ pub struct IndexStats {
     pub skipped: Vec<SkippedFile>,
     /// Bytes of the files chunked in this refresh.
     pub bytes_indexed: u64,
+    /// Lines of the files chunked in this refresh.
+    pub lines_indexed: u64,
     /// Chunks written in this refresh.
     pub chunks_added: u64,
     /// Chunks removed (of changed and deleted files).

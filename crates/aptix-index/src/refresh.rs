@@ -30,6 +30,7 @@ enum Work {
         candidate: Candidate,
         chunks: Vec<(Chunk, Vec<String>)>,
         record: FileRecord,
+        lines: usize,
     },
     /// Only size or time changed; the content hash is the same.
     Touched {
@@ -235,6 +236,7 @@ fn write(
             candidate,
             chunks,
             record,
+            lines,
         } => {
             remove_file(&candidate.path, stats);
             for (chunk, symbols) in &chunks {
@@ -243,6 +245,7 @@ fn write(
             add(manifest::file_document(fields, &candidate.path, &record))?;
             stats.files_indexed += 1;
             stats.bytes_indexed += candidate.size;
+            stats.lines_indexed += lines as u64;
             stats.chunks_added += chunks.len() as u64;
             let outcome = FileOutcome::Indexed {
                 chunks: chunks.len(),
@@ -303,11 +306,12 @@ fn read_and_chunk(
         chunks: 0,
         skip_reason: None,
     };
-    if let Some(old) = manifest.get(&candidate.path) {
-        if old.content_hash == record.content_hash && old.skip_reason.is_none() {
-            record.chunks = old.chunks;
-            return Work::Touched { candidate, record };
-        }
+    if let Some(old) = manifest.get(&candidate.path)
+        && old.content_hash == record.content_hash
+        && old.skip_reason.is_none()
+    {
+        record.chunks = old.chunks;
+        return Work::Touched { candidate, record };
     }
     let sniff = bytes.get(..BINARY_SNIFF_BYTES).unwrap_or(&bytes);
     if memchr::memchr(0, sniff).is_some() {
@@ -331,6 +335,7 @@ fn read_and_chunk(
         candidate,
         chunks,
         record,
+        lines: lines.len(),
     }
 }
 

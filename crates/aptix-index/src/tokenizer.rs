@@ -27,46 +27,77 @@ pub(crate) const MAX_WORD_BYTES: usize = 128;
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CodeTokenizer;
 
-/// Iterates the tokens [`CodeTokenizer`] produced for one text.
-pub(crate) struct CodeTokenStream {
-    /// The tokens not yet yielded, last first, so that advancing is a `pop`.
-    pending: Vec<Token>,
+/// Produces the tokens of one text lazily, one word at a time, reusing one token's
+/// buffer: indexing allocates nothing per token.
+pub(crate) struct CodeTokenStream<'a> {
+    text: &'a str,
+    /// Where the scan for the next word resumes.
+    offset: usize,
+    /// Byte range of the current word in `text`.
+    word: (usize, usize),
+    /// Parts of the current word, relative to its start.
+    parts: Vec<(usize, usize)>,
+    /// The next part to emit; `parts.len()` when the word is done.
+    next_part: usize,
+    position: usize,
     current: Token,
 }
 
 impl Tokenizer for CodeTokenizer {
-    type TokenStream<'a> = CodeTokenStream;
+    type TokenStream<'a> = CodeTokenStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
-        let mut pending = Vec::new();
-        let mut position = 0;
-        for_each_token(text, |from, to, token_text| {
-            pending.push(Token {
-                offset_from: from,
-                offset_to: to,
-                position,
-                text: token_text.to_owned(),
-                position_length: 1,
-            });
-            position += 1;
-        });
-        pending.reverse();
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
         CodeTokenStream {
-            pending,
+            text,
+            offset: 0,
+            word: (0, 0),
+            parts: Vec::new(),
+            next_part: 0,
+            position: 0,
             current: Token::default(),
         }
     }
 }
 
-impl TokenStream for CodeTokenStream {
+impl TokenStream for CodeTokenStream<'_> {
     fn advance(&mut self) -> bool {
-        match self.pending.pop() {
-            Some(token) => {
-                self.current = token;
-                true
-            }
-            None => false,
+        if self.next_part < self.parts.len() {
+            let (from, to) = self.parts.get(self.next_part).copied().unwrap_or_default();
+            self.next_part += 1;
+            let start = self.word.0;
+            self.emit(start + from, start + to, |text, out| {
+                push_lowercase(out, text);
+            });
+            return true;
         }
+        while let Some((start, end)) = next_word(self.text, &mut self.offset) {
+            let Some(word) = self.text.get(start..end) else {
+                continue;
+            };
+            if word.len() > MAX_WORD_BYTES {
+                continue;
+            }
+            self.parts.clear();
+            split_word(word, &mut self.parts);
+            if self.parts.is_empty() {
+                continue;
+            }
+            self.word = (start, end);
+            // A single-part word is emitted once, as itself; otherwise the parts follow
+            // the joined whole.
+            self.next_part = if self.parts.len() > 1 { 0 } else { 1 };
+            let parts = std::mem::take(&mut self.parts);
+            self.emit(start, end, |_, out| {
+                for &(from, to) in &parts {
+                    if let Some(part) = word.get(from..to) {
+                        push_lowercase(out, part);
+                    }
+                }
+            });
+            self.parts = parts;
+            return true;
+        }
+        false
     }
 
     fn token(&self) -> &Token {
@@ -78,10 +109,27 @@ impl TokenStream for CodeTokenStream {
     }
 }
 
+impl CodeTokenStream<'_> {
+    fn emit(&mut self, from: usize, to: usize, fill: impl FnOnce(&str, &mut String)) {
+        let token = &mut self.current;
+        token.offset_from = from;
+        token.offset_to = to;
+        token.position = self.position;
+        token.position_length = 1;
+        token.text.clear();
+        fill(self.text.get(from..to).unwrap_or_default(), &mut token.text);
+        self.position += 1;
+    }
+}
+
 /// The terms of `text`, in order, as the index sees them (whole words and their parts).
 pub(crate) fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_token(text, |_, _, token| out.push(token.to_owned()));
+    let mut tokenizer = CodeTokenizer;
+    let mut stream = tokenizer.token_stream(text);
+    while stream.advance() {
+        out.push(stream.current.text.clone());
+    }
     out
 }
 
@@ -89,64 +137,48 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// Calls `emit(byte_from, byte_to, term)` for every term of `text`.
-fn for_each_token(text: &str, mut emit: impl FnMut(usize, usize, &str)) {
-    let mut parts: Vec<(usize, usize)> = Vec::new();
-    let mut joined = String::new();
-    let mut part_text = String::new();
-    let mut chars = text.char_indices().peekable();
-    while let Some(&(start, c)) = chars.peek() {
-        if !is_word_char(c) {
-            chars.next();
-            continue;
-        }
-        // A word: word characters, with single `-` joining word characters (kebab case).
-        let mut end = start;
-        while let Some(&(index, c)) = chars.peek() {
+/// The char at byte `index` of `text`, if `index` is a char boundary inside it.
+fn char_at(text: &str, index: usize) -> Option<char> {
+    text.get(index..)?.chars().next()
+}
+
+/// Finds the next word at or after `*offset` and moves `*offset` past it. A word is a
+/// run of word characters, with single `-` joining word characters (kebab case).
+fn next_word(text: &str, offset: &mut usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    // Skip to the start of a word; ASCII bytes are classified without decoding.
+    let start = loop {
+        let &byte = bytes.get(*offset)?;
+        if byte.is_ascii() {
+            if byte.is_ascii_alphanumeric() || byte == b'_' {
+                break *offset;
+            }
+            *offset += 1;
+        } else {
+            let c = char_at(text, *offset)?;
             if is_word_char(c) {
-                end = index + c.len_utf8();
-                chars.next();
-            } else if c == '-' && end == index {
-                let mut lookahead = chars.clone();
-                lookahead.next();
-                match lookahead.peek() {
-                    Some(&(_, next)) if next.is_alphanumeric() => {
-                        chars.next();
-                    }
-                    _ => break,
-                }
-            } else {
-                break;
+                break *offset;
             }
+            *offset += c.len_utf8();
         }
-        let Some(word) = text.get(start..end) else {
-            continue;
-        };
-        if word.len() > MAX_WORD_BYTES {
-            continue;
-        }
-        parts.clear();
-        split_word(word, &mut parts);
-        if parts.is_empty() {
-            continue;
-        }
-        joined.clear();
-        for &(from, to) in &parts {
-            if let Some(part) = word.get(from..to) {
-                push_lowercase(&mut joined, part);
-            }
-        }
-        emit(start, end, &joined);
-        if parts.len() > 1 {
-            for &(from, to) in &parts {
-                if let Some(part) = word.get(from..to) {
-                    part_text.clear();
-                    push_lowercase(&mut part_text, part);
-                    emit(start + from, start + to, &part_text);
-                }
-            }
+    };
+    let mut end = start;
+    loop {
+        match bytes.get(end) {
+            Some(&byte) if byte.is_ascii_alphanumeric() || byte == b'_' => end += 1,
+            Some(b'-') => match char_at(text, end + 1) {
+                Some(next) if end > start && next.is_alphanumeric() => end += 1,
+                _ => break,
+            },
+            Some(&byte) if !byte.is_ascii() => match char_at(text, end) {
+                Some(c) if is_word_char(c) => end += c.len_utf8(),
+                _ => break,
+            },
+            _ => break,
         }
     }
+    *offset = end;
+    Some((start, end))
 }
 
 fn push_lowercase(out: &mut String, text: &str) {
@@ -162,11 +194,20 @@ enum Class {
     Upper,
     Lower,
     Digit,
+    Separator,
     Other,
 }
 
 fn class(c: char) -> Class {
-    if c.is_uppercase() {
+    if c == '_' || c == '-' {
+        Class::Separator
+    } else if c.is_ascii_lowercase() {
+        Class::Lower
+    } else if c.is_ascii_uppercase() {
+        Class::Upper
+    } else if c.is_ascii_digit() {
+        Class::Digit
+    } else if c.is_uppercase() {
         Class::Upper
     } else if c.is_lowercase() {
         Class::Lower
@@ -177,36 +218,39 @@ fn class(c: char) -> Class {
     }
 }
 
-/// Splits one word into byte ranges of its parts.
+/// Splits one word into byte ranges of its parts, in one pass with one char of
+/// lookahead and no allocation.
 fn split_word(word: &str, parts: &mut Vec<(usize, usize)>) {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
     let mut part_start: Option<usize> = None;
-    for (i, &(index, c)) in chars.iter().enumerate() {
-        if c == '_' || c == '-' {
+    let mut previous: Option<Class> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((index, c)) = chars.next() {
+        let current = class(c);
+        if current == Class::Separator {
             if let Some(from) = part_start.take() {
                 parts.push((from, index));
             }
+            previous = None;
             continue;
         }
-        let Some(from) = part_start else {
-            part_start = Some(index);
-            continue;
-        };
-        let previous = chars.get(i.wrapping_sub(1)).map(|&(_, p)| class(p));
-        let next = chars.get(i + 1).map(|&(_, n)| class(n));
-        let current = class(c);
-        let boundary = match (previous, current) {
-            (Some(Class::Lower), Class::Upper) => true,
-            // The last capital of an acronym starts the next part: `HTTPResponse`.
-            (Some(Class::Upper), Class::Upper) => next == Some(Class::Lower),
-            (Some(Class::Digit), Class::Upper | Class::Lower) => true,
-            (Some(Class::Upper | Class::Lower), Class::Digit) => true,
-            _ => false,
-        };
-        if boundary {
-            parts.push((from, index));
+        let next = chars.peek().map(|&(_, n)| class(n));
+        if let Some(from) = part_start {
+            let boundary = match (previous, current) {
+                (Some(Class::Lower), Class::Upper) => true,
+                // The last capital of an acronym starts the next part: `HTTPResponse`.
+                (Some(Class::Upper), Class::Upper) => next == Some(Class::Lower),
+                (Some(Class::Digit), Class::Upper | Class::Lower) => true,
+                (Some(Class::Upper | Class::Lower), Class::Digit) => true,
+                _ => false,
+            };
+            if boundary {
+                parts.push((from, index));
+                part_start = Some(index);
+            }
+        } else {
             part_start = Some(index);
         }
+        previous = Some(current);
     }
     if let Some(from) = part_start {
         parts.push((from, word.len()));

@@ -69,12 +69,12 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
                     },
                 })),
             };
-            if let Some(outcome) = outcome {
-                if let Ok(mut found) = found.lock() {
-                    match outcome {
-                        Ok(candidate) => found.candidates.push(candidate),
-                        Err(skipped) => found.skipped.push(skipped),
-                    }
+            if let Some(outcome) = outcome
+                && let Ok(mut found) = found.lock()
+            {
+                match outcome {
+                    Ok(candidate) => found.candidates.push(candidate),
+                    Err(skipped) => found.skipped.push(skipped),
                 }
             }
             WalkState::Continue

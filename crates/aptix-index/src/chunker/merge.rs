@@ -28,7 +28,7 @@ pub(crate) fn merge(
             // A closing bracket alone is no chunk: it joins the piece before it even
             // when that goes a little over the maximum.
             let closer = is_closer(&piece, lines);
-            if (mergeable || closer) && (fits(current.first, piece.last) || closer) {
+            if closer || (mergeable && fits(current.first, piece.last)) {
                 absorb(current, piece);
                 continue;
             }

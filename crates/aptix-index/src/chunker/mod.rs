@@ -153,6 +153,9 @@ impl Chunker {
         lines: &LineIndex<'_>,
         config: &ChunkingConfig,
     ) -> Option<Vec<Piece>> {
+        if text.len() > config.max_syntax_bytes {
+            return None;
+        }
         let pieces = syntax::pieces(&mut self.parser, grammar?, text, lines, config)?;
         (!pieces.is_empty()).then_some(pieces)
     }
