@@ -123,8 +123,8 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// The chunk's value for a scope-condition key: `path`, `language`, `id` and
-    /// `lines` come from the fields, anything else from [`metadata`](Self::metadata).
+    /// The chunk's value for a scope-condition key: `path`, `language` and `id` come
+    /// from the fields, anything else from [`metadata`](Self::metadata).
     pub fn metadata_value(&self, key: &str) -> Option<&str> {
         match key {
             "path" => Some(&self.path),
@@ -135,6 +135,12 @@ impl Chunk {
     }
 }
 
+impl AsRef<Chunk> for Chunk {
+    fn as_ref(&self) -> &Chunk {
+        self
+    }
+}
+
 /// A chunk with the retriever's relevance score (higher is better).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoredChunk {
@@ -142,6 +148,13 @@ pub struct ScoredChunk {
     pub chunk: Chunk,
     /// Relevance; only comparable within one retrieval.
     pub score: f32,
+}
+
+/// Lets rendering take ranked chunks as they come out of retrieval and packing.
+impl AsRef<Chunk> for ScoredChunk {
+    fn as_ref(&self) -> &Chunk {
+        &self.chunk
+    }
 }
 
 #[cfg(test)]

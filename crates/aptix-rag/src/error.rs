@@ -21,4 +21,13 @@ pub enum RagError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The tokenizer's bundled vocabulary could not be loaded (a broken build).
+    #[error("cannot load the {encoding} tokenizer")]
+    Tokenizer {
+        /// Which encoding, e.g. `o200k_base`.
+        encoding: &'static str,
+        /// What went wrong underneath.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
 }

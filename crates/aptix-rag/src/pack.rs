@@ -1,0 +1,170 @@
+//! Packing ranked chunks into a token budget; the rule is documented on [`pack`].
+
+use crate::render::{CONTEXT_HEADER, write_section};
+use crate::{ChunkId, ScoredChunk, TokenCounter};
+
+/// The outcome of [`pack`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Packed {
+    /// The chunks that fit, in their original rank order.
+    pub kept: Vec<ScoredChunk>,
+    /// The ids of the chunks that did not fit, in rank order.
+    pub dropped: Vec<ChunkId>,
+    /// The o200k tokens of the `[CONTEXT]` block of [`kept`](Self::kept): at most the
+    /// budget, and 0 when nothing was kept (no block is rendered then).
+    pub tokens: usize,
+}
+
+/// Keeps the best-ranked chunks whose rendered `[CONTEXT]` block fits in `budget`
+/// o200k tokens. `ranked` is best first.
+///
+/// The budget is for the `[CONTEXT]` block exactly as [`render_context_block`] renders
+/// the kept chunks, counted with o200k_base. A chunk's cost is the tokens of its whole
+/// section (the `=== CHUNK N ===` line with the number it will get, the metadata lines,
+/// the fences and the content), and the first kept chunk also pays for the
+/// `[CONTEXT]` header.
+///
+/// The rule is greedy in rank order: each chunk is kept when it fits in what is left,
+/// else dropped, and the scan goes on, so a large chunk that does not fit does not stop
+/// smaller, lower-ranked ones from filling the space. It never reorders: a kept chunk is
+/// numbered after every better-ranked kept chunk. Greedy is not the knapsack optimum,
+/// but it is what "best first" means to a reader of the ranking, it is stable (the
+/// same input packs the same way), and it counts each chunk once.
+///
+/// Summing section costs is exact, not an estimate: o200k's pre-tokenizer never joins a
+/// line end with the `=` that starts the next section, so the tokens of the block are
+/// the header's plus each section's (the packing tests check the sum against a count of
+/// the rendered block).
+///
+/// A budget too small for the header and any one chunk keeps nothing.
+///
+/// [`render_context_block`]: crate::render_context_block
+///
+/// ```
+/// use aptix_rag::{Chunk, ChunkId, LineSpan, ScoredChunk, TokenCounter, pack};
+///
+/// let first_line = LineSpan::new(1, 1)?;
+/// let chunk = |id: &str, content: &str| ScoredChunk {
+///     chunk: Chunk {
+///         id: ChunkId::new(id),
+///         path: format!("src/{id}.rs"),
+///         lines: first_line,
+///         language: "rust".into(),
+///         content: content.into(),
+///         metadata: Default::default(),
+///     },
+///     score: 1.0,
+/// };
+/// let counter = TokenCounter::o200k()?;
+/// let ranked = vec![
+///     chunk("big", &"fn f() {}\n".repeat(500)),
+///     chunk("small", "fn g() {}"),
+/// ];
+/// let packed = pack(ranked, 100, &counter);
+/// assert_eq!(packed.dropped, [ChunkId::new("big")]);
+/// assert_eq!(packed.kept[0].chunk.id.as_str(), "small");
+/// assert!(packed.tokens <= 100);
+/// # Ok::<(), aptix_rag::RagError>(())
+/// ```
+pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> Packed {
+    let header_tokens = counter.count(CONTEXT_HEADER);
+    let mut packed = Packed::default();
+    // One buffer for every section: each is rendered only to be counted.
+    let mut section = String::new();
+    for candidate in ranked {
+        section.clear();
+        write_section(&mut section, packed.kept.len() + 1, &candidate.chunk);
+        let header = if packed.kept.is_empty() {
+            header_tokens
+        } else {
+            0
+        };
+        let cost = counter.count(&section).saturating_add(header);
+        match packed.tokens.checked_add(cost) {
+            Some(total) if total <= budget => {
+                packed.tokens = total;
+                packed.kept.push(candidate);
+            }
+            _ => packed.dropped.push(candidate.chunk.id),
+        }
+    }
+    packed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Chunk, LineSpan, render_context_block};
+
+    fn scored(id: &str, lines: u32) -> ScoredChunk {
+        let content = (1..=lines)
+            .map(|line| format!("let value_{line} = compute({line});"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        ScoredChunk {
+            chunk: Chunk {
+                id: ChunkId::new(id),
+                path: format!("src/{id}.rs"),
+                lines: LineSpan::new(1, lines.max(1)).unwrap(),
+                language: "rust".into(),
+                content,
+                metadata: Default::default(),
+            },
+            score: 1.0,
+        }
+    }
+
+    fn ids(chunks: &[ScoredChunk]) -> Vec<&str> {
+        chunks.iter().map(|c| c.chunk.id.as_str()).collect()
+    }
+
+    fn block_tokens(counter: &TokenCounter, chunks: &[ScoredChunk]) -> usize {
+        render_context_block(chunks).map_or(0, |block| counter.count(&block))
+    }
+
+    #[test]
+    fn a_big_chunk_is_skipped_and_smaller_ones_fill_the_space() {
+        let counter = TokenCounter::o200k().unwrap();
+        let ranked = vec![scored("a", 3), scored("huge", 400), scored("b", 3)];
+        let budget = block_tokens(&counter, &[scored("a", 3), scored("b", 3)]);
+        let packed = pack(ranked, budget, &counter);
+        assert_eq!(ids(&packed.kept), ["a", "b"]);
+        assert_eq!(packed.dropped, [ChunkId::new("huge")]);
+        assert_eq!(packed.tokens, budget);
+    }
+
+    #[test]
+    fn exact_budget_fits_and_one_less_does_not() {
+        let counter = TokenCounter::o200k().unwrap();
+        let both = [scored("a", 5), scored("b", 5)];
+        let exact = block_tokens(&counter, &both);
+        let packed = pack(both.to_vec(), exact, &counter);
+        assert_eq!(ids(&packed.kept), ["a", "b"]);
+        assert_eq!(packed.tokens, exact);
+
+        let packed = pack(both.to_vec(), exact - 1, &counter);
+        assert_eq!(ids(&packed.kept), ["a"]);
+        assert_eq!(packed.dropped, [ChunkId::new("b")]);
+    }
+
+    #[test]
+    fn a_budget_below_header_plus_one_chunk_keeps_nothing() {
+        let counter = TokenCounter::o200k().unwrap();
+        let single = [scored("a", 2)];
+        let need = block_tokens(&counter, &single);
+        for budget in [0, 1, need - 1] {
+            let packed = pack(single.to_vec(), budget, &counter);
+            assert!(packed.kept.is_empty(), "budget {budget}");
+            assert_eq!(packed.dropped, [ChunkId::new("a")]);
+            assert_eq!(packed.tokens, 0);
+        }
+        assert_eq!(pack(Vec::new(), 1000, &counter), Packed::default());
+    }
+
+    #[test]
+    fn huge_budgets_do_not_overflow() {
+        let counter = TokenCounter::o200k().unwrap();
+        let packed = pack(vec![scored("a", 1), scored("b", 1)], usize::MAX, &counter);
+        assert_eq!(ids(&packed.kept), ["a", "b"]);
+    }
+}
