@@ -46,6 +46,13 @@ pub enum IndexError {
         /// Files processed before the cancellation was seen.
         files_done: u64,
     },
+    /// The o200k token counter used for packing could not be built (a broken build).
+    #[error("token counter unavailable")]
+    TokenCounter {
+        /// What aptix-rag reported.
+        #[source]
+        source: aptix_rag::RagError,
+    },
     /// A configuration value is out of range.
     #[error("invalid index configuration: {field} {reason}")]
     InvalidConfig {

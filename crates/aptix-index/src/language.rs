@@ -1,4 +1,5 @@
-//! Which grammar parses a file and which AGN-002 language tag labels it.
+//! Which grammar parses a file (the AGN-002 language tag comes from
+//! `aptix_rag::language_for_path`).
 
 /// A tree-sitter grammar this crate knows; whether it is compiled in depends on the
 /// `lang-*` cargo features.
@@ -96,44 +97,6 @@ pub(crate) fn extension(path: &str) -> Option<&str> {
     (!stem.is_empty() && !extension.is_empty()).then_some(extension)
 }
 
-/// The AGN-002 language tag of a file.
-///
-/// Kept in this one function so that switching to `aptix_rag::language_for_path`
-/// once it lands is a single edit.
-pub(crate) fn language_tag(path: &str) -> &'static str {
-    let Some(extension) = extension(path) else {
-        return "text";
-    };
-    match extension.to_ascii_lowercase().as_str() {
-        "rs" => "rust",
-        "py" | "pyi" => "python",
-        "ts" | "mts" | "cts" => "typescript",
-        "tsx" => "tsx",
-        "js" | "mjs" | "cjs" => "javascript",
-        "jsx" => "jsx",
-        "go" => "go",
-        "java" => "java",
-        "cs" => "csharp",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" => "cpp",
-        "json" => "json",
-        "toml" => "toml",
-        "yaml" | "yml" => "yaml",
-        "md" | "markdown" => "markdown",
-        "xml" | "csproj" => "xml",
-        "html" | "htm" => "html",
-        "css" => "css",
-        "scss" => "scss",
-        "sh" | "bash" => "bash",
-        "sql" => "sql",
-        "kt" | "kts" => "kotlin",
-        "swift" => "swift",
-        "rb" => "ruby",
-        "php" => "php",
-        _ => "text",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,12 +107,5 @@ mod tests {
         assert_eq!(extension("a.b/Makefile"), None);
         assert_eq!(extension(".gitignore"), None);
         assert_eq!(extension("x/archive.tar.gz"), Some("gz"));
-    }
-
-    #[test]
-    fn tags_follow_agn_002() {
-        assert_eq!(language_tag("Billing/InvoiceManager.cs"), "csharp");
-        assert_eq!(language_tag("web/app.TS"), "typescript");
-        assert_eq!(language_tag("README"), "text");
     }
 }

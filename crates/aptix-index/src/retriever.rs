@@ -1,7 +1,9 @@
-//! [`aptix_rag::Retriever`] for the workspace index: search, drop overlapping chunks,
-//! pack to the token budget.
+//! [`aptix_rag::Retriever`] for the workspace index: search, drop overlapping chunks
+//! (`aptix_rag::dedupe_overlapping`), pack to the o200k token budget (`aptix_rag::pack`).
 
-use aptix_rag::{RagError, Retrieval, RetrievalQuery, Retriever, ScoredChunk};
+use aptix_rag::{
+    RagError, Retrieval, RetrievalQuery, Retriever, TokenCounter, dedupe_overlapping, pack,
+};
 use async_trait::async_trait;
 
 use crate::search::SearchQuery;
@@ -20,11 +22,13 @@ impl WorkspaceIndex {
             limit: query.max_chunks.max(1).saturating_mul(OVERFETCH),
         };
         let results = self.search(&search)?;
-        let mut ranked = dedupe(results.hits);
+        let mut ranked = dedupe_overlapping(results.hits);
         ranked.truncate(query.max_chunks);
-        let chunks = pack(ranked, query.token_budget);
+        let counter =
+            TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
+        let packed = pack(ranked, query.token_budget, &counter);
         Ok(Retrieval {
-            chunks,
+            chunks: packed.kept,
             warnings: results.warnings,
         })
     }
@@ -56,39 +60,4 @@ impl Retriever for WorkspaceIndex {
             Err(_) => self.retrieve_blocking(query).map_err(wrap),
         }
     }
-}
-
-/// Drops every chunk that overlaps a better-ranked chunk of the same file.
-///
-/// The one call site of de-duplication: it becomes `aptix_rag::dedupe_overlapping`
-/// once that lands.
-fn dedupe(ranked: Vec<ScoredChunk>) -> Vec<ScoredChunk> {
-    let mut kept: Vec<ScoredChunk> = Vec::with_capacity(ranked.len());
-    for candidate in ranked {
-        let overlaps = kept.iter().any(|k| {
-            k.chunk.path == candidate.chunk.path && k.chunk.lines.overlaps(candidate.chunk.lines)
-        });
-        if !overlaps {
-            kept.push(candidate);
-        }
-    }
-    kept
-}
-
-/// Keeps chunks, best first, while their estimated rendered size fits `budget` tokens.
-///
-/// The one call site of packing: it becomes `aptix_rag::pack` with the o200k
-/// `TokenCounter` once that lands. Until then a token is estimated as 4 bytes, plus
-/// 40 tokens of AGN-002 header per chunk.
-fn pack(ranked: Vec<ScoredChunk>, budget: usize) -> Vec<ScoredChunk> {
-    let mut used = 0usize;
-    let mut kept = Vec::new();
-    for scored in ranked {
-        let cost = scored.chunk.content.len().div_ceil(4) + 40;
-        if used + cost <= budget {
-            used += cost;
-            kept.push(scored);
-        }
-    }
-    kept
 }

@@ -89,7 +89,7 @@ impl Chunker {
         repo: &str,
         config: &ChunkingConfig,
     ) -> Vec<(Chunk, Vec<String>)> {
-        let language = language::language_tag(path);
+        let language = aptix_rag::language_for_path(path);
         let extension = language::extension(path).map(str::to_ascii_lowercase);
         self.chunk(text, Grammar::for_path(path), config)
             .into_iter()
