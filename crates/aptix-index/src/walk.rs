@@ -63,7 +63,7 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
             let outcome = match entry {
                 Ok(entry) => examine(root, &entry, config),
                 Err(error) => Some(Err(SkippedFile {
-                    path: error_path(&error),
+                    path: error_path(root, &error),
                     reason: SkipReason::Unreadable {
                         message: error.to_string(),
                     },
@@ -153,11 +153,15 @@ pub(crate) fn relative_path(relative: &Path) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-fn error_path(error: &ignore::Error) -> String {
+/// The path a walk error is about, relative to the root like every reported path.
+fn error_path(root: &Path, error: &ignore::Error) -> String {
     match error {
-        ignore::Error::WithPath { path, .. } => path.to_string_lossy().into_owned(),
+        ignore::Error::WithPath { path, .. } => {
+            let relative = path.strip_prefix(root).unwrap_or(path);
+            relative.to_string_lossy().replace('\\', "/")
+        }
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            error_path(err)
+            error_path(root, err)
         }
         _ => String::new(),
     }

@@ -397,3 +397,30 @@ fn ids_are_stable_and_follow_content() {
     assert_ne!(ids(&first), ids(&moved));
     assert!(first.iter().all(|c| c.id.as_str().len() == 16));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Hostile text (unbalanced brackets, CRLF, stray unicode, long lines) never panics
+    /// any grammar, and every chunk is still exactly its lines, in order, disjoint.
+    #[test]
+    fn any_text_chunks_into_exact_disjoint_spans(
+        text in "(fn |class |def |func |\\{|\\}|\\(|\\)|\\r\\n|\\n|    |x|é|//|/\\*|\"|;|[a-z]{1,8}){0,400}",
+        extension in proptest::sample::select(vec!["rs", "py", "ts", "tsx", "js", "go", "java", "cs", "txt"]),
+    ) {
+        let config = ChunkingConfig { min_lines: 2, max_lines: 6, window_lines: 4, ..ChunkingConfig::default() };
+        let path = format!("f.{extension}");
+        let chunks = chunk_file(&path, &text, "r", &config);
+        let lines: Vec<&str> = text.split('\n').collect();
+        let mut previous_end = 0;
+        for chunk in &chunks {
+            let (start, end) = (chunk.lines.start() as usize, chunk.lines.end() as usize);
+            proptest::prop_assert!(start > previous_end);
+            proptest::prop_assert!(end <= lines.len());
+            let expected = lines[start - 1..end].join("\n");
+            let expected = expected.strip_suffix('\r').unwrap_or(&expected);
+            proptest::prop_assert_eq!(chunk.content.as_str(), expected);
+            previous_end = end;
+        }
+    }
+}
