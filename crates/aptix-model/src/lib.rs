@@ -19,9 +19,36 @@
 //!   unknown item, content-part and event types as an `Other` variant holding the raw
 //!   JSON, because OpenAI adds new ones often and a client must not break when it does.
 //!   Encoding omits every unset optional field, because some servers reject `null`.
+//! - **The envelope is always whole.** Unlike the wire types, the AGN-004 envelope writes
+//!   every field (`null` when unset, `[]` for lists) so that typed clients see one stable
+//!   shape whatever the turn produced.
 //! - **Data only.** No I/O, no async runtime, no environment access: this crate is
 //!   serde types and pure functions, so every other crate (and every user) can depend
 //!   on it without pulling in a network stack.
+//!
+//! # Example
+//!
+//! ```
+//! use aptix_model::contract::{AgentExecuteRequest, ViolationCode};
+//! use aptix_model::wire::{OutputItem, Response};
+//!
+//! // A tool continuation may not carry an instruction: every violation is reported.
+//! let rejection = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId":"s1","turnId":"t1","mode":"QA","instruction":"hi",
+//!          "toolResults":[{"toolCallId":"call_1","executionMs":3,"resultJson":"{}"}]}"#,
+//! )
+//! .unwrap_err();
+//! assert!(rejection.has("mode", ViolationCode::ServerOwned));
+//! assert!(rejection.has("instruction", ViolationCode::NotAllowedOnToolContinuation));
+//!
+//! // Wire responses decode leniently: an unknown item is kept, not an error.
+//! let response: Response = serde_json::from_str(
+//!     r#"{"id":"resp_1","status":"completed","output":[{"type":"brand_new_item"}]}"#,
+//! )
+//! .unwrap();
+//! assert_eq!(response.output[0].type_name(), Some("brand_new_item"));
+//! assert!(matches!(response.output[0], OutputItem::Other(_)));
+//! ```
 //!
 //! **Architecture invariant:** nothing here knows about HTTP, files, clocks or the
 //! environment.
@@ -34,5 +61,20 @@ pub mod contract;
 pub mod wire;
 
 mod error;
+mod open_enum;
 
 pub use error::ModelError;
+
+/// A word for the kind of a JSON value (`null`, `a boolean`, `a number`, `a string`,
+/// `an array`, `an object`), for error messages that say what was found.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

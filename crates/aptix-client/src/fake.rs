@@ -1,0 +1,267 @@
+//! [`FakeProvider`]: a scripted, recording provider for testing the layers above,
+//! after tower-test's mock service. It needs no network and no runtime, so it is
+//! always compiled.
+//!
+//! Replies are consumed in order, one per call, whichever method is called; every
+//! request is recorded with the method that received it. A scripted [`Response`]
+//! given to `stream` becomes `response.created` followed by the terminal event its
+//! status calls for; a scripted event list given to `create` is drained to its terminal
+//! response. An exhausted script is a [`ClientError::Config`] naming the fake, so a
+//! test that makes one call too many fails loudly.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use aptix_model::wire::{
+    CreateResponseRequest, Response, ResponseEvent, ResponseStatus, StreamEvent,
+};
+use async_trait::async_trait;
+
+use crate::error::ClientError;
+use crate::provider::{Capabilities, ProviderResponse, ReplyMeta, ResponsesProvider};
+use crate::stream::EventStream;
+
+/// Which method received a recorded request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// [`ResponsesProvider::create`].
+    Create,
+    /// [`ResponsesProvider::stream`].
+    Stream,
+}
+
+/// One request the fake received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    /// The method called.
+    pub kind: CallKind,
+    /// The request as given.
+    pub request: CreateResponseRequest,
+}
+
+/// One scripted reply.
+#[derive(Debug)]
+pub enum FakeReply {
+    /// A complete response.
+    Response(Box<Response>),
+    /// A sequence of stream items (events or errors), ended as the source would end.
+    Events(Vec<Result<StreamEvent, ClientError>>),
+    /// The call fails with this error.
+    Error(ClientError),
+}
+
+/// A provider that answers from a script and records every request.
+#[derive(Debug)]
+pub struct FakeProvider {
+    script: Mutex<VecDeque<FakeReply>>,
+    calls: Mutex<Vec<RecordedCall>>,
+    capabilities: Capabilities,
+    meta: ReplyMeta,
+}
+
+impl Default for FakeProvider {
+    fn default() -> FakeProvider {
+        FakeProvider::new()
+    }
+}
+
+impl FakeProvider {
+    /// An empty script, with [`Capabilities::openai_responses`].
+    pub fn new() -> FakeProvider {
+        FakeProvider {
+            script: Mutex::new(VecDeque::new()),
+            calls: Mutex::new(Vec::new()),
+            capabilities: Capabilities::openai_responses(),
+            meta: ReplyMeta::synthetic(),
+        }
+    }
+
+    /// The capabilities the fake reports.
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> FakeProvider {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The metadata every reply carries (request id, rate limits).
+    pub fn with_meta(mut self, meta: ReplyMeta) -> FakeProvider {
+        self.meta = meta;
+        self
+    }
+
+    /// Appends a reply to the script.
+    pub fn push(&self, reply: FakeReply) -> &FakeProvider {
+        lock(&self.script).push_back(reply);
+        self
+    }
+
+    /// Appends a complete response.
+    pub fn push_response(&self, response: Response) -> &FakeProvider {
+        self.push(FakeReply::Response(Box::new(response)))
+    }
+
+    /// Appends a stream of events.
+    pub fn push_events(&self, events: impl IntoIterator<Item = StreamEvent>) -> &FakeProvider {
+        self.push(FakeReply::Events(events.into_iter().map(Ok).collect()))
+    }
+
+    /// Appends a failure.
+    pub fn push_error(&self, error: ClientError) -> &FakeProvider {
+        self.push(FakeReply::Error(error))
+    }
+
+    /// Every request received so far, in order.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        lock(&self.calls).clone()
+    }
+
+    /// The requests received so far, without the method.
+    pub fn requests(&self) -> Vec<CreateResponseRequest> {
+        lock(&self.calls)
+            .iter()
+            .map(|call| call.request.clone())
+            .collect()
+    }
+
+    /// Replies not yet consumed.
+    pub fn remaining(&self) -> usize {
+        lock(&self.script).len()
+    }
+
+    fn next(
+        &self,
+        kind: CallKind,
+        request: &CreateResponseRequest,
+    ) -> Result<FakeReply, ClientError> {
+        lock(&self.calls).push(RecordedCall {
+            kind,
+            request: request.clone(),
+        });
+        lock(&self.script).pop_front().ok_or_else(|| {
+            ClientError::config(
+                "fake_provider",
+                "the script has no reply left for this call",
+            )
+        })
+    }
+}
+
+/// Locks, recovering from a panic in another test thread: the data stays usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[async_trait]
+impl ResponsesProvider for FakeProvider {
+    async fn create(
+        &self,
+        request: &CreateResponseRequest,
+    ) -> Result<ProviderResponse, ClientError> {
+        let response = match self.next(CallKind::Create, request)? {
+            FakeReply::Response(response) => *response,
+            FakeReply::Events(items) => {
+                EventStream::from_items(self.meta.clone(), items)
+                    .final_response()
+                    .await?
+            }
+            FakeReply::Error(error) => return Err(error),
+        };
+        Ok(ProviderResponse {
+            response,
+            meta: self.meta.clone(),
+        })
+    }
+
+    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        let items = match self.next(CallKind::Stream, request)? {
+            FakeReply::Response(response) => events_for(*response).into_iter().map(Ok).collect(),
+            FakeReply::Events(items) => items,
+            FakeReply::Error(error) => return Err(error),
+        };
+        Ok(EventStream::from_items(self.meta.clone(), items))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+}
+
+/// `response.created` and the terminal event for a complete response.
+fn events_for(response: Response) -> Vec<StreamEvent> {
+    let mut created = Response::with_id(response.id.clone());
+    created.status = Some(ResponseStatus::InProgress);
+    created.model = response.model.clone();
+    let terminal = ResponseEvent {
+        sequence_number: Some(1),
+        response: Box::new(response),
+    };
+    let terminal = match terminal.response.status {
+        Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
+        Some(ResponseStatus::Failed) => StreamEvent::Failed(terminal),
+        _ => StreamEvent::Completed(terminal),
+    };
+    vec![
+        StreamEvent::Created(ResponseEvent {
+            sequence_number: Some(0),
+            response: Box::new(created),
+        }),
+        terminal,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::{FutureExt, StreamExt};
+
+    fn request(model: &str) -> CreateResponseRequest {
+        CreateResponseRequest {
+            model: model.into(),
+            ..CreateResponseRequest::default()
+        }
+    }
+
+    #[test]
+    fn replies_in_order_and_records_every_request() {
+        let fake = FakeProvider::new();
+        fake.push_response(Response::with_id("resp_1"))
+            .push_error(ClientError::StreamEnded {
+                events_received: 0,
+                request_id: None,
+            });
+        let first = fake.create(&request("a")).now_or_never().unwrap().unwrap();
+        assert_eq!(first.response.id, "resp_1");
+        assert!(fake.create(&request("b")).now_or_never().unwrap().is_err());
+        let exhausted = fake.stream(&request("c")).now_or_never().unwrap();
+        assert!(matches!(exhausted, Err(ClientError::Config { .. })));
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[2].kind, CallKind::Stream);
+        assert_eq!(fake.requests()[1].model, "b");
+        assert_eq!(fake.remaining(), 0);
+    }
+
+    #[test]
+    fn a_response_streams_as_created_then_terminal() {
+        let fake = FakeProvider::new();
+        let mut response = Response::with_id("resp_2");
+        response.status = Some(ResponseStatus::Incomplete);
+        fake.push_response(response);
+        let stream = fake.stream(&request("m")).now_or_never().unwrap().unwrap();
+        let items: Vec<_> = stream.collect::<Vec<_>>().now_or_never().unwrap();
+        let names: Vec<_> = items
+            .iter()
+            .map(|item| item.as_ref().unwrap().type_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["response.created", "response.incomplete"]);
+    }
+
+    #[test]
+    fn events_given_to_create_fold_to_the_terminal_response() {
+        let fake = FakeProvider::new();
+        fake.push_events(events_for(Response::with_id("resp_3")));
+        let reply = fake.create(&request("m")).now_or_never().unwrap().unwrap();
+        assert_eq!(reply.response.id, "resp_3");
+    }
+}

@@ -1,0 +1,140 @@
+//! [`OpenAiProvider`]: the OpenAI Responses API (and any server that speaks
+//! `POST /v1/responses`: llama.cpp's `llama-server`, vLLM, Ollama, Azure) over HTTP.
+
+use std::fmt;
+use std::sync::Arc;
+
+use aptix_model::wire::{CreateResponseRequest, Response};
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::HeaderMap;
+
+use crate::config::OpenAiConfig;
+use crate::error::{ClientError, json_decode_error};
+use crate::provider::{Capabilities, ProviderResponse, ResponsesProvider};
+use crate::sse_body::{ResponsesEvents, event_stream};
+use crate::stream::EventStream;
+use crate::transport::HttpTransport;
+
+/// The Responses endpoint below the base URL.
+const RESPONSES_PATH: &str = "responses";
+
+/// The OpenAI Responses API over HTTP. Cheap to clone (the connection pool is shared).
+///
+/// Capabilities default to [`Capabilities::openai_responses`]; set
+/// [`OpenAiConfigBuilder::capabilities`](crate::OpenAiConfigBuilder::capabilities) for
+/// a server without stored state.
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    transport: Arc<HttpTransport>,
+}
+
+impl OpenAiProvider {
+    /// A provider for a validated configuration.
+    pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ClientError> {
+        Ok(OpenAiProvider {
+            transport: Arc::new(HttpTransport::new(config)?),
+        })
+    }
+
+    /// A provider configured from `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+    /// `OPENAI_ORG_ID` and `OPENAI_PROJECT_ID`.
+    pub fn from_env() -> Result<OpenAiProvider, ClientError> {
+        OpenAiProvider::new(OpenAiConfig::from_env()?)
+    }
+
+    /// A provider sharing this one's connection pool that also sends `headers` with
+    /// every request: per-call extra headers without touching the configuration.
+    pub fn with_extra_headers(&self, headers: &HeaderMap) -> OpenAiProvider {
+        OpenAiProvider {
+            transport: Arc::new(self.transport.with_headers(headers)),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        self.transport.config()
+    }
+
+    fn body(&self, request: &CreateResponseRequest, stream: bool) -> Result<Bytes, ClientError> {
+        let mut request = request.clone();
+        // The method decides streaming, whatever the request says: `create` on an SSE
+        // reply could not decode it.
+        request.stream = stream.then_some(true);
+        serde_json::to_vec(&request)
+            .map(Bytes::from)
+            .map_err(|error| ClientError::decode("request", &[], 0, error.to_string()))
+    }
+}
+
+#[async_trait]
+impl ResponsesProvider for OpenAiProvider {
+    async fn create(
+        &self,
+        request: &CreateResponseRequest,
+    ) -> Result<ProviderResponse, ClientError> {
+        let body = self.body(request, false)?;
+        let (bytes, meta) = self.transport.post(RESPONSES_PATH, body).await?;
+        let response = serde_json::from_slice::<Response>(&bytes).map_err(|error| {
+            json_decode_error("response body", &bytes, &error)
+                .with_request_id(meta.request_id.as_deref())
+        })?;
+        Ok(ProviderResponse { response, meta })
+    }
+
+    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        let body = self.body(request, true)?;
+        let (response, meta) = self.transport.post_for_stream(RESPONSES_PATH, body).await?;
+        check_event_stream(&response, &meta)?;
+        let transport = Arc::clone(&self.transport);
+        Ok(event_stream(
+            response,
+            meta,
+            self.config().timeouts().stream_idle,
+            ResponsesEvents,
+            move |text| transport.scrub(text),
+        ))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.config()
+            .capabilities()
+            .unwrap_or_else(Capabilities::openai_responses)
+    }
+}
+
+/// A 2xx reply to a streaming request must be an event stream; a server that ignored
+/// `stream: true` and sent JSON would otherwise read as "ended without a terminal
+/// event". A missing content type is accepted.
+pub(crate) fn check_event_stream(
+    response: &reqwest::Response,
+    meta: &crate::provider::ReplyMeta,
+) -> Result<(), ClientError> {
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("text/event-stream");
+    if content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+    {
+        return Ok(());
+    }
+    Err(ClientError::Decode {
+        what: "stream reply",
+        position: 0,
+        message: format!("expected content type text/event-stream, got {content_type}"),
+        excerpt: String::new(),
+        request_id: meta.request_id.clone(),
+    })
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("config", self.config())
+            .finish()
+    }
+}

@@ -1,0 +1,166 @@
+//! The seam: [`ResponsesProvider`], what it reports about itself ([`Capabilities`])
+//! and what a reply carries besides the wire `Response` ([`ReplyMeta`]).
+
+use std::time::Duration;
+
+use aptix_model::wire::{CreateResponseRequest, Response};
+use async_trait::async_trait;
+
+use crate::error::ClientError;
+use crate::stream::EventStream;
+
+/// Something that answers `/v1/responses` requests: the OpenAI Responses API over
+/// HTTP, the Chat Completions bridge, a scripted fake.
+///
+/// Object safe and `Send + Sync`, so that the layers above hold an
+/// `Arc<dyn ResponsesProvider>` and never name an implementation.
+#[async_trait]
+pub trait ResponsesProvider: Send + Sync {
+    /// Sends the request and returns the complete response. The request's `stream`
+    /// field is ignored: this call never streams.
+    async fn create(
+        &self,
+        request: &CreateResponseRequest,
+    ) -> Result<ProviderResponse, ClientError>;
+
+    /// Sends the request with streaming on and returns the events as they arrive. The
+    /// stream ends after a terminal event (`response.completed`, `.incomplete`,
+    /// `.failed`) or after its first `Err` item; a body that ends before a terminal
+    /// event yields [`ClientError::StreamEnded`]. Drop it to cancel.
+    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError>;
+
+    /// What this provider can carry, so the layers above pick a strategy (native
+    /// schema or a forced tool, `previous_response_id` or replayed history).
+    fn capabilities(&self) -> Capabilities;
+}
+
+/// What a provider supports. A plain struct: build it with a constructor and change
+/// fields as needed.
+///
+/// `Capabilities::default()` assumes nothing (every field `false`), the safe choice for
+/// an unknown server: callers then replay history, and ask for JSON in the prompt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Capabilities {
+    /// Native structured output: `text.format` with `json_schema`.
+    pub native_json_schema: bool,
+    /// Function tools and `function_call` output items.
+    pub function_tools: bool,
+    /// `strict: true` function tools (arguments guaranteed to match the schema).
+    pub strict_tools: bool,
+    /// Server-side conversation state through `previous_response_id`; without it the
+    /// caller must replay the history in `input`.
+    pub previous_response_id: bool,
+    /// Native JSON schema output and tools in the same request.
+    pub json_schema_with_tools: bool,
+    /// Several function calls in one response (`parallel_tool_calls`).
+    pub parallel_tool_calls: bool,
+}
+
+impl Capabilities {
+    /// The OpenAI Responses API: everything.
+    pub fn openai_responses() -> Capabilities {
+        Capabilities {
+            native_json_schema: true,
+            function_tools: true,
+            strict_tools: true,
+            previous_response_id: true,
+            json_schema_with_tools: true,
+            parallel_tool_calls: true,
+        }
+    }
+
+    /// A `/v1/responses` server without stored state (llama.cpp's `llama-server`,
+    /// vLLM, Ollama): everything but `previous_response_id`.
+    pub fn stateless_responses() -> Capabilities {
+        Capabilities {
+            previous_response_id: false,
+            ..Capabilities::openai_responses()
+        }
+    }
+
+    /// The Chat Completions bridge: tools and `response_format` json_schema, but no
+    /// server-side state (callers replay history).
+    pub fn chat_completions() -> Capabilities {
+        Capabilities::stateless_responses()
+    }
+}
+
+/// The wire `Response` plus what the reply's head said about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderResponse {
+    /// The decoded response.
+    pub response: Response,
+    /// Status, request id, rate limits, attempts.
+    pub meta: ReplyMeta,
+}
+
+/// Metadata of the reply that answered a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyMeta {
+    /// The HTTP status (200 for fakes).
+    pub status: u16,
+    /// `x-request-id`, for OpenAI support and logs.
+    pub request_id: Option<String>,
+    /// The `x-ratelimit-*` headers, when the reply carried any.
+    pub rate_limits: Option<RateLimits>,
+    /// Attempts it took, retries included (1 when the first one succeeded).
+    pub attempts: u32,
+}
+
+impl ReplyMeta {
+    /// Metadata for a reply that did not come over HTTP (fakes, tests).
+    pub fn synthetic() -> ReplyMeta {
+        ReplyMeta {
+            status: 200,
+            request_id: None,
+            rate_limits: None,
+            attempts: 1,
+        }
+    }
+}
+
+/// The `x-ratelimit-*` headers, parsed. Each is `None` when absent or unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateLimits {
+    /// `x-ratelimit-limit-requests`.
+    pub limit_requests: Option<u64>,
+    /// `x-ratelimit-limit-tokens`.
+    pub limit_tokens: Option<u64>,
+    /// `x-ratelimit-remaining-requests`.
+    pub remaining_requests: Option<u64>,
+    /// `x-ratelimit-remaining-tokens`.
+    pub remaining_tokens: Option<u64>,
+    /// `x-ratelimit-reset-requests` (sent as a duration string like `2ms` or `6m0s`).
+    pub reset_requests: Option<Duration>,
+    /// `x-ratelimit-reset-tokens`.
+    pub reset_tokens: Option<Duration>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trait_is_object_safe_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+        assert_send_sync::<dyn ResponsesProvider>();
+        let _: Option<std::sync::Arc<dyn ResponsesProvider>> = None;
+    }
+
+    #[test]
+    fn default_capabilities_assume_nothing() {
+        assert_eq!(
+            Capabilities::default(),
+            Capabilities {
+                native_json_schema: false,
+                function_tools: false,
+                strict_tools: false,
+                previous_response_id: false,
+                json_schema_with_tools: false,
+                parallel_tool_calls: false,
+            }
+        );
+        assert!(!Capabilities::chat_completions().previous_response_id);
+        assert!(Capabilities::openai_responses().previous_response_id);
+    }
+}

@@ -1,0 +1,421 @@
+//! Sending one JSON POST with retries: the part both HTTP providers share.
+//!
+//! Each attempt runs in its own tracing span (`aptix_client.attempt`, with the attempt
+//! number, endpoint, status and request id); the retry decision comes from the pure
+//! [`RetryPolicy`] through `backon` (`.when()` classifies, `.adjust()` applies
+//! `retry-after-ms` / `retry-after` and the wait cap), never from code in here.
+//! Headers are never recorded: they hold the key.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime};
+
+use aptix_model::wire::ApiError;
+use backon::{ExponentialBuilder, Retryable};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::config::OpenAiConfig;
+use crate::error::{ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase, truncate};
+use crate::provider::ReplyMeta;
+use crate::retry::{Failure, RetryPolicy, headers};
+
+/// The most of an error body read; bodies are decoded (JSON) or truncated to
+/// [`MAX_RAW_BODY`] after that.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A configured HTTP client for one base URL.
+#[derive(Clone)]
+pub(crate) struct HttpTransport {
+    client: reqwest::Client,
+    config: OpenAiConfig,
+    headers: HeaderMap,
+}
+
+/// A failed attempt: the error for the caller plus the headers the policy reads.
+struct AttemptError {
+    error: ClientError,
+    /// Boxed: only failures carry it, and it would double the error's size.
+    headers: Box<HeaderMap>,
+}
+
+impl AttemptError {
+    fn new(error: ClientError) -> AttemptError {
+        AttemptError {
+            error,
+            headers: Box::default(),
+        }
+    }
+
+    fn failure(&self) -> Failure<'_> {
+        match &self.error {
+            ClientError::Status {
+                status, api_error, ..
+            } => Failure::Status {
+                status: *status,
+                headers: &self.headers,
+                error: api_error.as_deref(),
+            },
+            ClientError::Transport { phase, .. } => Failure::Transport(*phase),
+            ClientError::Timeout { kind, .. } => Failure::Timeout(*kind),
+            _ => Failure::Permanent,
+        }
+    }
+}
+
+impl HttpTransport {
+    /// Builds the client: rustls, the connect timeout and pool settings from `config`.
+    pub(crate) fn new(config: OpenAiConfig) -> Result<HttpTransport, ClientError> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("aptix/", env!("CARGO_PKG_VERSION")))
+            .pool_idle_timeout(config.pool_idle_timeout());
+        if let Some(timeout) = config.timeouts().connect {
+            builder = builder.connect_timeout(timeout);
+        }
+        let client = builder.build().map_err(|error| {
+            ClientError::config("http_client", error_chain(&error, config.secret()))
+        })?;
+        let headers = config.headers();
+        Ok(HttpTransport {
+            client,
+            config,
+            headers,
+        })
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// A copy that also sends `extra` with every request.
+    pub(crate) fn with_headers(&self, extra: &HeaderMap) -> HttpTransport {
+        let mut transport = self.clone();
+        for (name, value) in extra {
+            let mut value = value.clone();
+            value.set_sensitive(true);
+            transport.headers.insert(name.clone(), value);
+        }
+        transport
+    }
+
+    /// Removes the key from text the server or the HTTP stack produced.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        scrub(text, self.config.secret())
+    }
+
+    /// POSTs `body` to `path` and reads the whole reply, retrying as the policy says.
+    /// Each attempt (body included) is bounded by the request timeout.
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(Bytes, ReplyMeta), ClientError> {
+        let timeout = self.config.timeouts().request;
+        self.with_retries(path, |attempt| {
+            let body = body.clone();
+            async move {
+                let work = async {
+                    let response = self.send(path, body).await?;
+                    let meta = self.accept(response.status(), response.headers(), attempt);
+                    let meta = match meta {
+                        Ok(meta) => meta,
+                        Err(headers) => return Err(self.status_error(response, headers).await),
+                    };
+                    let bytes = response.bytes().await.map_err(|error| {
+                        AttemptError::new(self.transport_error(TransportPhase::ReadBody, &error))
+                    })?;
+                    Ok((bytes, meta))
+                };
+                bounded(timeout, TimeoutKind::Request, work).await
+            }
+        })
+        .await
+    }
+
+    /// POSTs `body` to `path` and returns the reply once its head says 2xx, retrying
+    /// as the policy says until then. The wait for the head is bounded by the stream
+    /// idle timeout; the body is the caller's to read.
+    pub(crate) async fn post_for_stream(
+        &self,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(reqwest::Response, ReplyMeta), ClientError> {
+        let timeout = self.config.timeouts().stream_idle;
+        self.with_retries(path, |attempt| {
+            let body = body.clone();
+            async move {
+                let work = async {
+                    let response = self.send(path, body).await?;
+                    match self.accept(response.status(), response.headers(), attempt) {
+                        Ok(meta) => Ok((response, meta)),
+                        Err(headers) => Err(self.status_error(response, headers).await),
+                    }
+                };
+                bounded(timeout, TimeoutKind::StreamIdle, work).await
+            }
+        })
+        .await
+    }
+
+    async fn with_retries<T, F, Fut>(&self, path: &str, mut attempt_fn: F) -> Result<T, ClientError>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, AttemptError>>,
+    {
+        let policy: RetryPolicy = self.config.retry();
+        let mut backoff = ExponentialBuilder::default()
+            .with_min_delay(policy.initial_backoff)
+            .with_max_delay(policy.max_backoff)
+            .with_max_times(usize::try_from(policy.max_retries).unwrap_or(usize::MAX));
+        if policy.jitter {
+            backoff = backoff.with_jitter();
+        }
+        let attempts = AtomicU32::new(0);
+        let run = || {
+            let attempt = attempts.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+            let span = tracing::info_span!(
+                "aptix_client.attempt",
+                attempt,
+                endpoint = path,
+                status = tracing::field::Empty,
+                request_id = tracing::field::Empty,
+            );
+            let future = attempt_fn(attempt);
+            async move {
+                let result = future.await;
+                if let Err(failed) = &result {
+                    tracing::debug!(error = %failed.error, "attempt failed");
+                }
+                result
+            }
+            .instrument(span)
+        };
+        run.retry(backoff)
+            .sleep(tokio::time::sleep)
+            .when(
+                |failed: &AttemptError| match policy.classify(&failed.failure()) {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        tracing::debug!(?reason, "not retrying");
+                        false
+                    }
+                },
+            )
+            .adjust(|failed: &AttemptError, next| {
+                match policy.delay(&failed.failure(), next, SystemTime::now()) {
+                    Ok(wait) => Some(wait),
+                    Err(reason) => {
+                        tracing::debug!(?reason, "not retrying");
+                        None
+                    }
+                }
+            })
+            .notify(|failed: &AttemptError, wait: Duration| {
+                tracing::warn!(
+                    error = %failed.error,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    "retrying"
+                );
+            })
+            .await
+            .map_err(|failed| failed.error)
+    }
+
+    async fn send(&self, path: &str, body: Bytes) -> Result<reqwest::Response, AttemptError> {
+        self.client
+            .post(self.config.endpoint(path))
+            .headers(self.headers.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| AttemptError::new(self.send_error(&error)))
+    }
+
+    /// Records the head in the span; `Ok(meta)` for 2xx, else the headers for the
+    /// status error.
+    fn accept(
+        &self,
+        status: reqwest::StatusCode,
+        reply_headers: &HeaderMap,
+        attempt: u32,
+    ) -> Result<ReplyMeta, HeaderMap> {
+        let span = tracing::Span::current();
+        span.record("status", status.as_u16());
+        let request_id = headers::request_id(reply_headers);
+        if let Some(id) = &request_id {
+            span.record("request_id", id.as_str());
+        }
+        if !status.is_success() {
+            return Err(reply_headers.clone());
+        }
+        Ok(ReplyMeta {
+            status: status.as_u16(),
+            request_id,
+            rate_limits: headers::rate_limits(reply_headers),
+            attempts: attempt,
+        })
+    }
+
+    /// Reads a non-2xx reply into a typed error. The body is decoded as
+    /// `{"error": {...}}`, as a flat error object (vLLM), or as `{"error": "text"}`;
+    /// anything else is kept as truncated text.
+    async fn status_error(&self, response: reqwest::Response, headers: HeaderMap) -> AttemptError {
+        let status = response.status().as_u16();
+        let body = read_capped(response, MAX_ERROR_BODY).await;
+        let (api_error, raw_body) = match decode_error_body(&body) {
+            Some(mut error) => {
+                error.message = self.scrub(&error.message);
+                (Some(Box::new(error)), None)
+            }
+            None => {
+                let text = self.scrub(String::from_utf8_lossy(&body).trim());
+                (
+                    None,
+                    (!text.is_empty()).then(|| truncate(&text, MAX_RAW_BODY)),
+                )
+            }
+        };
+        let error = ClientError::Status {
+            status,
+            api_error,
+            raw_body,
+            request_id: headers::request_id(&headers),
+            retry_after: headers::retry_after(&headers, SystemTime::now()),
+        };
+        AttemptError {
+            error,
+            headers: Box::new(headers),
+        }
+    }
+
+    fn send_error(&self, error: &reqwest::Error) -> ClientError {
+        if error.is_builder() {
+            return ClientError::config("base_url", error_chain(error, self.config.secret()));
+        }
+        if error.is_connect() && error.is_timeout() {
+            return ClientError::Timeout {
+                kind: TimeoutKind::Connect,
+                after: self.config.timeouts().connect.unwrap_or_default(),
+            };
+        }
+        let phase = if error.is_connect() {
+            TransportPhase::Connect
+        } else {
+            TransportPhase::Send
+        };
+        self.transport_error(phase, error)
+    }
+
+    pub(crate) fn transport_error(
+        &self,
+        phase: TransportPhase,
+        error: &reqwest::Error,
+    ) -> ClientError {
+        ClientError::Transport {
+            phase,
+            message: error_chain(error, self.config.secret()),
+            source: None,
+        }
+    }
+}
+
+/// Reads at most about `limit` bytes of a body: an error page can be large, and only
+/// its start is kept. A read failure keeps what arrived.
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
+}
+
+/// Runs `work` under `timeout`, turning expiry into a typed timeout error.
+async fn bounded<T>(
+    timeout: Option<Duration>,
+    kind: TimeoutKind,
+    work: impl Future<Output = Result<T, AttemptError>>,
+) -> Result<T, AttemptError> {
+    match timeout {
+        Some(after) => tokio::time::timeout(after, work)
+            .await
+            .unwrap_or_else(|_| Err(AttemptError::new(ClientError::Timeout { kind, after }))),
+        None => work.await,
+    }
+}
+
+/// An error body in any of the shapes servers send, or `None`.
+fn decode_error_body(body: &[u8]) -> Option<ApiError> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let object = value.as_object()?;
+    match object.get("error") {
+        Some(nested @ Value::Object(_)) => serde_json::from_value(nested.clone()).ok(),
+        Some(Value::String(message)) => Some(ApiError {
+            message: message.clone(),
+            ..ApiError::default()
+        }),
+        _ if object.contains_key("message") => serde_json::from_value(value.clone()).ok(),
+        _ => None,
+    }
+}
+
+/// The error and its sources as one line, scrubbed of the key. Kept as text rather
+/// than as a boxed source because the HTTP stack's errors are not ours to vouch for.
+fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    scrub(&text, secret)
+}
+
+/// `text` with every occurrence of the secret replaced.
+pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() && text.contains(secret) => {
+            text.replace(secret, "[redacted]")
+        }
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_in_every_shape() {
+        let nested = decode_error_body(br#"{"error":{"message":"m","type":"t","code":"c"}}"#);
+        assert_eq!(nested.unwrap().code.as_deref(), Some("c"));
+        let numeric =
+            decode_error_body(br#"{"error":{"code":500,"message":"m","type":"server_error"}}"#);
+        assert_eq!(numeric.unwrap().code.as_deref(), Some("500"));
+        let flat = decode_error_body(
+            br#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#,
+        );
+        assert_eq!(flat.unwrap().message, "bad");
+        let text = decode_error_body(br#"{"error":"model not found"}"#);
+        assert_eq!(text.unwrap().message, "model not found");
+        assert!(decode_error_body(b"<html>502</html>").is_none());
+        assert!(decode_error_body(b"[1]").is_none());
+    }
+
+    #[test]
+    fn scrub_removes_the_secret() {
+        assert_eq!(scrub("key sk-1 here", Some("sk-1")), "key [redacted] here");
+        assert_eq!(scrub("nothing", None), "nothing");
+        assert_eq!(scrub("x", Some("")), "x");
+    }
+}

@@ -1,0 +1,351 @@
+//! File and image inputs of a user turn (AGN-034 section 4.2).
+//!
+//! The JSON shape and the rules are documented on [`FileInput`].
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::limits::MAX_MEDIA_TYPE_BYTES;
+use super::path::RelativePath;
+use super::violation::{Problem, Violation, ViolationCode};
+
+/// A file input: a reference to a workspace file, or its content inline.
+///
+/// Every input names a workspace-relative `path`. It is either a **reference** (no
+/// content: the server reads the file from the workspace it indexes) or an **inline
+/// attachment**: a file as UTF-8 text (`content`) or as base64 (`contentBase64`), an
+/// image as base64 only. `mediaType` is optional; when it is absent, consumers infer it
+/// from the path's extension.
+///
+/// ```json
+/// "files":  [{"path": "src/lib.rs"},
+///            {"path": "notes/bug.md", "content": "it crashes when ..."},
+///            {"path": "spec.pdf", "contentBase64": "JVBERi0x", "mediaType": "application/pdf"}],
+/// "images": [{"path": "screenshots/error.png", "contentBase64": "iVBORw0K", "mediaType": "image/png"}]
+/// ```
+///
+/// Base64 is the standard alphabet with `=` padding and no whitespace or `data:` prefix,
+/// because it is passed on as the payload of a `data:` URL without being decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInput {
+    /// Where the file is (or would be) in the workspace.
+    pub path: RelativePath,
+    /// Whether and how the content travels with the request.
+    pub source: FileSource,
+    /// The file's media type, when the client knows it.
+    pub media_type: Option<MediaType>,
+}
+
+/// How a [`FileInput`]'s content is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileSource {
+    /// No content: the server reads the path from the workspace.
+    Reference,
+    /// Inline UTF-8 text (`content`); may be empty, as files may be.
+    Text(String),
+    /// Inline bytes as base64 (`contentBase64`).
+    Base64(Base64Data),
+}
+
+/// An image input: a reference to a workspace image, or its bytes inline. The rules are
+/// those of a [`FileInput`], except that an image has no text `content`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInput {
+    /// Where the image is (or would be) in the workspace; a pasted screenshot gets a
+    /// made-up name such as `clipboard.png`.
+    pub path: RelativePath,
+    /// Whether the bytes travel with the request.
+    pub source: ImageSource,
+    /// The image's media type (`image/...`), when the client knows it.
+    pub media_type: Option<MediaType>,
+}
+
+/// How an [`ImageInput`]'s bytes are given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// No bytes: the server reads the path from the workspace.
+    Reference,
+    /// Inline bytes as base64 (`contentBase64`); never empty in a valid request.
+    Base64(Base64Data),
+}
+
+impl FileInput {
+    /// Bytes of inline content as sent (0 for a reference), for the size limits.
+    pub fn inline_len(&self) -> usize {
+        match &self.source {
+            FileSource::Reference => 0,
+            FileSource::Text(text) => text.len(),
+            FileSource::Base64(data) => data.as_str().len(),
+        }
+    }
+}
+
+impl ImageInput {
+    /// Bytes of inline base64 as sent (0 for a reference), for the size limits.
+    pub fn inline_len(&self) -> usize {
+        match &self.source {
+            ImageSource::Reference => 0,
+            ImageSource::Base64(data) => data.as_str().len(),
+        }
+    }
+}
+
+/// The JSON shape shared by both inputs; the source enums pick which content field is set.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttachmentJson<'a> {
+    path: &'a RelativePath,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_base64: Option<&'a Base64Data>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media_type: Option<&'a MediaType>,
+}
+
+impl Serialize for FileInput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (content, content_base64) = match &self.source {
+            FileSource::Reference => (None, None),
+            FileSource::Text(text) => (Some(text.as_str()), None),
+            FileSource::Base64(data) => (None, Some(data)),
+        };
+        AttachmentJson {
+            path: &self.path,
+            content,
+            content_base64,
+            media_type: self.media_type.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl Serialize for ImageInput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let content_base64 = match &self.source {
+            ImageSource::Reference => None,
+            ImageSource::Base64(data) => Some(data),
+        };
+        AttachmentJson {
+            path: &self.path,
+            content: None,
+            content_base64,
+            media_type: self.media_type.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Checked standard base64 text (`A-Z a-z 0-9 + /`, `=` padding, length a multiple of 4).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Base64Data(String);
+
+impl Base64Data {
+    /// Checks and wraps base64 text.
+    pub fn new(text: impl Into<String>) -> Result<Self, Violation> {
+        let text = text.into();
+        check_base64(&text).map_err(|problem| problem.at("contentBase64"))?;
+        Ok(Base64Data(text))
+    }
+
+    /// The base64 text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it encodes no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Checks standard padded base64 without decoding it.
+pub(crate) fn check_base64(text: &str) -> Result<(), Problem> {
+    let invalid = |message: String| Err(Problem::new(ViolationCode::InvalidBase64, message));
+    if text.starts_with("data:") {
+        return invalid(
+            "contentBase64 holds a data: URL; send only the base64 text and put the media type in mediaType"
+                .to_owned(),
+        );
+    }
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(4) {
+        return invalid(format!(
+            "contentBase64 is {} characters long; padded base64 is a multiple of 4",
+            bytes.len()
+        ));
+    }
+    let padding_starts = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'=').count();
+    if bytes.len() - padding_starts > 2 {
+        return invalid("contentBase64 ends in more than two '=' padding characters".to_owned());
+    }
+    if let Some(position) = bytes
+        .iter()
+        .take(padding_starts)
+        .position(|&b| !(b.is_ascii_alphanumeric() || b == b'+' || b == b'/'))
+    {
+        return invalid(format!(
+            "contentBase64 has a character outside the standard base64 alphabet at byte {position} \
+             (whitespace, '-', '_' and '=' before the end are not allowed)"
+        ));
+    }
+    Ok(())
+}
+
+/// A checked `type/subtype` media type such as `image/png`, without parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MediaType(String);
+
+impl MediaType {
+    /// Checks and wraps a media type.
+    pub fn new(text: impl Into<String>) -> Result<Self, Violation> {
+        let text = text.into();
+        check_media_type(&text).map_err(|problem| problem.at("mediaType"))?;
+        Ok(MediaType(text))
+    }
+
+    /// The media type as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the top-level type is `image` (in any case).
+    pub fn is_image(&self) -> bool {
+        is_image_media_type(&self.0)
+    }
+}
+
+pub(crate) fn is_image_media_type(text: &str) -> bool {
+    text.split_once('/')
+        .is_some_and(|(kind, _)| kind.eq_ignore_ascii_case("image"))
+}
+
+/// Checks RFC 6838 `type/subtype` syntax (restricted-name characters on both sides).
+pub(crate) fn check_media_type(text: &str) -> Result<(), Problem> {
+    if text.len() > MAX_MEDIA_TYPE_BYTES {
+        return Err(Problem::new(
+            ViolationCode::TooLarge,
+            format!(
+                "mediaType is {} bytes; the limit is {MAX_MEDIA_TYPE_BYTES} bytes",
+                text.len()
+            ),
+        ));
+    }
+    let restricted_name = |name: &str| {
+        name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    match text.split_once('/') {
+        Some((kind, subtype)) if restricted_name(kind) && restricted_name(subtype) => Ok(()),
+        _ => Err(Problem::new(
+            ViolationCode::InvalidMediaType,
+            "mediaType must look like type/subtype, such as image/png or text/plain, without parameters",
+        )),
+    }
+}
+
+/// Serde for the checked newtypes: a plain JSON string, checked when decoded.
+macro_rules! string_serde {
+    ($name:ident) => {
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                $name::new(text).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+string_serde!(Base64Data);
+string_serde!(MediaType);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_standard_and_padded() {
+        for good in ["", "AA==", "AAA=", "AAAA", "ab+/09Zz", "iVBORw0KGgo="] {
+            assert!(Base64Data::new(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "A",
+            "AA=",
+            "A===",
+            "AA=A",
+            "AA AA==",
+            "AA\nA",
+            "ab-_",
+            "data:image/png;base64,AAAA",
+            "ÅÅ==",
+        ] {
+            let violation = Base64Data::new(bad).unwrap_err();
+            assert_eq!(violation.code, ViolationCode::InvalidBase64, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn media_types_are_type_slash_subtype() {
+        for good in [
+            "image/png",
+            "text/plain",
+            "application/vnd.ms-excel",
+            "IMAGE/JPEG",
+        ] {
+            assert!(MediaType::new(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "png",
+            "image/",
+            "/png",
+            "text/plain; charset=utf-8",
+            "a/b/c",
+            "ima ge/x",
+        ] {
+            assert_eq!(
+                MediaType::new(bad).unwrap_err().code,
+                ViolationCode::InvalidMediaType,
+                "{bad:?}"
+            );
+        }
+        assert!(MediaType::new("IMAGE/JPEG").unwrap().is_image());
+        assert!(!MediaType::new("text/plain").unwrap().is_image());
+    }
+
+    #[test]
+    fn inputs_serialise_one_content_field() {
+        let file = FileInput {
+            path: RelativePath::new("a.md").unwrap(),
+            source: FileSource::Text(String::new()),
+            media_type: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&file).unwrap(),
+            serde_json::json!({"path": "a.md", "content": ""})
+        );
+        let image = ImageInput {
+            path: RelativePath::new("x.png").unwrap(),
+            source: ImageSource::Base64(Base64Data::new("AAAA").unwrap()),
+            media_type: Some(MediaType::new("image/png").unwrap()),
+        };
+        assert_eq!(
+            serde_json::to_value(&image).unwrap(),
+            serde_json::json!({"path": "x.png", "contentBase64": "AAAA", "mediaType": "image/png"})
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The validated AGN-034 request: a user turn or a tool continuation.
+//!
+//! See [`AgentExecuteRequest`] for how values are built and encoded.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use super::attachment::{FileInput, ImageInput};
+use super::limits::MAX_REQUEST_BYTES;
+use super::scope::ScopeCondition;
+use super::text::{Instruction, SessionId, TurnId};
+use super::tool_result::ToolResult;
+use super::validator::validate;
+use super::violation::{RequestRejection, Violation, ViolationCode};
+
+/// An AGN-034 request, by scenario. The scenario is decided by field presence: a request
+/// with `toolResults` is a tool continuation, any other a user turn.
+///
+/// Values of these types come from [`validate`] (or
+/// [`AgentExecuteRequest::from_json_slice`]), so code receiving one can rely on every
+/// rule of the contract. The fields are public so that tests and clients can build
+/// requests in code; the checked newtypes keep each field's own rules, while the rules
+/// between fields (a user turn has some input, tool call ids are unique, count and size
+/// limits) are what `validate` adds, so a hand-built value should be sent through it.
+///
+/// Encoding writes canonical camelCase JSON and leaves out what is unset (no instruction,
+/// no inputs, `stream: false`), so any valid request survives encode then decode unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentExecuteRequest {
+    /// A new turn: an instruction and/or inputs (AGN-034 section 2.1).
+    UserTurn(UserTurnRequest),
+    /// Results of client tool calls for a turn in progress (AGN-034 section 2.2).
+    ToolContinuation(ToolContinuationRequest),
+}
+
+impl AgentExecuteRequest {
+    /// Parses and validates a request body. Total over arbitrary bytes: a body that is not
+    /// JSON, not UTF-8 or over [`MAX_REQUEST_BYTES`] is one violation at the root path;
+    /// otherwise see [`validate`].
+    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, RequestRejection> {
+        if bytes.len() > MAX_REQUEST_BYTES {
+            return Err(Violation::new(
+                "",
+                ViolationCode::TooLarge,
+                format!(
+                    "the request body is {} bytes; the limit is {MAX_REQUEST_BYTES} bytes",
+                    bytes.len()
+                ),
+            )
+            .into());
+        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|error| {
+            Violation::new(
+                "",
+                ViolationCode::InvalidJson,
+                format!("the request body is not JSON: {error}"),
+            )
+        })?;
+        validate(&value)
+    }
+
+    /// Validates a decoded JSON value; the same as [`validate`].
+    pub fn from_json_value(value: &Value) -> Result<Self, RequestRejection> {
+        validate(value)
+    }
+
+    /// The session the request belongs to.
+    pub fn session_id(&self) -> &SessionId {
+        match self {
+            AgentExecuteRequest::UserTurn(request) => &request.session_id,
+            AgentExecuteRequest::ToolContinuation(request) => &request.session_id,
+        }
+    }
+
+    /// The turn the request starts or continues.
+    pub fn turn_id(&self) -> &TurnId {
+        match self {
+            AgentExecuteRequest::UserTurn(request) => &request.turn_id,
+            AgentExecuteRequest::ToolContinuation(request) => &request.turn_id,
+        }
+    }
+
+    /// Whether this is a tool continuation.
+    pub fn is_tool_continuation(&self) -> bool {
+        matches!(self, AgentExecuteRequest::ToolContinuation(_))
+    }
+}
+
+impl Serialize for AgentExecuteRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AgentExecuteRequest::UserTurn(request) => request.serialize(serializer),
+            AgentExecuteRequest::ToolContinuation(request) => request.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentExecuteRequest {
+    /// Decodes through [`validate`], so serde users (an axum `Json`
+    /// extractor, say) get the same rules; the error then carries the rejection's text.
+    /// Servers that want the violations as data use
+    /// [`from_json_slice`](Self::from_json_slice).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        validate(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A user turn: ids, at least one of instruction or inputs, and optional hints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserTurnRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// The new turn's id.
+    pub turn_id: TurnId,
+    /// What the developer asks, in Markdown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<Instruction>,
+    /// File inputs, references or inline.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileInput>,
+    /// Image inputs, references or inline.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageInput>,
+    /// Advisory retrieval scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rag_scope: Option<RagScope>,
+    /// Advisory workspace hints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints: Option<WorkspaceHints>,
+    /// Whether the client wants the reply streamed (default `false`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+}
+
+impl UserTurnRequest {
+    /// The scope conditions, empty when the request has no `ragScope`.
+    pub fn scope_conditions(&self) -> &[ScopeCondition] {
+        self.rag_scope
+            .as_ref()
+            .map_or(&[], |scope| scope.conditions.as_slice())
+    }
+}
+
+/// A tool continuation: the ids of the turn and one result per client tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolContinuationRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// The turn being continued.
+    pub turn_id: TurnId,
+    /// The results; never empty, no tool call id twice.
+    pub tool_results: Vec<ToolResult>,
+}
+
+/// AGN-034 section 4.3: retrieval conditions over chunk metadata, ANDed, advisory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RagScope {
+    /// The conditions; each has a non-empty `values`.
+    pub conditions: Vec<ScopeCondition>,
+}
+
+/// AGN-034 section 4.4: advisory hints about the client's workspace. Each is non-blank
+/// when present; none may be relied on for correctness.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceHints {
+    /// The client's id for its workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The repository name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The main language, e.g. `rust`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}

@@ -1,0 +1,244 @@
+//! The AGN-004 response envelope, [`AgentExecuteResponse`].
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::artifacts::{FileBundle, SourceRef};
+use super::labels::{FinishReason, Kind};
+
+/// What a turn produced, as Aptix clients receive it (AGN-004 section 1, plus `requestId`
+/// and `refusal`).
+///
+/// # Shape on the wire
+///
+/// Field names are camelCase. **Every field is always written**: an optional value that is
+/// unset is `null` (never left out) and a list is `[]`, so a client sees one stable shape
+/// whatever the turn produced, and a typed client (the VS Code extension, C#) need not
+/// tell "absent" from "null". In particular `text` is `null` when the model produced no
+/// text (AGN-004 section 2.5 allows empty or null; Aptix picks null so that "no text" and
+/// "an empty text" stay distinguishable), and `fileBundle` is `null` until a patching phase
+/// fills it.
+///
+/// Decoding is lenient, for forward and backward compatibility: a missing field takes its
+/// default (`null`, `[]`, zero usage, kind `empty`), unknown fields are ignored, and an
+/// unknown `kind` or `finishReason` string is kept as `Other`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentExecuteResponse {
+    /// How to present the result.
+    #[serde(deserialize_with = "null_as_default")]
+    pub kind: Kind,
+    /// The conversation: the request's `sessionId`.
+    pub conversation_id: Option<String>,
+    /// The turn: the request's `turnId`.
+    pub turn_id: Option<String>,
+    /// The server's id for the agent context the turn ran in.
+    pub agent_context_id: Option<String>,
+    /// The server's id for the conversation's stored context.
+    pub conversation_context_id: Option<String>,
+    /// The provider response id (`resp_...`) the next call continues from.
+    pub response_continuation_id: Option<String>,
+    /// The session's mode (server-owned), echoed for the client's display.
+    pub mode: Option<String>,
+    /// The model that answered (`response.model`).
+    pub model_id: Option<String>,
+    /// The model's text: `output_text` parts in order, joined with one blank line; `null`
+    /// when there is none.
+    pub text: Option<String>,
+    /// Why the model stopped; `null` when no response was received.
+    pub finish_reason: Option<FinishReason>,
+    /// Token counts; zero when the provider reported none.
+    #[serde(deserialize_with = "null_as_default")]
+    pub usage: LlmUsage,
+    /// Retrieved chunks the model was shown.
+    #[serde(deserialize_with = "null_as_default")]
+    pub sources: Vec<SourceRef>,
+    /// Files for a patching phase; `null` when there are none.
+    pub file_bundle: Option<FileBundle>,
+    /// Soft problems worth showing: a truncated context, an unknown output item, ...
+    #[serde(deserialize_with = "null_as_default")]
+    pub warnings: Vec<String>,
+    /// For `kind: error`: the error type, code or HTTP status.
+    pub error_code: Option<String>,
+    /// For `kind: error`: the server's or API's message.
+    pub error_message: Option<String>,
+    /// The provider's whole response (or error body) as JSON text, for debugging.
+    pub raw_response_json: Option<String>,
+    /// Tool calls the model made, in output order.
+    #[serde(deserialize_with = "null_as_default")]
+    pub tool_calls: Vec<AgentToolCall>,
+    /// The provider's `x-request-id`, to quote to the provider's support.
+    pub request_id: Option<String>,
+    /// The model's refusal text, when it refused; a refusal is not `text`.
+    pub refusal: Option<String>,
+}
+
+impl AgentExecuteResponse {
+    /// An envelope of `kind` with everything else unset.
+    pub fn new(kind: Kind) -> Self {
+        AgentExecuteResponse {
+            kind,
+            ..AgentExecuteResponse::default()
+        }
+    }
+}
+
+/// Decodes `null` as the default, so a client that writes `"warnings": null` is read as
+/// one that wrote nothing.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// One tool call the model made (AGN-004 section 2.6).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentToolCall {
+    /// The call id (`call_...`) a tool result must answer with.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments exactly as the model emitted them: JSON text, possibly invalid.
+    pub arguments_json: String,
+}
+
+/// Token counts of a turn. Missing counts are zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LlmUsage {
+    /// Input tokens (`input_tokens` on the wire).
+    pub prompt_tokens: u64,
+    /// Output tokens, reasoning included (`output_tokens`).
+    pub completion_tokens: u64,
+    /// All tokens (`total_tokens`).
+    pub total_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cached_tokens: u64,
+    /// Output tokens spent on hidden reasoning.
+    pub reasoning_tokens: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::artifacts::BundleFile;
+    use crate::contract::path::RelativePath;
+    use serde_json::json;
+
+    fn full() -> AgentExecuteResponse {
+        AgentExecuteResponse {
+            kind: Kind::ToolOnly,
+            conversation_id: Some("s1".into()),
+            turn_id: Some("t1".into()),
+            agent_context_id: Some("ac".into()),
+            conversation_context_id: Some("cc".into()),
+            response_continuation_id: Some("resp_1".into()),
+            mode: Some("codegen".into()),
+            model_id: Some("gpt-5.1".into()),
+            text: None,
+            finish_reason: Some(FinishReason::ToolUse),
+            usage: LlmUsage {
+                prompt_tokens: 210,
+                completion_tokens: 310,
+                total_tokens: 520,
+                cached_tokens: 64,
+                reasoning_tokens: 128,
+            },
+            sources: vec![SourceRef {
+                chunk_id: "c1".into(),
+                path: "src/main.rs".into(),
+                line_start: 1,
+                line_end: 9,
+                language: "rust".into(),
+                score: Some(0.5),
+            }],
+            file_bundle: Some(FileBundle {
+                files: vec![BundleFile {
+                    path: RelativePath::new("src/new.rs").unwrap(),
+                    content: "fn x() {}".into(),
+                }],
+            }),
+            warnings: vec!["context truncated".into()],
+            error_code: None,
+            error_message: None,
+            raw_response_json: Some("{\"id\":\"resp_1\"}".into()),
+            tool_calls: vec![AgentToolCall {
+                call_id: "call_1".into(),
+                name: "read_file".into(),
+                arguments_json: "{\"path\":\"a\"}".into(),
+            }],
+            request_id: Some("req_1".into()),
+            refusal: None,
+        }
+    }
+
+    #[test]
+    fn serialises_every_field_in_camel_case() {
+        let value = serde_json::to_value(full()).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "kind": "tool-only",
+                "conversationId": "s1",
+                "turnId": "t1",
+                "agentContextId": "ac",
+                "conversationContextId": "cc",
+                "responseContinuationId": "resp_1",
+                "mode": "codegen",
+                "modelId": "gpt-5.1",
+                "text": null,
+                "finishReason": "tool_use",
+                "usage": {
+                    "promptTokens": 210, "completionTokens": 310, "totalTokens": 520,
+                    "cachedTokens": 64, "reasoningTokens": 128
+                },
+                "sources": [{
+                    "chunkId": "c1", "path": "src/main.rs", "lineStart": 1, "lineEnd": 9,
+                    "language": "rust", "score": 0.5
+                }],
+                "fileBundle": {"files": [{"path": "src/new.rs", "content": "fn x() {}"}]},
+                "warnings": ["context truncated"],
+                "errorCode": null,
+                "errorMessage": null,
+                "rawResponseJson": "{\"id\":\"resp_1\"}",
+                "toolCalls": [{"callId": "call_1", "name": "read_file", "argumentsJson": "{\"path\":\"a\"}"}],
+                "requestId": "req_1",
+                "refusal": null
+            })
+        );
+    }
+
+    #[test]
+    fn round_trips() {
+        let envelope = full();
+        let text = serde_json::to_string(&envelope).unwrap();
+        assert_eq!(
+            serde_json::from_str::<AgentExecuteResponse>(&text).unwrap(),
+            envelope
+        );
+        let empty = AgentExecuteResponse::new(Kind::Empty);
+        let text = serde_json::to_string(&empty).unwrap();
+        assert_eq!(
+            serde_json::from_str::<AgentExecuteResponse>(&text).unwrap(),
+            empty
+        );
+    }
+
+    #[test]
+    fn decoding_is_lenient() {
+        let decoded: AgentExecuteResponse =
+            serde_json::from_value(json!({"kind": "error", "errorCode": "429", "futureField": 1}))
+                .unwrap();
+        assert_eq!(decoded.kind, Kind::Error);
+        assert_eq!(decoded.error_code.as_deref(), Some("429"));
+        assert_eq!(decoded.usage, LlmUsage::default());
+        assert!(decoded.tool_calls.is_empty() && decoded.text.is_none());
+        let nulls: AgentExecuteResponse = serde_json::from_value(
+            json!({"kind": null, "usage": null, "sources": null, "warnings": null, "toolCalls": null}),
+        )
+        .unwrap();
+        assert_eq!(nulls, AgentExecuteResponse::default());
+    }
+}

@@ -1,0 +1,345 @@
+//! Stream events of `POST /v1/responses` with `"stream": true`.
+//!
+//! Each SSE event's `data` is one JSON object whose `type` names the event. Dispatch is
+//! on that `type` (some proxies drop the `event:` line). There is no `[DONE]`: a stream
+//! ends after `response.completed`, `response.incomplete` or `response.failed`, whose
+//! `response` is the full final object. Deltas carry the item id (`item_id`) and
+//! `output_index`, not the call id; `response.function_call_arguments.done` carries no
+//! `name` on the wire. Deltas' `obfuscation` padding is ignored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::content::ContentPart;
+use super::error::ApiError;
+use super::output::{OutputItem, SummaryPart};
+use super::response::Response;
+use super::serde_util::{null_as_default, string_or_number};
+use crate::ModelError;
+
+/// One stream event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum StreamEvent {
+    /// `response.created`: the response exists, `in_progress`.
+    #[serde(rename = "response.created")]
+    Created(ResponseEvent),
+    /// `response.in_progress`.
+    #[serde(rename = "response.in_progress")]
+    InProgress(ResponseEvent),
+    /// `response.queued` (background responses).
+    #[serde(rename = "response.queued")]
+    Queued(ResponseEvent),
+    /// `response.completed`: terminal; carries the final response.
+    #[serde(rename = "response.completed")]
+    Completed(ResponseEvent),
+    /// `response.incomplete`: terminal; carries the final response.
+    #[serde(rename = "response.incomplete")]
+    Incomplete(ResponseEvent),
+    /// `response.failed`: terminal; carries the final response with its `error`.
+    #[serde(rename = "response.failed")]
+    Failed(ResponseEvent),
+    /// `response.output_item.added`: a new item at `output_index`; for a function call
+    /// this is where its `name` and `call_id` are.
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded(OutputItemEvent),
+    /// `response.output_item.done`: the finished item (authoritative).
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone(OutputItemEvent),
+    /// `response.content_part.added`.
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded(ContentPartEvent),
+    /// `response.content_part.done`.
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone(ContentPartEvent),
+    /// `response.output_text.delta`.
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta(TextDeltaEvent),
+    /// `response.output_text.done`: carries the full `text`.
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone(TextDoneEvent),
+    /// `response.refusal.delta`.
+    #[serde(rename = "response.refusal.delta")]
+    RefusalDelta(TextDeltaEvent),
+    /// `response.refusal.done`: carries the full `refusal`.
+    #[serde(rename = "response.refusal.done")]
+    RefusalDone(TextDoneEvent),
+    /// `response.function_call_arguments.delta`.
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta(TextDeltaEvent),
+    /// `response.function_call_arguments.done`: carries the full `arguments` (and no
+    /// `name`, whatever the spec says).
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone(TextDoneEvent),
+    /// `response.reasoning_summary_part.added`.
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    ReasoningSummaryPartAdded(SummaryPartEvent),
+    /// `response.reasoning_summary_part.done`.
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    ReasoningSummaryPartDone(SummaryPartEvent),
+    /// `response.reasoning_summary_text.delta`.
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningSummaryTextDelta(TextDeltaEvent),
+    /// `response.reasoning_summary_text.done`.
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    ReasoningSummaryTextDone(TextDoneEvent),
+    /// `error`: an in-stream error, nested on the wire, flat in the spec.
+    #[serde(rename = "error")]
+    Error(ErrorEvent),
+    /// Any other event (annotations, hosted tool progress, new events), or a known one
+    /// of unexpected shape, kept as received.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+impl StreamEvent {
+    /// Decodes one event from an SSE `data` payload. Unknown event types are `Other`;
+    /// only data that is not a JSON object is an error.
+    pub fn from_json(data: &str) -> Result<StreamEvent, ModelError> {
+        let event: StreamEvent = serde_json::from_str(data).map_err(|error| ModelError::Json {
+            path: "$".into(),
+            message: error.to_string(),
+        })?;
+        // Every stream event is an object; an array or a number is a broken stream, not
+        // a new event type.
+        if let StreamEvent::Other(raw) = &event
+            && !raw.is_object()
+        {
+            return Err(ModelError::Json {
+                path: "$".into(),
+                message: format!("expected a JSON object, found {}", crate::json_kind(raw)),
+            });
+        }
+        Ok(event)
+    }
+
+    /// The event's `type` as sent (`None` for an `Other` without one).
+    pub fn type_name(&self) -> Option<&str> {
+        Some(match self {
+            StreamEvent::Created(_) => "response.created",
+            StreamEvent::InProgress(_) => "response.in_progress",
+            StreamEvent::Queued(_) => "response.queued",
+            StreamEvent::Completed(_) => "response.completed",
+            StreamEvent::Incomplete(_) => "response.incomplete",
+            StreamEvent::Failed(_) => "response.failed",
+            StreamEvent::OutputItemAdded(_) => "response.output_item.added",
+            StreamEvent::OutputItemDone(_) => "response.output_item.done",
+            StreamEvent::ContentPartAdded(_) => "response.content_part.added",
+            StreamEvent::ContentPartDone(_) => "response.content_part.done",
+            StreamEvent::OutputTextDelta(_) => "response.output_text.delta",
+            StreamEvent::OutputTextDone(_) => "response.output_text.done",
+            StreamEvent::RefusalDelta(_) => "response.refusal.delta",
+            StreamEvent::RefusalDone(_) => "response.refusal.done",
+            StreamEvent::FunctionCallArgumentsDelta(_) => "response.function_call_arguments.delta",
+            StreamEvent::FunctionCallArgumentsDone(_) => "response.function_call_arguments.done",
+            StreamEvent::ReasoningSummaryPartAdded(_) => "response.reasoning_summary_part.added",
+            StreamEvent::ReasoningSummaryPartDone(_) => "response.reasoning_summary_part.done",
+            StreamEvent::ReasoningSummaryTextDelta(_) => "response.reasoning_summary_text.delta",
+            StreamEvent::ReasoningSummaryTextDone(_) => "response.reasoning_summary_text.done",
+            StreamEvent::Error(_) => "error",
+            StreamEvent::Other(raw) => return raw.get("type").and_then(Value::as_str),
+        })
+    }
+
+    /// The terminal events' final response: `completed`, `incomplete` or `failed`.
+    pub fn terminal_response(&self) -> Option<&Response> {
+        match self {
+            StreamEvent::Completed(event)
+            | StreamEvent::Incomplete(event)
+            | StreamEvent::Failed(event) => Some(&event.response),
+            _ => None,
+        }
+    }
+
+    /// The event's `sequence_number`, when it has one.
+    pub fn sequence_number(&self) -> Option<u64> {
+        match self {
+            StreamEvent::Created(e)
+            | StreamEvent::InProgress(e)
+            | StreamEvent::Queued(e)
+            | StreamEvent::Completed(e)
+            | StreamEvent::Incomplete(e)
+            | StreamEvent::Failed(e) => e.sequence_number,
+            StreamEvent::OutputItemAdded(e) | StreamEvent::OutputItemDone(e) => e.sequence_number,
+            StreamEvent::ContentPartAdded(e) | StreamEvent::ContentPartDone(e) => e.sequence_number,
+            StreamEvent::OutputTextDelta(e)
+            | StreamEvent::RefusalDelta(e)
+            | StreamEvent::FunctionCallArgumentsDelta(e)
+            | StreamEvent::ReasoningSummaryTextDelta(e) => e.sequence_number,
+            StreamEvent::OutputTextDone(e)
+            | StreamEvent::RefusalDone(e)
+            | StreamEvent::FunctionCallArgumentsDone(e)
+            | StreamEvent::ReasoningSummaryTextDone(e) => e.sequence_number,
+            StreamEvent::ReasoningSummaryPartAdded(e)
+            | StreamEvent::ReasoningSummaryPartDone(e) => e.sequence_number,
+            StreamEvent::Error(e) => e.sequence_number,
+            StreamEvent::Other(raw) => raw.get("sequence_number").and_then(Value::as_u64),
+        }
+    }
+}
+
+/// An event that carries the whole response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseEvent {
+    /// Position in the stream (0, 1, 2, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The response as of this event.
+    pub response: Box<Response>,
+}
+
+/// `response.output_item.added` / `.done`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputItemEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// Index of the item in `output`.
+    pub output_index: u64,
+    /// The item.
+    pub item: OutputItem,
+}
+
+/// `response.content_part.added` / `.done`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentPartEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The message item's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// Index of the item in `output`.
+    pub output_index: u64,
+    /// Index of the part in the item's `content`.
+    pub content_index: u64,
+    /// The part.
+    pub part: ContentPart,
+}
+
+/// A delta of text, refusal, function arguments or reasoning summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDeltaEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The item's id (`msg_...`, `fc_...`, `rs_...`), not a call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// Index of the item in `output`.
+    pub output_index: u64,
+    /// Index of the content part (text and refusal deltas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<u64>,
+    /// Index of the summary part (reasoning summary deltas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<u64>,
+    /// The new text.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub delta: String,
+}
+
+/// The `.done` event of text, refusal, function arguments or reasoning summary: the
+/// full value under whichever field name the event uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDoneEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The item's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// Index of the item in `output`.
+    pub output_index: u64,
+    /// Index of the content part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<u64>,
+    /// Index of the summary part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<u64>,
+    /// `text` of `output_text.done` and `reasoning_summary_text.done`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `refusal` of `refusal.done`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// `arguments` of `function_call_arguments.done`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// `name` of `function_call_arguments.done`: in the spec, absent on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl TextDoneEvent {
+    /// The full value, whichever field carried it.
+    pub fn value(&self) -> Option<&str> {
+        self.text
+            .as_deref()
+            .or(self.refusal.as_deref())
+            .or(self.arguments.as_deref())
+    }
+}
+
+/// `response.reasoning_summary_part.added` / `.done`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryPartEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The reasoning item's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// Index of the item in `output`.
+    pub output_index: u64,
+    /// Index of the part in the item's `summary`.
+    pub summary_index: u64,
+    /// The part.
+    pub part: SummaryPart,
+}
+
+/// An in-stream `error` event. On the wire the error is nested
+/// (`{"type":"error","error":{...}}`); the spec shows it flat
+/// (`{"type":"error","code":...,"message":...}`). Both decode; use
+/// [`api_error`](Self::api_error) to read either.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    /// Position in the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<u64>,
+    /// The nested error (wire shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    /// Flat shape: the code.
+    #[serde(
+        default,
+        deserialize_with = "string_or_number",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub code: Option<String>,
+    /// Flat shape: the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Flat shape: the parameter.
+    #[serde(
+        default,
+        deserialize_with = "string_or_number",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub param: Option<String>,
+}
+
+impl ErrorEvent {
+    /// The error, from the nested shape when present, else from the flat fields.
+    pub fn api_error(&self) -> ApiError {
+        match &self.error {
+            Some(nested) => nested.clone(),
+            None => ApiError {
+                message: self.message.clone().unwrap_or_default(),
+                kind: None,
+                param: self.param.clone(),
+                code: self.code.clone(),
+            },
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The official OpenAPI description of the Responses API, loaded once per test process,
+//! and validation of request bodies against its `CreateResponse` schema.
+//!
+//! The spec lives in the `shared/` folder beside the repository
+//! (`$APTIX_SHARED_DIR/spec/openai-openapi.yaml`). A missing spec fails the test with
+//! the path it was looked for at; it never skips.
+//!
+//! Input items are checked one by one, because the spec cannot check them in place:
+//! `InputItem` is a `oneOf` whose `EasyInputMessage` and `Item` -> `InputMessage`
+//! branches both match every typed message (`{"type":"message","role":"user",
+//! "content":[{"type":"input_text",...}]}`), and a `oneOf` fails when two branches
+//! match. So the body is validated with `input` emptied, and each item against the one
+//! schema it is meant to be (see [`item_schema`]), after asserting that a message really
+//! does match both ambiguous branches (so the workaround is still needed).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jsonschema::{Registry, Validator};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value, json};
+
+const SPEC_URI: &str = "https://aptix.invalid/openai-openapi";
+
+/// Where the spec is read from.
+pub(crate) fn spec_path() -> PathBuf {
+    aptix_testkit::shared_dir()
+        .join("spec")
+        .join("openai-openapi.yaml")
+}
+
+/// The spec as JSON, read once per process.
+pub(crate) fn spec() -> &'static Value {
+    static SPEC: OnceLock<Value> = OnceLock::new();
+    SPEC.get_or_init(|| {
+        let path = spec_path();
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+            panic!(
+                "the OpenAPI spec is required at {}: {error}; set APTIX_SHARED_DIR to the shared/ folder",
+                path.display()
+            )
+        });
+        let JsonFromYaml(value) = serde_norway::from_str(&text)
+            .unwrap_or_else(|error| panic!("{} is not valid YAML: {error}", path.display()));
+        value
+    })
+}
+
+fn registry() -> &'static Registry<'static> {
+    static REGISTRY: OnceLock<Registry<'static>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        Registry::new()
+            .add(SPEC_URI, spec())
+            .and_then(|builder| builder.prepare())
+            .unwrap_or_else(|error| panic!("the spec does not load as a schema registry: {error}"))
+    })
+}
+
+/// A validator for `#/components/schemas/<name>` inside the spec document, compiled
+/// once per process (property tests validate hundreds of bodies).
+pub(crate) fn validator(name: &str) -> Arc<Validator> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Validator>>>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let compiled = cache.entry(name.to_owned()).or_insert_with(|| {
+        let root = json!({ "$ref": format!("{SPEC_URI}#/components/schemas/{name}") });
+        let validator = jsonschema::options()
+            .with_registry(registry())
+            .build(&root)
+            .unwrap_or_else(|error| panic!("schema {name} does not compile: {error}"));
+        Arc::new(validator)
+    });
+    Arc::clone(compiled)
+}
+
+/// The errors of `instance` against the named schema, as readable lines.
+pub(crate) fn errors(name: &str, instance: &Value) -> Vec<String> {
+    validator(name)
+        .iter_errors(instance)
+        .map(|error| format!("{} at {}", error, error.instance_path()))
+        .collect()
+}
+
+/// Asserts that `body` is a valid `CreateResponse` (see [`create_response_problems`]).
+pub(crate) fn assert_valid_create_response(label: &str, body: &Value) {
+    let problems = create_response_problems(body);
+    assert!(problems.is_empty(), "{label}: {problems:#?}\n{body:#}");
+}
+
+/// Why `body` is not a valid `CreateResponse`, or nothing: every top-level field must
+/// be one the schema defines (the schema itself allows any extra field, so a typo would
+/// pass it), the body with `input` emptied must validate, and each input item must
+/// validate against the schema of its kind (and, for a typed message, against both
+/// ambiguous branches).
+pub(crate) fn create_response_problems(body: &Value) -> Vec<String> {
+    let Some(object) = body.as_object() else {
+        return vec!["body is not an object".into()];
+    };
+    let known = create_response_properties();
+    let mut problems: Vec<String> = object
+        .keys()
+        .filter(|key| !known.contains(key.as_str()))
+        .map(|key| format!("field {key:?} is not a CreateResponse property"))
+        .collect();
+    let mut without_input = body.clone();
+    without_input["input"] = json!([]);
+    problems.extend(errors("CreateResponse", &without_input));
+    let Some(items) = body["input"].as_array() else {
+        problems.push("input is not an array".into());
+        return problems;
+    };
+    for (index, item) in items.iter().enumerate() {
+        let Some(schema) = item_schema(item) else {
+            problems.push(format!("input[{index}] has no known item type: {item}"));
+            continue;
+        };
+        let item = &with_recorded_wire_defaults(item);
+        for error in errors(schema, item) {
+            problems.push(format!("input[{index}] is not a valid {schema}: {error}"));
+        }
+        if schema == "InputMessage" {
+            for error in errors("EasyInputMessage", item) {
+                problems.push(format!(
+                    "input[{index}] is not a valid EasyInputMessage: {error}"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// `item` with the fields the spec requires but recorded traffic omits filled in.
+///
+/// A replayed assistant message needs `id` and `status`, and its `output_text` parts
+/// `logprobs`, by the spec's `OutputMessage`; the recorded request
+/// `request_stateless_history_with_assistant_output_text.json` sends none of them and
+/// the API accepted it. Recorded traffic wins over the spec (`docs/wire.md`), so only
+/// these omissions are forgiven; everything else in the item is checked as is.
+fn with_recorded_wire_defaults(item: &Value) -> Value {
+    let mut item = item.clone();
+    if item["type"] != "message" || item["role"] != "assistant" {
+        return item;
+    }
+    if let Some(object) = item.as_object_mut() {
+        object.entry("id").or_insert_with(|| json!("msg_replayed"));
+        object.entry("status").or_insert_with(|| json!("completed"));
+    }
+    if let Some(parts) = item["content"].as_array_mut() {
+        for part in parts
+            .iter_mut()
+            .filter(|part| part["type"] == "output_text")
+        {
+            if let Some(object) = part.as_object_mut() {
+                object.entry("logprobs").or_insert_with(|| json!([]));
+            }
+        }
+    }
+    item
+}
+
+/// The spec schema an input item of this kind must satisfy.
+pub(crate) fn item_schema(item: &Value) -> Option<&'static str> {
+    match (item["type"].as_str(), item["role"].as_str()) {
+        (Some("message"), Some("assistant")) => Some("OutputMessage"),
+        (Some("message"), _) => Some("InputMessage"),
+        (Some("function_call_output"), _) => Some("FunctionCallOutputItemParam"),
+        (Some("function_call"), _) => Some("FunctionToolCall"),
+        (Some("reasoning"), _) => Some("ReasoningItem"),
+        _ => None,
+    }
+}
+
+/// Every property name `CreateResponse` defines, through its `allOf` and `$ref`s.
+pub(crate) fn create_response_properties() -> &'static BTreeSet<String> {
+    static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names = BTreeSet::new();
+        collect_properties(
+            &spec()["components"]["schemas"]["CreateResponse"],
+            &mut names,
+        );
+        assert!(names.contains("model") && names.contains("previous_response_id"));
+        names
+    })
+}
+
+fn collect_properties(schema: &Value, names: &mut BTreeSet<String>) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        collect_properties(&spec()["components"]["schemas"][name], names);
+    }
+    if let Some(properties) = schema["properties"].as_object() {
+        names.extend(properties.keys().cloned());
+    }
+    if let Some(parts) = schema["allOf"].as_array() {
+        for part in parts {
+            collect_properties(part, names);
+        }
+    }
+}
+
+/// YAML read into a `serde_json::Value`. The spec has integers beyond 64 bits
+/// (`seed.minimum: -9223372036854776000`), which `serde_json::Value` rejects; they are
+/// kept as the nearest float, which is what a JSON reader would make of them.
+struct JsonFromYaml(Value);
+
+impl<'de> Deserialize<'de> for JsonFromYaml {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor).map(JsonFromYaml)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_i128<E>(self, v: i128) -> Result<Value, E> {
+        Ok(Number::from_f64(v as f64).map_or(Value::Null, Value::Number))
+    }
+    fn visit_u128<E>(self, v: u128) -> Result<Value, E> {
+        Ok(Number::from_f64(v as f64).map_or(Value::Null, Value::Number))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(JsonFromYaml(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some((key, JsonFromYaml(value))) = map.next_entry::<YamlKey, JsonFromYaml>()? {
+            object.insert(key.0, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// A mapping key: YAML allows non-string keys (`200:` under `responses`); JSON wants
+/// text, so numbers and booleans are written out.
+struct YamlKey(String);
+
+impl<'de> Deserialize<'de> for YamlKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let JsonFromYaml(value) = JsonFromYaml::deserialize(deserializer)?;
+        Ok(YamlKey(match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        }))
+    }
+}
