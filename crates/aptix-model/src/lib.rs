@@ -64,3 +64,17 @@ mod error;
 mod open_enum;
 
 pub use error::ModelError;
+
+/// A word for the kind of a JSON value (`null`, `a boolean`, `a number`, `a string`,
+/// `an array`, `an object`), for error messages that say what was found.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -93,6 +93,7 @@ mod pack;
 mod render;
 mod retriever;
 mod select;
+pub mod text;
 mod tokens;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};

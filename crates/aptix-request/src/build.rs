@@ -21,7 +21,7 @@ use aptix_model::wire::{
 use crate::builder::{Continuation, RequestBuilder};
 use crate::error::RequestError;
 use crate::history::check_pairing;
-use crate::text::{breaks_line, is_blank};
+use crate::text::{is_blank, needs_escape};
 use crate::tool_output::check_tool_outputs;
 use crate::tool_results::render_tool_results_block;
 use crate::tools::{check_function_tools, is_valid_name};
@@ -274,8 +274,8 @@ fn user_message(
 fn check_mode(mode: &str) -> Result<(), RequestError> {
     let reason = if is_blank(mode) {
         Some("it is blank")
-    } else if mode.chars().any(breaks_line) {
-        Some("it holds a line break or control character")
+    } else if mode.chars().any(needs_escape) {
+        Some("it holds a line break, control or bidirectional character")
     } else if mode.contains(']') {
         Some("it holds ']', which would end the [MODE: ...] header")
     } else {

@@ -273,16 +273,3 @@ pub enum ToolProblem {
         field: String,
     },
 }
-
-/// A word for the kind of a JSON value, for error messages.
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}

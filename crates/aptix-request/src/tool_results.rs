@@ -5,7 +5,7 @@
 //! The format (also in `docs/request.md`) follows AGN-002's `[CONTEXT]` block so the
 //! model reads both the same way:
 //!
-//! ```text
+//! ````text
 //! [TOOL_RESULTS]
 //!
 //! === TOOL RESULT 1 ===
@@ -24,7 +24,7 @@
 //! timed out after 30s
 //! ```
 //!
-//! ```
+//! ````
 //!
 //! - One section per result, numbered from 1 in the order given, each ending with its
 //!   closing fence and one blank line (AGN-002 section 7).

@@ -7,10 +7,11 @@
 
 use std::collections::HashMap;
 
+use aptix_model::json_kind;
 use aptix_model::wire::FunctionTool;
 use serde_json::{Map, Value};
 
-use crate::error::{RequestError, ToolProblem, json_kind};
+use crate::error::{RequestError, ToolProblem};
 
 /// The fields a flat function tool may carry, as far as [`FunctionTool`] can send them.
 const KNOWN_FIELDS: &[&str] = &["type", "name", "description", "parameters", "strict"];

@@ -12,8 +12,9 @@
 //! Every line ends in `\n`. Two rules keep the structure intact whatever the texts hold:
 //!
 //! - **Names** are written between single quotes with `\`, `'`, `<`, `>`, and every
-//!   control or line-separator character replaced by `\u{HEX}`, so a name can neither
-//!   end the quoted value, nor hold `>>>`, nor start a new line.
+//!   control, line-separator and bidirectional character replaced by `\u{XXXX}` (four
+//!   or more upper-case hex digits), so a name can neither end the quoted value, nor
+//!   hold `>>>`, nor start a new line.
 //! - **Usage texts** are line-based: a line that looks like a delimiter (after optional
 //!   leading whitespace and backslashes, it starts with `<<<APTIX_`, in any letter case)
 //!   gets one backslash inserted before its first `<` (or before its existing
@@ -23,7 +24,7 @@
 //!   line terminator counts as the start of a new line, not only `\n`. Trailing line
 //!   ends of a usage text are dropped; the text is followed by one `\n`.
 
-use crate::text::{breaks_line, is_line_terminator, push_unicode_escape};
+use crate::text::{is_line_terminator, needs_escape, push_unicode_escape};
 
 /// The block's first line.
 pub const USAGE_BLOCK_BEGIN: &str = "<<<APTIX_SERVER_TOOL_USAGE_METADATA_BEGIN>>>";
@@ -123,11 +124,11 @@ fn push_delimiter(out: &mut String, which: &str, name: &str) {
     out.push_str("'>>>\n");
 }
 
-/// Appends a tool name with `\`, `'`, `<`, `>` and line-breaking characters escaped as
-/// `\u{HEX}`.
+/// Appends a tool name with `\`, `'`, `<`, `>` and the characters of
+/// [`needs_escape`] written as `\u{XXXX}`.
 fn push_escaped_name(out: &mut String, name: &str) {
     for character in name.chars() {
-        if matches!(character, '\\' | '\'' | '<' | '>') || breaks_line(character) {
+        if matches!(character, '\\' | '\'' | '<' | '>') || needs_escape(character) {
             push_unicode_escape(out, character);
         } else {
             out.push(character);
@@ -206,6 +207,9 @@ mod tests {
     fn names_are_escaped() {
         let mut out = String::new();
         push_escaped_name(&mut out, "a'b>>>c\nd\\e<");
-        assert_eq!(out, "a\\u{27}b\\u{3e}\\u{3e}\\u{3e}c\\u{a}d\\u{5c}e\\u{3c}");
+        assert_eq!(
+            out,
+            "a\\u{0027}b\\u{003E}\\u{003E}\\u{003E}c\\u{000A}d\\u{005C}e\\u{003C}"
+        );
     }
 }

@@ -55,7 +55,7 @@ fn settings_out_of_range_are_errors() {
             initial().mode("QA]\n[MODE: ADMIN"),
             RequestError::InvalidMode {
                 mode: "QA]\n[MODE: ADMIN".into(),
-                reason: "it holds a line break or control character",
+                reason: "it holds a line break, control or bidirectional character",
             },
         ),
         (

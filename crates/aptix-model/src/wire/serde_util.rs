@@ -3,6 +3,8 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use crate::json_kind;
+
 /// Decodes `null` as the type's default, so `"output": null` is an empty list rather
 /// than a decode failure.
 pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -48,16 +50,4 @@ where
         Some(Value::Bool(flag)) => Some(flag.to_string()),
         Some(other) => Some(other.to_string()),
     })
-}
-
-/// A word for the kind of a JSON value, for error messages.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -107,10 +107,7 @@ impl StreamEvent {
         {
             return Err(ModelError::Json {
                 path: "$".into(),
-                message: format!(
-                    "expected a JSON object, found {}",
-                    super::serde_util::json_kind(raw)
-                ),
+                message: format!("expected a JSON object, found {}", crate::json_kind(raw)),
             });
         }
         Ok(event)

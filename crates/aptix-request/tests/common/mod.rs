@@ -7,6 +7,7 @@
 pub(crate) mod spec;
 
 use aptix_model::wire::FunctionTool;
+use aptix_rag::{Chunk, ChunkId, LineSpan, render_context_block};
 use aptix_request::{RequestBuilder, RequestError, ToolOutput, ToolUsageBlock};
 use serde_json::{Value, json};
 
@@ -66,11 +67,17 @@ pub(crate) fn usage_block() -> String {
         .unwrap_or_default()
 }
 
-/// A `[CONTEXT]` block as `aptix-rag` renders it (AGN-002).
+/// A `[CONTEXT]` block rendered by `aptix-rag` (AGN-002).
 pub(crate) fn context_block() -> String {
-    "[CONTEXT]\n\n=== CHUNK 1 ===\nId: ctx_1\nPath: src/retry.rs\nLines: 10-14\n\
-     Language: rust\n```rust\npub fn policy() -> Policy {\n    Policy::exponential(3)\n}\n```\n\n"
-        .into()
+    let chunk = Chunk {
+        id: ChunkId::new("ctx_1"),
+        path: "src/retry.rs".into(),
+        lines: LineSpan::new(10, 12).expect("a valid span"),
+        language: "rust".into(),
+        content: "pub fn policy() -> Policy {\n    Policy::exponential(3)\n}".into(),
+        metadata: Default::default(),
+    };
+    render_context_block(&[chunk]).expect("one chunk renders a block")
 }
 
 /// One result and one error, with and without the optional fields.

@@ -198,16 +198,7 @@ pub(super) fn item(parent: &str, index: usize) -> String {
 }
 
 /// The JSON type of a value, as a message says it.
-pub(super) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(super) use crate::json_kind as type_name;
 
 fn wrong_type(
     checker: &mut Checker,
