@@ -2,10 +2,11 @@
 //!
 //! The wiring: settings ([`crate::config`]) pick the provider (`/v1/responses` or the
 //! Chat Completions bridge) and the orchestrator configuration; sessions come from the
-//! workspace's SQLite store ([`crate::session`]); the workspace index, when one is
-//! built in, is the retriever. `--dry-run` swaps the provider for one that is never
-//! called and the store for a read-only view, so it needs no key, no network and writes
-//! nothing.
+//! workspace's SQLite store ([`crate::session`]); the workspace index is the retriever,
+//! refreshed first when stale (built on the first `ask` in a workspace). `--dry-run`
+//! swaps the provider for one that is never called, the store for a read-only view and
+//! the index for the one already on disk (not refreshed), so it needs no key, no network
+//! and writes nothing.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use aptix_client::{
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, Kind};
 use aptix_orchestrator::{Orchestrator, OrchestratorError, SessionStore};
+use aptix_rag::Retriever;
 use serde_json::json;
 use tokio::runtime::Runtime;
 
@@ -29,7 +31,7 @@ use crate::output::{AnswerPrinter, note, print_json, warn};
 use crate::session::{
     ConfiguredStore, new_session_id, new_turn_id, open_store, open_store_for_dry_run,
 };
-use crate::workspace;
+use crate::{index, workspace};
 
 /// Runs `aptix ask`; returns the exit code.
 pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
@@ -59,11 +61,12 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         Arc::new(open_store(&workspace)?),
         settings.clone(),
     ));
-    let orchestrator = Orchestrator::builder(provider, Arc::clone(&store))
-        .config(settings.orchestrator_config())
-        .build()
-        .map_err(|error| usage(error.to_string()))?;
-    tracing::info!("no workspace index is built into this aptix: asking without retrieved context");
+    let mut builder =
+        Orchestrator::builder(provider, Arc::clone(&store)).config(settings.orchestrator_config());
+    if let Some(retriever) = fresh_index(&workspace) {
+        builder = builder.retriever(retriever);
+    }
+    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
 
     let existed = runtime
         .block_on(store.load(&session_id))
@@ -91,6 +94,61 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     };
     let envelope = result.map_err(turn_error)?;
     report(&envelope, args.json, printer)
+}
+
+/// The workspace index for a real turn, refreshed first when stale. Retrieval is
+/// advisory: an index that cannot be opened is a warning and the turn goes on without
+/// context; one that cannot be refreshed is used as it is.
+fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+    let first = !index::exists(workspace);
+    let index = match index::open(workspace) {
+        Ok(index) => index,
+        Err(error) => {
+            warn(&format!("{error:#}; asking without retrieved context"));
+            return None;
+        }
+    };
+    match index.is_stale() {
+        Ok(false) => {}
+        Ok(true) | Err(_) => {
+            if first {
+                note(format_args!(
+                    "indexing {} for the first time (`aptix index` does this ahead of time)",
+                    workspace.display()
+                ));
+            }
+            match index::refresh(&index) {
+                Ok(stats) => tracing::info!("{}", index::summary(&stats)),
+                Err(error) => warn(&format!("{error:#}; using the index as it is")),
+            }
+        }
+    }
+    Some(Arc::new(index))
+}
+
+/// The workspace index for a dry run: the one on disk, as it is (a dry run writes
+/// nothing), or none.
+fn index_as_is(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+    if !index::exists(workspace) {
+        note(format_args!(
+            "no workspace index yet, so no [CONTEXT]; `aptix index` builds it (and `aptix ask` does on first use)"
+        ));
+        return None;
+    }
+    match index::open(workspace) {
+        Ok(index) => {
+            if index.is_stale().unwrap_or(true) {
+                note(format_args!(
+                    "the workspace index is stale and is shown as it is; `aptix ask` refreshes it first"
+                ));
+            }
+            Some(Arc::new(index))
+        }
+        Err(error) => {
+            warn(&format!("{error:#}; the dry run shows no [CONTEXT]"));
+            None
+        }
+    }
 }
 
 /// The instruction: the argument, or stdin for `-`.
@@ -189,10 +247,11 @@ fn dry_run(
         open_store_for_dry_run(workspace)?,
         settings.clone(),
     ));
-    let orchestrator = Orchestrator::builder(provider, store)
-        .config(settings.orchestrator_config())
-        .build()
-        .map_err(|error| usage(error.to_string()))?;
+    let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
+    if let Some(retriever) = index_as_is(workspace) {
+        builder = builder.retriever(retriever);
+    }
+    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
     let mut body = runtime
         .block_on(orchestrator.dry_run(request))
         .map_err(turn_error)?;
@@ -273,6 +332,14 @@ fn report(
         reasoning_tokens = usage.reasoning_tokens,
         "turn finished"
     );
+    for source in &envelope.sources {
+        tracing::info!(
+            "context: {}:{}-{}",
+            source.path,
+            source.line_start,
+            source.line_end
+        );
+    }
     match envelope.kind {
         Kind::Error => {
             let code = envelope.error_code.as_deref().unwrap_or("error");

@@ -31,6 +31,15 @@ pub(crate) fn print_json(value: &impl Serialize) -> Result<(), anyhow::Error> {
     Ok(())
 }
 
+/// Prints one line of text on stdout.
+pub(crate) fn print_line(text: &str) -> Result<(), anyhow::Error> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Whether an error is stdout closing under us (the reader went away).
 pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {

@@ -1,6 +1,7 @@
 //! `aptix ask` against local mock servers: answer text streamed to stdout, the `--json`
 //! envelope, a session continued with `--session` (chained by `previous_response_id`,
-//! or replayed with `--stateless` and on the chat bridge), and a provider error.
+//! or replayed with `--stateless` and on the chat bridge), a provider error, and the
+//! workspace indexed on first use with its context sent.
 
 use aptix_mapping::{TurnContext, map_capture};
 use aptix_testkit::read_fixture;
@@ -334,4 +335,39 @@ async fn a_provider_error_is_an_error_envelope_and_exit_code_1() {
     let envelope = stdout_json(&json);
     assert_eq!(envelope["kind"], "error");
     assert_eq!(envelope["errorCode"], "invalid_api_key");
+}
+
+#[tokio::test]
+async fn the_first_ask_indexes_the_workspace_and_sends_its_context() {
+    let server = responses_server().await;
+    let base_url = format!("{}/v1", server.uri());
+    let sandbox = crate::index::code_workspace();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--json", "--base-url", &base_url])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Where is commit_turn defined?")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("for the first time"),
+        "{}",
+        stderr(&output)
+    );
+    let index_meta = sandbox.workspace.path().join(".aptix/index/meta.json");
+    assert!(index_meta.is_file());
+
+    let bodies = bodies(&server).await;
+    let user = crate::index::user_text(&bodies[0]);
+    assert!(user.contains("[CONTEXT]"), "{user}");
+    assert!(user.contains("pub fn commit_turn"), "{user}");
+    let envelope = stdout_json(&output);
+    let sources: Vec<&str> = envelope["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|source| source["path"].as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"src/session.rs"), "{sources:?}");
 }

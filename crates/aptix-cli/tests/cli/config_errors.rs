@@ -113,15 +113,3 @@ fn bad_values_name_their_flag_or_variable() {
     let output = run(&["--api", "grpc"], None);
     assert_eq!(code(&output), 2, "clap's usage errors exit with 2 as well");
 }
-
-#[test]
-fn index_says_it_is_not_built_in() {
-    let sandbox = Sandbox::new();
-    let output = sandbox
-        .aptix()
-        .args(["index", &sandbox.workspace_arg()])
-        .output()
-        .unwrap();
-    assert_eq!(code(&output), 1);
-    assert!(stderr(&output).contains("not built into this aptix"));
-}

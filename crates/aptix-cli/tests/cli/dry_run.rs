@@ -11,6 +11,7 @@ use aptix_model::wire::CreateResponseRequest;
 use aptix_orchestrator::{
     DEFAULT_SYSTEM_PROMPT, InMemorySessionStore, ModelSettings, Orchestrator, OrchestratorConfig,
 };
+use aptix_rag::Retriever;
 use serde_json::{Value, json};
 
 use crate::support::{SECRET_KEY, Sandbox, code, stderr, stdout, stdout_json};
@@ -20,15 +21,27 @@ const INSTRUCTION: &str = "Explain how the session store commits a turn";
 /// The first body of a new session through the library, as `Orchestrator::dry_run`
 /// builds it.
 fn library_body(config: OrchestratorConfig, capabilities: Capabilities) -> CreateResponseRequest {
-    let orchestrator = Orchestrator::builder(
+    library_body_with(config, capabilities, None, INSTRUCTION)
+}
+
+/// [`library_body`] with a retriever and an instruction of the caller's.
+pub(crate) fn library_body_with(
+    config: OrchestratorConfig,
+    capabilities: Capabilities,
+    retriever: Option<Arc<dyn Retriever>>,
+    instruction: &str,
+) -> CreateResponseRequest {
+    let mut builder = Orchestrator::builder(
         Arc::new(FakeProvider::new().with_capabilities(capabilities)),
         Arc::new(InMemorySessionStore::new()),
     )
-    .config(config)
-    .build()
-    .unwrap();
+    .config(config);
+    if let Some(retriever) = retriever {
+        builder = builder.retriever(retriever);
+    }
+    let orchestrator = builder.build().unwrap();
     let request = AgentExecuteRequest::from_json_value(
-        &json!({"sessionId": "s-dry", "turnId": "t-dry", "instruction": INSTRUCTION}),
+        &json!({"sessionId": "s-dry", "turnId": "t-dry", "instruction": instruction}),
     )
     .unwrap();
     tokio::runtime::Builder::new_current_thread()

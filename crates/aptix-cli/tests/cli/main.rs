@@ -1,5 +1,5 @@
 //! The `aptix` binary end to end, run as a user runs it: `--dry-run` bodies against the
-//! library's own, `inspect` over every recorded reply, configuration and key errors in
+//! library's own, `index` building and refreshing the workspace index, `inspect` over every recorded reply, configuration and key errors in
 //! a clean environment, and `ask` against local mock servers (streamed and whole
 //! replies, sessions continued, the chat bridge, stateless replay).
 //!
@@ -10,5 +10,6 @@
 mod ask_e2e;
 mod config_errors;
 mod dry_run;
+mod index;
 mod inspect;
 mod support;
