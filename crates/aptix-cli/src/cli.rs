@@ -39,7 +39,7 @@ pub(crate) enum Command {
     /// Ask one question (one user turn) against the configured provider; the answer is
     /// streamed to stdout
     Ask(Box<AskArgs>),
-    /// Build or refresh the workspace index under <workspace>/.aptix/
+    /// Build or refresh the workspace index (kept in .aptix/ in the workspace)
     Index(IndexArgs),
     /// Map a captured /v1/responses body, error body or SSE stream to the envelope JSON
     Inspect(InspectArgs),
@@ -122,7 +122,7 @@ pub(crate) struct SettingsArgs {
     #[arg(long, value_name = "EFFORT")]
     pub(crate) reasoning_effort: Option<String>,
 
-    /// Token budget of the retrieved [CONTEXT] block [config: context_token_budget,
+    /// Token budget of the retrieved CONTEXT block [config: context_token_budget,
     /// env: APTIX_CONTEXT_TOKEN_BUDGET]
     #[arg(long, value_name = "TOKENS")]
     pub(crate) context_token_budget: Option<usize>,
