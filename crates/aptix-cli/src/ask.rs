@@ -154,8 +154,11 @@ fn index_as_is(workspace: &Path) -> Option<Arc<dyn Retriever>> {
 /// The instruction: the argument, or stdin for `-`.
 fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
     let text = if argument == "-" {
+        // The newline that ends piped text is not part of the instruction.
         std::io::read_to_string(std::io::stdin())
             .context("could not read the instruction from stdin")?
+            .trim_end()
+            .to_owned()
     } else {
         argument.to_owned()
     };

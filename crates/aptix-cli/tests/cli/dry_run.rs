@@ -228,3 +228,42 @@ fn the_key_is_never_printed() {
     assert!(!stdout(&output).contains(SECRET_KEY));
     assert!(!stderr(&output).contains(SECRET_KEY));
 }
+
+#[test]
+fn the_instruction_can_come_from_stdin() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "-",
+        ])
+        .write_stdin(format!("{INSTRUCTION}\n"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let printed = stdout_json(&output);
+    let last = printed["input"].as_array().unwrap().len() - 1;
+    assert!(
+        message_text(&printed, last).ends_with(&format!("[INSTRUCTION]\n{INSTRUCTION}")),
+        "{printed:#}"
+    );
+
+    let empty = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "-",
+        ])
+        .write_stdin("  \n")
+        .output()
+        .unwrap();
+    assert_eq!(code(&empty), 2);
+    assert!(stderr(&empty).contains("the instruction is empty"));
+}
