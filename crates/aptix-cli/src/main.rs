@@ -1,13 +1,82 @@
-//! The `aptix` command.
+//! The `aptix` command: `ask` one turn, `index` a workspace, `inspect` a captured reply.
+//!
+//! This crate is the glue: it reads argv, the environment and config files, picks the
+//! implementations (HTTP provider, SQLite sessions, workspace index) and writes to
+//! stdout. It is the only crate that does those things, and the only one that uses
+//! `anyhow`. Exit codes are in [`exit`]; `docs/cli.md` is the user's reference.
 
-use clap::Parser;
+mod ask;
+mod cli;
+mod config;
+mod exit;
+mod index;
+mod inspect;
+mod output;
+mod session;
+mod workspace;
 
-/// Aptix drives coding agents against the OpenAI Responses API.
-#[derive(Debug, Parser)]
-#[command(name = "aptix", version, about)]
-struct Cli {}
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+use clap::Parser as _;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let code = match run(&cli) {
+        Ok(code) => code,
+        Err(error) if output::is_broken_pipe(&error) => exit::SUCCESS,
+        Err(error) => {
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr().lock(),
+                format_args!("error: {error:#}\n"),
+            );
+            exit::code_of(&error)
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
+    match &cli.command {
+        Command::Ask(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            ask::run(args, &config::process_env, &runtime)
+        }
+        Command::Index(args) => index::run(args.path.as_deref()),
+        Command::Inspect(args) => inspect::run(&args.file),
+    }
+}
+
+/// Logs go to stderr: `RUST_LOG` when set, else warnings, and with `-v` info, `-vv`
+/// debug from the Aptix crates, `-vvv` trace from everything.
+fn init_logging(verbose: u8) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .and_then(|value| EnvFilter::try_new(value).ok())
+        .unwrap_or_else(|| {
+            let aptix = ["aptix", "aptix_cli", "aptix_client", "aptix_orchestrator"];
+            let directives = match verbose {
+                0 => "warn".to_owned(),
+                1 | 2 => {
+                    let level = if verbose == 1 { "info" } else { "debug" };
+                    let crates: Vec<String> =
+                        aptix.iter().map(|name| format!("{name}={level}")).collect();
+                    format!("warn,{}", crates.join(","))
+                }
+                _ => "trace".to_owned(),
+            };
+            EnvFilter::new(directives)
+        });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
 }

@@ -1,0 +1,368 @@
+//! `aptix ask`: one user turn through the orchestrator, answer text streamed to stdout.
+//!
+//! The wiring: settings ([`crate::config`]) pick the provider (`/v1/responses` or the
+//! Chat Completions bridge) and the orchestrator configuration; sessions come from the
+//! workspace's SQLite store ([`crate::session`]); the workspace index is the retriever,
+//! refreshed first when stale (built on the first `ask` in a workspace). `--dry-run`
+//! swaps the provider for one that is never called, the store for a read-only view and
+//! the index for the one already on disk (not refreshed), so it needs no key, no network
+//! and writes nothing.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use aptix_client::chat::{ChatOptions, to_chat_request};
+use aptix_client::{
+    Capabilities, ChatCompletionsProvider, ClientError, DEFAULT_BASE_URL, FakeProvider,
+    OpenAiConfigBuilder, OpenAiProvider, ResponsesProvider,
+};
+use aptix_mapping::StreamDelta;
+use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, Kind};
+use aptix_orchestrator::{Orchestrator, OrchestratorError, SessionStore};
+use aptix_rag::Retriever;
+use serde_json::json;
+use tokio::runtime::Runtime;
+
+use crate::cli::{ApiKind, AskArgs};
+use crate::config::{Env, Settings, user_config_path};
+use crate::exit::{FAILURE, SUCCESS, usage};
+use crate::output::{AnswerPrinter, note, print_json, warn};
+use crate::session::{
+    ConfiguredStore, new_session_id, new_turn_id, open_store, open_store_for_dry_run,
+};
+use crate::{index, workspace};
+
+/// Runs `aptix ask`; returns the exit code.
+pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
+    let instruction = read_instruction(&args.instruction)?;
+    let workspace = workspace::resolve(args.workspace.as_deref())?;
+    let settings = Settings::load(&workspace, &args.settings, env)?;
+    tracing::debug!(
+        workspace = %workspace.display(),
+        files = ?settings.files,
+        settings = ?settings.configured,
+        "settings in force"
+    );
+    let session_id = args.session.clone().unwrap_or_else(new_session_id);
+    let request = AgentExecuteRequest::from_json_value(&json!({
+        "sessionId": session_id,
+        "turnId": new_turn_id(),
+        "instruction": instruction,
+    }))
+    .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
+
+    if args.dry_run {
+        return dry_run(args, &request, &workspace, &settings, runtime);
+    }
+
+    let provider = provider(&settings, env)?;
+    let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
+        Arc::new(open_store(&workspace)?),
+        settings.clone(),
+    ));
+    let mut builder =
+        Orchestrator::builder(provider, Arc::clone(&store)).config(settings.orchestrator_config());
+    if let Some(retriever) = fresh_index(&workspace) {
+        builder = builder.retriever(retriever);
+    }
+    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
+
+    let existed = runtime
+        .block_on(store.load(&session_id))
+        .context("could not read the session")?
+        .is_some();
+    if existed {
+        note(format_args!("session {session_id} (continued)"));
+    } else {
+        note(format_args!(
+            "session {session_id} (new); continue it with --session {session_id}"
+        ));
+    }
+
+    let mut printer = AnswerPrinter::new();
+    let show_text = !args.json;
+    let result = if args.no_stream {
+        runtime.block_on(orchestrator.execute(request))
+    } else {
+        let mut sink = |delta: &StreamDelta| {
+            if show_text {
+                printer.delta(delta);
+            }
+        };
+        runtime.block_on(orchestrator.execute_streaming(request, &mut sink))
+    };
+    let envelope = result.map_err(turn_error)?;
+    report(&envelope, args.json, printer)
+}
+
+/// The workspace index for a real turn, refreshed first when stale. Retrieval is
+/// advisory: an index that cannot be opened is a warning and the turn goes on without
+/// context; one that cannot be refreshed is used as it is.
+fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+    let first = !index::exists(workspace);
+    let index = match index::open(workspace) {
+        Ok(index) => index,
+        Err(error) => {
+            warn(&format!("{error:#}; asking without retrieved context"));
+            return None;
+        }
+    };
+    match index.is_stale() {
+        Ok(false) => {}
+        Ok(true) | Err(_) => {
+            if first {
+                note(format_args!(
+                    "indexing {} for the first time (`aptix index` does this ahead of time)",
+                    workspace.display()
+                ));
+            }
+            match index::refresh(&index) {
+                Ok(stats) => tracing::info!("{}", index::summary(&stats)),
+                Err(error) => warn(&format!("{error:#}; using the index as it is")),
+            }
+        }
+    }
+    Some(Arc::new(index))
+}
+
+/// The workspace index for a dry run: the one on disk, as it is (a dry run writes
+/// nothing), or none.
+fn index_as_is(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+    if !index::exists(workspace) {
+        note(format_args!(
+            "no workspace index yet, so no [CONTEXT]; `aptix index` builds it (and `aptix ask` does on first use)"
+        ));
+        return None;
+    }
+    match index::open(workspace) {
+        Ok(index) => {
+            if index.is_stale().unwrap_or(true) {
+                note(format_args!(
+                    "the workspace index is stale and is shown as it is; `aptix ask` refreshes it first"
+                ));
+            }
+            Some(Arc::new(index))
+        }
+        Err(error) => {
+            warn(&format!("{error:#}; the dry run shows no [CONTEXT]"));
+            None
+        }
+    }
+}
+
+/// The instruction: the argument, or stdin for `-`.
+fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
+    let text = if argument == "-" {
+        // The newline that ends piped text is not part of the instruction.
+        std::io::read_to_string(std::io::stdin())
+            .context("could not read the instruction from stdin")?
+            .trim_end()
+            .to_owned()
+    } else {
+        argument.to_owned()
+    };
+    if text.trim().is_empty() {
+        return Err(usage("the instruction is empty"));
+    }
+    Ok(text)
+}
+
+/// What the provider reports about itself, as the real provider would: the dry run's
+/// stand-in must make the orchestrator build the same body.
+fn capabilities(settings: &Settings) -> Capabilities {
+    match (settings.api(), settings.stateless()) {
+        (ApiKind::Chat, _) => Capabilities::chat_completions(),
+        (ApiKind::Responses, true) => Capabilities::stateless_responses(),
+        (ApiKind::Responses, false) => Capabilities::openai_responses(),
+    }
+}
+
+/// The HTTP provider the settings describe. The key, organization and project come
+/// from the environment only.
+fn provider(
+    settings: &Settings,
+    env: Env<'_>,
+) -> Result<Arc<dyn ResponsesProvider>, anyhow::Error> {
+    let mut builder = OpenAiConfigBuilder::from_lookup(|name| match name {
+        // The base URL is a setting with its own precedence, applied below.
+        "OPENAI_BASE_URL" => None,
+        other => env(other),
+    })
+    .capabilities(capabilities(settings));
+    if let Some(url) = settings.base_url() {
+        builder = builder.base_url(url);
+    }
+    let config = builder
+        .build()
+        .map_err(|error| provider_config_error(&error, settings, env))?;
+    tracing::debug!(
+        base_url = %config.base_url(),
+        api = ?settings.api(),
+        has_api_key = config.has_api_key(),
+        "provider"
+    );
+    let built: Result<Arc<dyn ResponsesProvider>, ClientError> = match settings.api() {
+        ApiKind::Responses => OpenAiProvider::new(config).map(|p| Arc::new(p) as _),
+        ApiKind::Chat => ChatCompletionsProvider::new(config).map(|p| Arc::new(p) as _),
+    };
+    built.map_err(|error| provider_config_error(&error, settings, env))
+}
+
+/// A provider configuration failure as a usage error; a missing key says how to set one.
+fn provider_config_error(error: &ClientError, settings: &Settings, env: Env<'_>) -> anyhow::Error {
+    match error {
+        ClientError::Config { field, .. } if field == "api_key" => {
+            let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
+            let user_file = user_config_path(env).map_or_else(
+                || "~/.config/aptix/config.toml".to_owned(),
+                |path| path.display().to_string(),
+            );
+            let lines = [
+                format!("no api key for {base}"),
+                "  set OPENAI_API_KEY to your key (it is read only from the environment), or"
+                    .to_owned(),
+                format!(
+                    "  point aptix at a server that needs none with --base-url, OPENAI_BASE_URL, \
+                     or base_url in aptix.toml or {user_file} (e.g. http://127.0.0.1:8080/v1 for llama-server)"
+                ),
+                "  `aptix ask --dry-run` shows the request without a key".to_owned(),
+            ];
+            usage(lines.join("\n"))
+        }
+        ClientError::Config { field, reason } => {
+            usage(format!("invalid provider setting {field}: {reason}"))
+        }
+        other => anyhow::anyhow!("could not set up the provider: {other}"),
+    }
+}
+
+/// `--dry-run`: the exact first body, printed, nothing sent or stored.
+fn dry_run(
+    args: &AskArgs,
+    request: &AgentExecuteRequest,
+    workspace: &Path,
+    settings: &Settings,
+    runtime: &Runtime,
+) -> Result<u8, anyhow::Error> {
+    let provider = Arc::new(FakeProvider::new().with_capabilities(capabilities(settings)));
+    let store = Arc::new(ConfiguredStore::new(
+        open_store_for_dry_run(workspace)?,
+        settings.clone(),
+    ));
+    let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
+    if let Some(retriever) = index_as_is(workspace) {
+        builder = builder.retriever(retriever);
+    }
+    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
+    let mut body = runtime
+        .block_on(orchestrator.dry_run(request))
+        .map_err(turn_error)?;
+    let stream = !args.no_stream;
+    // The providers decide `stream` by the call they make; show it as it will be sent.
+    body.stream = stream.then_some(true);
+    let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
+    let endpoint = format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        settings.api().endpoint()
+    );
+    note(format_args!("dry run, nothing sent: POST {endpoint}"));
+    match settings.api() {
+        ApiKind::Responses => print_json(&body)?,
+        ApiKind::Chat => {
+            let chat =
+                to_chat_request(&body, &ChatOptions::default(), stream).map_err(|error| {
+                    anyhow::anyhow!(
+                        "the chat completions bridge cannot carry this request: {error}"
+                    )
+                })?;
+            print_json(&chat)?;
+        }
+    }
+    Ok(SUCCESS)
+}
+
+/// An orchestrator error: the caller's fault (exit 2) or a runtime failure (exit 1).
+fn turn_error(error: OrchestratorError) -> anyhow::Error {
+    match error {
+        OrchestratorError::InvalidRequest(_) | OrchestratorError::Config(_) => {
+            usage(error.to_string())
+        }
+        OrchestratorError::SessionBusy { .. } => {
+            anyhow::Error::new(error).context("another aptix ask is running on this session")
+        }
+        other => anyhow::Error::new(other).context("the turn failed"),
+    }
+}
+
+/// Prints the outcome and picks the exit code: 1 for an error envelope, else 0.
+fn report(
+    envelope: &AgentExecuteResponse,
+    json: bool,
+    mut printer: AnswerPrinter,
+) -> Result<u8, anyhow::Error> {
+    if json {
+        print_json(envelope)?;
+    } else {
+        if !printer.wrote() {
+            if let Some(text) = envelope.text.as_deref().filter(|t| !t.is_empty()) {
+                printer.whole(text);
+            } else if let Some(refusal) = &envelope.refusal {
+                printer.whole(refusal);
+            }
+        }
+        printer.finish()?;
+    }
+    for warning in &envelope.warnings {
+        warn(warning);
+    }
+    for call in &envelope.tool_calls {
+        warn(&format!(
+            "the model asked for tool {} (call {}), which aptix ask does not run",
+            call.name, call.call_id
+        ));
+    }
+    let usage = &envelope.usage;
+    tracing::info!(
+        kind = %envelope.kind,
+        finish_reason = ?envelope.finish_reason,
+        response_id = ?envelope.response_continuation_id,
+        request_id = ?envelope.request_id,
+        input_tokens = usage.prompt_tokens,
+        cached_tokens = usage.cached_tokens,
+        output_tokens = usage.completion_tokens,
+        reasoning_tokens = usage.reasoning_tokens,
+        "turn finished"
+    );
+    for source in &envelope.sources {
+        tracing::info!(
+            "context: {}:{}-{}",
+            source.path,
+            source.line_start,
+            source.line_end
+        );
+    }
+    match envelope.kind {
+        Kind::Error => {
+            let code = envelope.error_code.as_deref().unwrap_or("error");
+            let message = envelope
+                .error_message
+                .as_deref()
+                .unwrap_or("the provider reported an error");
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr().lock(),
+                format_args!("error: {message} ({code})\n"),
+            );
+            if code == "invalid_api_key" {
+                note(format_args!("check OPENAI_API_KEY"));
+            }
+            Ok(FAILURE)
+        }
+        Kind::Empty if !json => {
+            warn("the model returned no answer text");
+            Ok(SUCCESS)
+        }
+        _ => Ok(SUCCESS),
+    }
+}

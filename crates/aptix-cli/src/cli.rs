@@ -1,0 +1,171 @@
+//! The command line as clap parses it: every command, flag and argument.
+//!
+//! Only parsing lives here. What a flag means beyond its type (precedence over the
+//! environment and the config files, validation that names the flag) is in
+//! [`crate::config`]; each command's behaviour is in its own module.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Settings come from, highest first: flags, environment (APTIX_*, OPENAI_BASE_URL),
+<workspace>/aptix.toml, $XDG_CONFIG_HOME/aptix/config.toml (~/.config/aptix/config.toml),
+built-in defaults. The API key is read only from OPENAI_API_KEY.
+
+Exit codes: 0 success, 1 the model or the provider failed (error envelope) or another
+runtime failure, 2 bad usage or configuration (including a missing API key).
+
+See docs/cli.md for every flag, config key and environment variable.";
+
+/// Aptix turns one instruction into one well-formed `/v1/responses` call, with code from
+/// your workspace as context, and maps the answer into a typed envelope.
+#[derive(Debug, Parser)]
+#[command(name = "aptix", version, after_help = AFTER_HELP)]
+pub(crate) struct Cli {
+    /// More log output on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set,
+    /// replaces these levels)
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Ask one question (one user turn) against the configured provider; the answer is
+    /// streamed to stdout
+    Ask(Box<AskArgs>),
+    /// Build or refresh the workspace index (kept in .aptix/ in the workspace)
+    Index(IndexArgs),
+    /// Map a captured /v1/responses body, error body or SSE stream to the envelope JSON
+    Inspect(InspectArgs),
+}
+
+/// `aptix ask`.
+#[derive(Debug, Args)]
+pub(crate) struct AskArgs {
+    /// The instruction, in Markdown; `-` reads it from stdin
+    pub(crate) instruction: String,
+
+    /// The workspace: where aptix.toml, the index and the sessions live [default: the
+    /// nearest folder up from here holding aptix.toml, .aptix or .git, else the current
+    /// folder]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Continue this session (its id is printed on stderr by every ask); a new session
+    /// is started when absent
+    #[arg(long, value_name = "ID")]
+    pub(crate) session: Option<String>,
+
+    /// Settings that override the environment and the config files.
+    #[command(flatten)]
+    pub(crate) settings: SettingsArgs,
+
+    /// Ask for the whole answer at once instead of a stream
+    #[arg(long)]
+    pub(crate) no_stream: bool,
+
+    /// Print the final envelope as JSON on stdout instead of the answer text
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(crate) json: bool,
+
+    /// Print the exact request body that would be sent (pretty JSON) and send nothing;
+    /// needs no key and no network
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// The settings flags of `aptix ask`; each has a config key and an environment variable
+/// of the same meaning (see `docs/cli.md`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SettingsArgs {
+    /// Agent mode: QA or CODE_EDIT [config: mode, env: APTIX_MODE]
+    #[arg(long, value_name = "MODE")]
+    pub(crate) mode: Option<String>,
+
+    /// Model id [config: model, env: APTIX_MODEL]
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+
+    /// Base URL up to and including /v1, e.g. http://127.0.0.1:8080/v1 [config:
+    /// base_url, env: OPENAI_BASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+
+    /// Wire API: `responses` (/v1/responses) or `chat` (the Chat Completions bridge,
+    /// for servers without /v1/responses) [config: api, env: APTIX_API]
+    #[arg(long, value_name = "API")]
+    pub(crate) api: Option<ApiKind>,
+
+    /// Replay the session's history on every turn instead of chaining
+    /// previous_response_id (servers that keep no state, such as llama-server)
+    /// [config: stateless, env: APTIX_STATELESS]
+    #[arg(long)]
+    pub(crate) stateless: bool,
+
+    /// Sampling temperature, 0 to 2 [config: temperature, env: APTIX_TEMPERATURE]
+    #[arg(long, value_name = "T")]
+    pub(crate) temperature: Option<f64>,
+
+    /// Upper bound on generated tokens [config: max_output_tokens, env:
+    /// APTIX_MAX_OUTPUT_TOKENS]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_output_tokens: Option<u64>,
+
+    /// Reasoning effort, e.g. low, medium, high [config: reasoning_effort, env:
+    /// APTIX_REASONING_EFFORT]
+    #[arg(long, value_name = "EFFORT")]
+    pub(crate) reasoning_effort: Option<String>,
+
+    /// Token budget of the retrieved CONTEXT block [config: context_token_budget,
+    /// env: APTIX_CONTEXT_TOKEN_BUDGET]
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) context_token_budget: Option<usize>,
+
+    /// Extra system prompt, appended to the built-in one [config: system_prompt, env:
+    /// APTIX_SYSTEM_PROMPT]
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) system_prompt: Option<String>,
+}
+
+/// Which wire API the provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ApiKind {
+    /// `POST {base_url}/responses`.
+    Responses,
+    /// `POST {base_url}/chat/completions`, through the bridge.
+    Chat,
+}
+
+impl ApiKind {
+    /// The endpoint below the base URL.
+    pub(crate) fn endpoint(self) -> &'static str {
+        match self {
+            ApiKind::Responses => "responses",
+            ApiKind::Chat => "chat/completions",
+        }
+    }
+}
+
+/// `aptix index`.
+#[derive(Debug, Args)]
+pub(crate) struct IndexArgs {
+    /// The workspace to index [default: as for `aptix ask --workspace`]
+    #[arg(value_name = "PATH")]
+    pub(crate) path: Option<PathBuf>,
+}
+
+/// `aptix inspect`.
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// A captured reply body (JSON response, JSON error body or SSE stream); `-` reads
+    /// stdin
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+}

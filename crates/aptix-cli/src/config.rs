@@ -1,0 +1,601 @@
+//! Settings: flags over the environment over `<workspace>/aptix.toml` over the user's
+//! `config.toml` over the built-in defaults, each value taken from the highest layer
+//! that sets it.
+//!
+//! Every layer is a [`Layer`] of optional values, checked on its own so that an error
+//! names where the bad value came from (`--temperature`, `APTIX_TEMPERATURE`,
+//! `temperature in /repo/aptix.toml`). Config files are flat TOML tables; an unknown
+//! key is an error naming the key and the file, and `api_key` is refused outright: the
+//! key is read only from `OPENAI_API_KEY`, so it never sits in a file that may be
+//! committed or shared.
+//!
+//! The environment is read through a lookup function, never directly, so that tests
+//! give their own; empty variables count as unset, as the official SDKs treat them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
+use clap::ValueEnum as _;
+use serde::Deserialize;
+
+use crate::cli::{ApiKind, SettingsArgs};
+use crate::exit::usage;
+
+/// The workspace config file's name.
+pub(crate) const WORKSPACE_FILE: &str = "aptix.toml";
+
+/// Every config key, in the order the docs list them.
+pub(crate) const KEYS: &[&str] = &[
+    "model",
+    "base_url",
+    "api",
+    "stateless",
+    "mode",
+    "temperature",
+    "max_output_tokens",
+    "reasoning_effort",
+    "context_token_budget",
+    "system_prompt",
+];
+
+/// Keys that look like a place for the API key, refused with a pointer to the variable.
+const SECRET_KEYS: &[&str] = &["api_key", "openai_api_key", "key"];
+
+/// A source of environment variables: `Some` only for a set, non-empty variable.
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment as an [`Env`]: empty or non-UTF-8 values count as unset.
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// The environment variable that sets a config key.
+pub(crate) fn env_var(key: &str) -> String {
+    if key == "base_url" {
+        "OPENAI_BASE_URL".to_owned()
+    } else {
+        format!("APTIX_{}", key.to_ascii_uppercase())
+    }
+}
+
+/// One layer of settings: each value is set or not.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Layer {
+    /// `model`.
+    pub(crate) model: Option<String>,
+    /// `base_url`.
+    pub(crate) base_url: Option<String>,
+    /// `api`.
+    pub(crate) api: Option<ApiKind>,
+    /// `stateless`.
+    pub(crate) stateless: Option<bool>,
+    /// `mode`.
+    pub(crate) mode: Option<String>,
+    /// `temperature`.
+    pub(crate) temperature: Option<f64>,
+    /// `max_output_tokens`.
+    pub(crate) max_output_tokens: Option<u64>,
+    /// `reasoning_effort`.
+    pub(crate) reasoning_effort: Option<String>,
+    /// `context_token_budget`.
+    pub(crate) context_token_budget: Option<usize>,
+    /// `system_prompt`.
+    pub(crate) system_prompt: Option<String>,
+}
+
+impl Layer {
+    /// The values the flags set. `--stateless` can only turn replay on; turning it off
+    /// over a config file is `APTIX_STATELESS=false`.
+    pub(crate) fn from_flags(args: &SettingsArgs) -> Result<Layer, anyhow::Error> {
+        let layer = Layer {
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+            api: args.api,
+            stateless: args.stateless.then_some(true),
+            mode: args.mode.clone(),
+            temperature: args.temperature,
+            max_output_tokens: args.max_output_tokens,
+            reasoning_effort: args.reasoning_effort.clone(),
+            context_token_budget: args.context_token_budget,
+            system_prompt: args.system_prompt.clone(),
+        };
+        layer.checked(&|key| format!("--{}", key.replace('_', "-")))
+    }
+
+    /// The values the environment sets (`APTIX_<KEY>`, and `OPENAI_BASE_URL`).
+    pub(crate) fn from_env(env: Env<'_>) -> Result<Layer, anyhow::Error> {
+        let get = |key: &str| env(&env_var(key));
+        let number = |key: &str| -> Result<Option<f64>, anyhow::Error> {
+            get(key)
+                .map(|text| {
+                    text.trim().parse::<f64>().map_err(|_| {
+                        usage(format!(
+                            "invalid {} {text:?}: expected a number",
+                            env_var(key)
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let count = |key: &str| -> Result<Option<u64>, anyhow::Error> {
+            get(key)
+                .map(|text| {
+                    text.trim().parse::<u64>().map_err(|_| {
+                        usage(format!(
+                            "invalid {} {text:?}: expected a whole number",
+                            env_var(key)
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let api = get("api")
+            .map(|text| {
+                ApiKind::from_str(text.trim(), true).map_err(|_| {
+                    usage(format!(
+                        "invalid {} {text:?}: expected responses or chat",
+                        env_var("api")
+                    ))
+                })
+            })
+            .transpose()?;
+        let stateless = get("stateless")
+            .map(|text| {
+                parse_bool(&text).ok_or_else(|| {
+                    usage(format!(
+                        "invalid {} {text:?}: expected true or false (1/0, yes/no, on/off)",
+                        env_var("stateless")
+                    ))
+                })
+            })
+            .transpose()?;
+        let context_token_budget = count("context_token_budget")?
+            .map(|budget| usize::try_from(budget).unwrap_or(usize::MAX));
+        let layer = Layer {
+            model: get("model"),
+            base_url: get("base_url"),
+            api,
+            stateless,
+            mode: get("mode"),
+            temperature: number("temperature")?,
+            max_output_tokens: count("max_output_tokens")?,
+            reasoning_effort: get("reasoning_effort"),
+            context_token_budget,
+            system_prompt: get("system_prompt"),
+        };
+        layer.checked(&env_var)
+    }
+
+    /// The values a config file sets, or `None` when there is no such file.
+    pub(crate) fn from_file(path: &Path) -> Result<Option<Layer>, anyhow::Error> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => {
+                return Err(error)
+                    .with_context(|| format!("could not read config file {}", path.display()));
+            }
+        };
+        let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
+            usage(format!(
+                "config file {} is not valid toml: {}",
+                path.display(),
+                error.message()
+            ))
+        })?;
+        for key in table.keys() {
+            if SECRET_KEYS.contains(&key.as_str()) {
+                return Err(usage(format!(
+                    "key `{key}` in {}: the api key is never read from a config file; set OPENAI_API_KEY instead",
+                    path.display()
+                )));
+            }
+            if !KEYS.contains(&key.as_str()) {
+                return Err(usage(format!(
+                    "unknown key `{key}` in {} (known keys: {})",
+                    path.display(),
+                    KEYS.join(", ")
+                )));
+            }
+        }
+        let layer: Layer = toml::from_str(&text).map_err(|error| {
+            // The error points at the value; its line names the key.
+            let start = error.span().map_or(0, |span| span.start);
+            let line = text.get(..start).unwrap_or_default().matches('\n').count();
+            let key = text
+                .lines()
+                .nth(line)
+                .and_then(|line| line.split('=').next())
+                .unwrap_or_default()
+                .trim();
+            usage(format!(
+                "invalid value for `{key}` in {} (line {}): {}",
+                path.display(),
+                line + 1,
+                error.message()
+            ))
+        })?;
+        let shown = path.display().to_string();
+        layer
+            .checked(&|key| format!("`{key}` in {shown}"))
+            .map(Some)
+    }
+
+    /// This layer over `lower`: each value from `self` when set, else from `lower`.
+    pub(crate) fn over(self, lower: Layer) -> Layer {
+        Layer {
+            model: self.model.or(lower.model),
+            base_url: self.base_url.or(lower.base_url),
+            api: self.api.or(lower.api),
+            stateless: self.stateless.or(lower.stateless),
+            mode: self.mode.or(lower.mode),
+            temperature: self.temperature.or(lower.temperature),
+            max_output_tokens: self.max_output_tokens.or(lower.max_output_tokens),
+            reasoning_effort: self.reasoning_effort.or(lower.reasoning_effort),
+            context_token_budget: self.context_token_budget.or(lower.context_token_budget),
+            system_prompt: self.system_prompt.or(lower.system_prompt),
+        }
+    }
+
+    /// Checks each value and normalises it (trimmed text, canonical mode names, blank
+    /// text as unset); `name` says where a key's value came from, for the error.
+    fn checked(mut self, name: &dyn Fn(&str) -> String) -> Result<Layer, anyhow::Error> {
+        let non_blank =
+            |key: &str, value: Option<String>| -> Result<Option<String>, anyhow::Error> {
+                match value {
+                    Some(text) if text.trim().is_empty() => {
+                        Err(usage(format!("{} is blank", name(key))))
+                    }
+                    other => Ok(other.map(|text| text.trim().to_owned())),
+                }
+            };
+        self.model = non_blank("model", self.model)?;
+        self.reasoning_effort = non_blank("reasoning_effort", self.reasoning_effort)?;
+        self.base_url = non_blank("base_url", self.base_url)?;
+        if let Some(url) = &self.base_url {
+            let lower = url.to_ascii_lowercase();
+            if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                return Err(usage(format!(
+                    "{} {url:?} is not an http or https url (expected e.g. http://127.0.0.1:8080/v1)",
+                    name("base_url")
+                )));
+            }
+        }
+        if let Some(mode) = self.mode.take() {
+            self.mode = Some(canonical_mode(&mode).ok_or_else(|| {
+                usage(format!(
+                    "{} {mode:?} is not a mode (known modes: {})",
+                    name("mode"),
+                    known_modes().join(", ")
+                ))
+            })?);
+        }
+        if let Some(temperature) = self.temperature
+            && !(0.0..=2.0).contains(&temperature)
+        {
+            return Err(usage(format!(
+                "{} {temperature} is out of range: expected 0 to 2",
+                name("temperature")
+            )));
+        }
+        if self.max_output_tokens == Some(0) {
+            return Err(usage(format!(
+                "{} must be at least 1",
+                name("max_output_tokens")
+            )));
+        }
+        self.system_prompt = self
+            .system_prompt
+            .filter(|prompt| !prompt.trim().is_empty());
+        Ok(self)
+    }
+}
+
+/// `true` / `false` and their usual spellings, as environment variables write them.
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The modes the orchestrator is configured with.
+fn known_modes() -> Vec<String> {
+    OrchestratorConfig::default()
+        .modes
+        .into_iter()
+        .map(|mode| mode.name)
+        .collect()
+}
+
+/// A mode's configured name, accepting any case and `-` for `_` (`code-edit`).
+fn canonical_mode(text: &str) -> Option<String> {
+    let wanted = text.trim().replace('-', "_").to_ascii_uppercase();
+    known_modes().into_iter().find(|mode| *mode == wanted)
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/aptix/config.toml` when that variable is an
+/// absolute path (the XDG rule), else `$HOME/.config/aptix/config.toml`.
+pub(crate) fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
+    let base = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| env("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("aptix").join("config.toml"))
+}
+
+/// The settings in force for one invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Settings {
+    /// Every value some layer set; unset values take the built-in defaults.
+    pub(crate) configured: Layer,
+    /// The config files that were read, lowest first.
+    pub(crate) files: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Reads every layer for `workspace`: `flags` over `env` over the workspace file over
+    /// the user file.
+    pub(crate) fn load(
+        workspace: &Path,
+        flags: &SettingsArgs,
+        env: Env<'_>,
+    ) -> Result<Settings, anyhow::Error> {
+        let mut configured = Layer::default();
+        let mut files = Vec::new();
+        let user = user_config_path(env);
+        let workspace_file = workspace.join(WORKSPACE_FILE);
+        for path in user.iter().chain(std::iter::once(&workspace_file)) {
+            if let Some(layer) = Layer::from_file(path)? {
+                configured = layer.over(configured);
+                files.push(path.clone());
+            }
+        }
+        configured = Layer::from_env(env)?.over(configured);
+        configured = Layer::from_flags(flags)?.over(configured);
+        Ok(Settings { configured, files })
+    }
+
+    /// The wire API.
+    pub(crate) fn api(&self) -> ApiKind {
+        self.configured.api.unwrap_or(ApiKind::Responses)
+    }
+
+    /// Whether history is replayed instead of chained.
+    pub(crate) fn stateless(&self) -> bool {
+        self.configured.stateless.unwrap_or(false)
+    }
+
+    /// The configured base URL, if any (the provider's default otherwise).
+    pub(crate) fn base_url(&self) -> Option<&str> {
+        self.configured.base_url.as_deref()
+    }
+
+    /// The orchestrator configuration: the library defaults with every configured value
+    /// applied. A new session starts with its mode and model settings.
+    pub(crate) fn orchestrator_config(&self) -> OrchestratorConfig {
+        let mut config = OrchestratorConfig::default();
+        let layer = &self.configured;
+        self.apply_model_settings(&mut config.model);
+        if let Some(mode) = &layer.mode {
+            config.default_mode = mode.clone();
+        }
+        config.stateless = self.stateless();
+        if let Some(budget) = layer.context_token_budget {
+            config.context_token_budget = budget;
+        }
+        if let Some(prompt) = &layer.system_prompt {
+            for mode in &mut config.modes {
+                mode.system_prompt = Some(match mode.system_prompt.take() {
+                    Some(own) => format!("{own}\n\n{prompt}"),
+                    None => prompt.clone(),
+                });
+            }
+        }
+        config
+    }
+
+    /// Writes the configured model settings over `model`, leaving unset ones alone. A
+    /// continued session gets the same treatment, so what is configured now applies.
+    pub(crate) fn apply_model_settings(&self, model: &mut ModelSettings) {
+        let layer = &self.configured;
+        if let Some(name) = &layer.model {
+            model.model = name.clone();
+        }
+        if let Some(temperature) = layer.temperature {
+            model.temperature = Some(temperature);
+        }
+        if let Some(max) = layer.max_output_tokens {
+            model.max_output_tokens = Some(max);
+        }
+        if let Some(effort) = &layer.reasoning_effort {
+            model.reasoning_effort = Some(effort.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.trim().is_empty())
+        }
+    }
+
+    fn write(dir: &Path, relative: &str, text: &str) -> PathBuf {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn message(error: &anyhow::Error) -> String {
+        format!("{error:#}")
+    }
+
+    #[test]
+    fn flags_beat_env_beat_workspace_file_beat_user_file_beat_defaults() {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        write(
+            home.path(),
+            ".config/aptix/config.toml",
+            "model = \"user-model\"\ntemperature = 0.1\nmax_output_tokens = 100\nmode = \"code-edit\"\n",
+        );
+        write(
+            workspace.path(),
+            "aptix.toml",
+            "model = \"workspace-model\"\ntemperature = 0.2\nstateless = true\n",
+        );
+        let home_text = home.path().to_str().unwrap().to_owned();
+        let env = env_of(&[
+            ("HOME", &home_text),
+            ("APTIX_TEMPERATURE", "0.3"),
+            ("APTIX_STATELESS", "false"),
+        ]);
+        let flags = SettingsArgs {
+            temperature: Some(0.4),
+            ..SettingsArgs::default()
+        };
+        let settings = Settings::load(workspace.path(), &flags, &env).unwrap();
+        let layer = &settings.configured;
+        assert_eq!(layer.model.as_deref(), Some("workspace-model"));
+        assert_eq!(layer.temperature, Some(0.4));
+        assert_eq!(layer.max_output_tokens, Some(100));
+        assert_eq!(layer.mode.as_deref(), Some("CODE_EDIT"));
+        assert!(!settings.stateless(), "the environment beats the file");
+        assert_eq!(settings.api(), ApiKind::Responses);
+        assert_eq!(settings.files.len(), 2);
+
+        let config = settings.orchestrator_config();
+        assert_eq!(config.model.model, "workspace-model");
+        assert_eq!(config.default_mode, "CODE_EDIT");
+        let defaults = OrchestratorConfig::default();
+        assert_eq!(config.context_token_budget, defaults.context_token_budget);
+    }
+
+    #[test]
+    fn xdg_config_home_wins_over_home_when_absolute() {
+        let env = env_of(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "/xdg")]);
+        assert_eq!(
+            user_config_path(&env).unwrap(),
+            Path::new("/xdg/aptix/config.toml")
+        );
+        let env = env_of(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "relative")]);
+        assert_eq!(
+            user_config_path(&env).unwrap(),
+            Path::new("/home/u/.config/aptix/config.toml")
+        );
+        assert_eq!(user_config_path(&env_of(&[])), None);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "aptix.toml", "modle = \"x\"\n");
+        let error = Layer::from_file(&path).unwrap_err();
+        let text = message(&error);
+        assert!(text.contains("unknown key `modle`"), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert_eq!(crate::exit::code_of(&error), crate::exit::USAGE);
+    }
+
+    #[test]
+    fn an_api_key_in_a_config_file_is_refused_without_echoing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "aptix.toml", "api_key = \"sk-secret-value\"\n");
+        let text = message(&Layer::from_file(&path).unwrap_err());
+        assert!(text.contains("OPENAI_API_KEY"), "{text}");
+        assert!(!text.contains("sk-secret-value"), "{text}");
+    }
+
+    #[test]
+    fn bad_values_name_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "aptix.toml", "temperature = \"hot\"\n");
+        let text = message(&Layer::from_file(&path).unwrap_err());
+        assert!(text.contains("`temperature`"), "{text}");
+        assert!(text.contains("aptix.toml"), "{text}");
+
+        let path = write(dir.path(), "aptix.toml", "temperature = 7.0\n");
+        let text = message(&Layer::from_file(&path).unwrap_err());
+        assert!(text.contains("out of range"), "{text}");
+
+        let path = write(dir.path(), "aptix.toml", "model = \n");
+        let text = message(&Layer::from_file(&path).unwrap_err());
+        assert!(text.contains("not valid toml"), "{text}");
+
+        let env = env_of(&[("APTIX_API", "grpc")]);
+        let text = message(&Layer::from_env(&env).unwrap_err());
+        assert!(text.contains("APTIX_API"), "{text}");
+
+        let env = env_of(&[("APTIX_MODE", "poetry")]);
+        let text = message(&Layer::from_env(&env).unwrap_err());
+        assert!(text.contains("APTIX_MODE") && text.contains("QA"), "{text}");
+
+        let flags = SettingsArgs {
+            base_url: Some("localhost:8080".into()),
+            ..SettingsArgs::default()
+        };
+        let text = message(&Layer::from_flags(&flags).unwrap_err());
+        assert!(text.contains("--base-url"), "{text}");
+    }
+
+    #[test]
+    fn every_key_can_be_set_in_a_file_and_in_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "aptix.toml",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 5\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\n",
+        );
+        let from_file = Layer::from_file(&path).unwrap().unwrap();
+        let vars: Vec<(String, String)> = [
+            ("model", "m"),
+            ("base_url", "http://127.0.0.1:1/v1"),
+            ("api", "chat"),
+            ("stateless", "yes"),
+            ("mode", "qa"),
+            ("temperature", "1"),
+            ("max_output_tokens", "5"),
+            ("reasoning_effort", "low"),
+            ("context_token_budget", "9"),
+            ("system_prompt", "Be brief."),
+        ]
+        .iter()
+        .map(|(key, value)| (env_var(key), (*value).to_owned()))
+        .collect();
+        assert_eq!(vars.len(), KEYS.len());
+        let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let from_env = Layer::from_env(&env_of(&pairs)).unwrap();
+        assert_eq!(from_file, from_env);
+        assert_eq!(from_file.api, Some(ApiKind::Chat));
+        let settings = Settings {
+            configured: from_file,
+            files: Vec::new(),
+        };
+        let config = settings.orchestrator_config();
+        assert!(config.stateless);
+        assert_eq!(config.context_token_budget, 9);
+        assert!(
+            config
+                .modes
+                .iter()
+                .all(|mode| mode.system_prompt.as_deref() == Some("Be brief."))
+        );
+    }
+}

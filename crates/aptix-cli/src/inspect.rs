@@ -1,0 +1,33 @@
+//! `aptix inspect`: a captured `/v1/responses` reply (a JSON response body, a JSON
+//! error body, or an SSE stream, told apart by content) mapped to the envelope JSON,
+//! exactly as the orchestrator would map it, for debugging and for tests.
+//!
+//! The capture carries no turn, so the envelope has no session, turn or mode, and an
+//! error body's HTTP status is unknown. The exit code is 0 whenever an envelope was
+//! printed, whatever its kind: the command inspects, it does not judge.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+use aptix_mapping::{TurnContext, map_capture};
+
+use crate::exit::SUCCESS;
+use crate::output::print_json;
+
+/// Runs `aptix inspect`; returns the exit code.
+pub(crate) fn run(file: &Path) -> Result<u8, anyhow::Error> {
+    let bytes = if file == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("could not read the capture from stdin")?;
+        bytes
+    } else {
+        std::fs::read(file)
+            .with_context(|| format!("could not read the capture {}", file.display()))?
+    };
+    let mapped = map_capture(&bytes, &TurnContext::default());
+    print_json(&mapped.envelope)?;
+    Ok(SUCCESS)
+}

@@ -1,0 +1,115 @@
+//! Configuration mistakes end with exit code 2 and a message that says what to change:
+//! a missing key, an unknown config key, a bad flag value.
+
+use crate::support::{Sandbox, code, stderr};
+
+#[test]
+fn a_missing_key_says_how_to_set_one_and_exits_2() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let text = stderr(&output);
+    for hint in [
+        "no api key for https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "--base-url",
+        "aptix.toml",
+        ".config/aptix/config.toml",
+        "--dry-run",
+    ] {
+        assert!(text.contains(hint), "missing {hint:?} in:\n{text}");
+    }
+    assert!(output.stdout.is_empty());
+    assert!(
+        !sandbox.workspace.path().join(".aptix").exists(),
+        "nothing is created before the provider is set up"
+    );
+}
+
+#[test]
+fn a_hosted_base_url_without_a_key_is_refused_too() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env(
+            "OPENAI_BASE_URL",
+            "https://example.openai.azure.com/openai/v1",
+        )
+        .args(["ask", "--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("OPENAI_API_KEY"));
+}
+
+#[test]
+fn an_unknown_config_key_names_the_key_and_the_file() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.write_workspace_file("aptix.toml", "modle = \"gpt-test\"\n");
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    let text = stderr(&output);
+    assert!(text.contains("unknown key `modle`"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+
+    let path = sandbox.write_user_config("api_key = \"sk-in-a-file\"\n");
+    sandbox.write_workspace_file("aptix.toml", "");
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    let text = stderr(&output);
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("OPENAI_API_KEY"), "{text}");
+    assert!(!text.contains("sk-in-a-file"), "{text}");
+}
+
+#[test]
+fn bad_values_name_their_flag_or_variable() {
+    let sandbox = Sandbox::new();
+    let run = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut command = sandbox.aptix();
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        command
+            .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+            .args(extra)
+            .arg("hi")
+            .output()
+            .unwrap()
+    };
+    let output = run(&["--mode", "poetry"], None);
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("--mode"), "{}", stderr(&output));
+
+    let output = run(&[], Some(("APTIX_TEMPERATURE", "9")));
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("APTIX_TEMPERATURE"));
+
+    let output = run(&["--api", "grpc"], None);
+    assert_eq!(code(&output), 2, "clap's usage errors exit with 2 as well");
+}

@@ -1,0 +1,141 @@
+//! `aptix index` builds the workspace index and refreshes it incrementally; with an
+//! index, `--dry-run` shows the `[CONTEXT]` block exactly as the orchestrator builds it
+//! with the same index as its retriever.
+
+use std::sync::Arc;
+
+use aptix_index::{IndexConfig, WorkspaceIndex};
+use serde_json::Value;
+
+use crate::dry_run::library_body_with;
+use crate::support::{Sandbox, code, stderr, stdout, stdout_json};
+use aptix_client::Capabilities;
+use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
+
+/// A workspace with two small Rust files.
+pub(crate) fn code_workspace() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file(
+        "src/session.rs",
+        "/// Commits a finished turn and the new session state in one transaction.\npub fn commit_turn(state: &str, turn: &str) -> Result<u64, String> {\n    if state.is_empty() {\n        return Err(\"no state\".into());\n    }\n    Ok(turn.len() as u64)\n}\n",
+    );
+    sandbox.write_workspace_file(
+        "src/http.rs",
+        "/// Reads the status code of an HTTP response line.\npub fn parse_status_line(line: &str) -> Option<u16> {\n    line.get(9..12)?.parse().ok()\n}\n",
+    );
+    sandbox
+}
+
+fn index(sandbox: &Sandbox) -> std::process::Output {
+    sandbox
+        .aptix()
+        .args(["index", &sandbox.workspace_arg()])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn index_builds_the_index_then_refreshes_only_what_changed() {
+    let sandbox = code_workspace();
+    let first = index(&sandbox);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let summary = stdout(&first);
+    assert!(summary.starts_with("indexed 2 files ("), "{summary}");
+    assert!(summary.contains("(built from scratch)"), "{summary}");
+    let aptix_dir = sandbox.workspace.path().join(".aptix");
+    assert!(aptix_dir.join("index").join("meta.json").is_file());
+
+    let again = index(&sandbox);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stdout(&again).starts_with("indexed 0 files ("),
+        "{}",
+        stdout(&again)
+    );
+    assert!(stdout(&again).contains("2 unchanged"), "{}", stdout(&again));
+
+    sandbox.write_workspace_file(
+        "src/http.rs",
+        "pub fn parse_status_line(line: &str) -> Option<u16> {\n    line.get(9..12)?.parse().ok()\n}\n\npub fn is_redirect(status: u16) -> bool {\n    (300..400).contains(&status)\n}\n",
+    );
+    let changed = index(&sandbox);
+    assert_eq!(code(&changed), 0, "{}", stderr(&changed));
+    assert!(
+        stdout(&changed).starts_with("indexed 1 file ("),
+        "{}",
+        stdout(&changed)
+    );
+    assert!(
+        stdout(&changed).contains("1 unchanged"),
+        "{}",
+        stdout(&changed)
+    );
+}
+
+#[test]
+fn index_of_a_missing_folder_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.workspace.path().join("nope");
+    let output = sandbox.aptix().arg("index").arg(&missing).output().unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("is not a folder"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_dry_run_on_an_indexed_workspace_shows_the_context_the_orchestrator_retrieves() {
+    let sandbox = code_workspace();
+    assert_eq!(code(&index(&sandbox)), 0);
+    let instruction = "Where is commit_turn defined and what does it return?";
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--session",
+            "s-dry",
+            "--model",
+            "gpt-test",
+        ])
+        .args(["--workspace", &sandbox.workspace_arg(), instruction])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let printed = stdout_json(&output);
+
+    let index = WorkspaceIndex::open(sandbox.workspace.path(), IndexConfig::default()).unwrap();
+    let mut expected = library_body_with(
+        OrchestratorConfig {
+            model: ModelSettings {
+                model: "gpt-test".into(),
+                ..ModelSettings::default()
+            },
+            ..OrchestratorConfig::default()
+        },
+        Capabilities::openai_responses(),
+        Some(Arc::new(index)),
+        instruction,
+    );
+    expected.stream = Some(true);
+    assert_eq!(printed, serde_json::to_value(&expected).unwrap());
+
+    let user = user_text(&printed);
+    assert!(user.contains("[CONTEXT]"), "{user}");
+    assert!(user.contains("src/session.rs"), "{user}");
+    assert!(user.contains("pub fn commit_turn"), "{user}");
+}
+
+/// Every text part of the last input message.
+pub(crate) fn user_text(body: &Value) -> String {
+    let input = body["input"].as_array().unwrap();
+    input.last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|part| part["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,63 @@
+//! [`aptix_rag::Retriever`] for the workspace index: search, drop overlapping chunks
+//! (`aptix_rag::dedupe_overlapping`), pack to the o200k token budget (`aptix_rag::pack`).
+
+use aptix_rag::{
+    RagError, Retrieval, RetrievalQuery, Retriever, TokenCounter, dedupe_overlapping, pack,
+};
+use async_trait::async_trait;
+
+use crate::search::SearchQuery;
+use crate::{IndexError, WorkspaceIndex};
+
+/// How many more hits than `max_chunks` are fetched, so that dropping overlapping
+/// chunks still leaves enough to fill the budget.
+const OVERFETCH: usize = 2;
+
+impl WorkspaceIndex {
+    /// The blocking body of [`Retriever::retrieve`]: search, de-duplicate, pack.
+    pub fn retrieve_blocking(&self, query: &RetrievalQuery) -> Result<Retrieval, IndexError> {
+        let search = SearchQuery {
+            text: query.text.clone(),
+            scope: query.scope.clone(),
+            limit: query.max_chunks.max(1).saturating_mul(OVERFETCH),
+        };
+        let results = self.search(&search)?;
+        let mut ranked = dedupe_overlapping(results.hits);
+        ranked.truncate(query.max_chunks);
+        let counter =
+            TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
+        let packed = pack(ranked, query.token_budget, &counter);
+        Ok(Retrieval {
+            chunks: packed.kept,
+            warnings: results.warnings,
+        })
+    }
+}
+
+#[async_trait]
+impl Retriever for WorkspaceIndex {
+    /// Runs the search on tokio's blocking pool when called inside a tokio runtime, and
+    /// inline otherwise (a search takes milliseconds, see `docs/index.md`), so that any
+    /// executor can drive it.
+    async fn retrieve(&self, query: &RetrievalQuery) -> Result<Retrieval, RagError> {
+        let wrap = |error: IndexError| RagError::Retriever {
+            retriever: "aptix-index",
+            source: Box::new(error),
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let index = self.clone();
+                let query = query.clone();
+                handle
+                    .spawn_blocking(move || index.retrieve_blocking(&query))
+                    .await
+                    .map_err(|join| RagError::Retriever {
+                        retriever: "aptix-index",
+                        source: Box::new(join),
+                    })?
+                    .map_err(wrap)
+            }
+            Err(_) => self.retrieve_blocking(query).map_err(wrap),
+        }
+    }
+}

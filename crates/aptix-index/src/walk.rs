@@ -1,0 +1,168 @@
+//! Finding the files to index: ripgrep's `ignore` walker with `.gitignore`, `.ignore`
+//! and `.aptixignore` honoured even outside a git repository.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use ignore::{WalkBuilder, WalkState};
+
+use crate::IndexConfig;
+use crate::progress::{SkipReason, SkippedFile};
+
+/// The workspace's own ignore file, in `.gitignore` syntax.
+pub const APTIX_IGNORE_FILE: &str = ".aptixignore";
+
+/// A file the walk found, before it is read.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    /// Relative to the workspace root, `/`-separated.
+    pub(crate) path: String,
+    pub(crate) absolute: PathBuf,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: u64,
+}
+
+/// The walk's result, sorted by path.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    pub(crate) candidates: Vec<Candidate>,
+    pub(crate) skipped: Vec<SkippedFile>,
+}
+
+/// Walks `root` on `threads` threads.
+pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
+    let excluded = config.excluded_dirs.clone();
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .threads(threads)
+        .hidden(!config.include_hidden)
+        .follow_links(false)
+        // Ignore files apply whether or not the workspace is a git repository...
+        .require_git(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        // ...but the user's global git excludes do not: the index should be the same
+        // for everyone who indexes the same tree.
+        .git_global(false)
+        .ignore(true)
+        .parents(true)
+        .add_custom_ignore_filename(APTIX_IGNORE_FILE)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir
+                && entry.depth() > 0
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| excluded.iter().any(|e| e == name)))
+        });
+    let found = Mutex::new(Walk::default());
+    builder.build_parallel().run(|| {
+        Box::new(|entry| {
+            let outcome = match entry {
+                Ok(entry) => examine(root, &entry, config),
+                Err(error) => Some(Err(SkippedFile {
+                    path: error_path(root, &error),
+                    reason: SkipReason::Unreadable {
+                        message: error.to_string(),
+                    },
+                })),
+            };
+            if let Some(outcome) = outcome
+                && let Ok(mut found) = found.lock()
+            {
+                match outcome {
+                    Ok(candidate) => found.candidates.push(candidate),
+                    Err(skipped) => found.skipped.push(skipped),
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    let mut walk = found
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    walk.candidates.sort_by(|a, b| a.path.cmp(&b.path));
+    walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    walk
+}
+
+/// A regular file becomes a candidate (or a skip, when too large); anything else
+/// (folders, symlinks, sockets) is passed over.
+fn examine(
+    root: &Path,
+    entry: &ignore::DirEntry,
+    config: &IndexConfig,
+) -> Option<Result<Candidate, SkippedFile>> {
+    if !entry.file_type().is_some_and(|t| t.is_file()) {
+        return None;
+    }
+    let relative = entry.path().strip_prefix(root).ok()?;
+    let Some(path) = relative_path(relative) else {
+        return Some(Err(SkippedFile {
+            path: relative.to_string_lossy().replace('\\', "/"),
+            reason: SkipReason::NonUtf8Path,
+        }));
+    };
+    let metadata = match entry.metadata() {
+        Ok(metadata) => metadata,
+        Err(error) => {
+            return Some(Err(SkippedFile {
+                path,
+                reason: SkipReason::Unreadable {
+                    message: error.to_string(),
+                },
+            }));
+        }
+    };
+    if metadata.len() > config.max_file_bytes {
+        return Some(Err(SkippedFile {
+            path,
+            reason: SkipReason::TooLarge {
+                bytes: metadata.len(),
+                limit: config.max_file_bytes,
+            },
+        }));
+    }
+    let mtime_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        });
+    Some(Ok(Candidate {
+        path,
+        absolute: entry.path().to_owned(),
+        size: metadata.len(),
+        mtime_ns,
+    }))
+}
+
+/// `a/b/c.rs` from a relative path, or `None` when a component is not UTF-8.
+pub(crate) fn relative_path(relative: &Path) -> Option<String> {
+    let mut out = String::new();
+    for component in relative.components() {
+        let part = component.as_os_str().to_str()?;
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(part);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The path a walk error is about, relative to the root like every reported path.
+fn error_path(root: &Path, error: &ignore::Error) -> String {
+    match error {
+        ignore::Error::WithPath { path, .. } => {
+            let relative = path.strip_prefix(root).unwrap_or(path);
+            relative.to_string_lossy().replace('\\', "/")
+        }
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(root, err)
+        }
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,178 @@
+//! What the walk indexes and what it skips, and why.
+
+mod common;
+
+use aptix_index::{IndexConfig, SearchQuery, SkipReason, WorkspaceIndex};
+use common::*;
+
+#[test]
+fn ignore_files_hidden_files_and_build_folders_are_honoured_outside_git() {
+    let workspace = workspace();
+    assert!(!workspace.path().join(".git").exists());
+    let index = WorkspaceIndex::open(workspace.path(), IndexConfig::default()).unwrap();
+    let stats = index.refresh(&aptix_index::NoProgress).unwrap();
+    assert_eq!(stats.files_indexed, SOURCES.len() as u64, "{stats:#?}");
+    assert!(stats.skipped.is_empty(), "{stats:#?}");
+    for (path, content) in EXCLUDED {
+        assert!(
+            index.file_chunks(path).unwrap().is_empty(),
+            "{path} was indexed"
+        );
+        let marker = content
+            .split_whitespace()
+            .find(|w| w.contains("arker"))
+            .unwrap();
+        let marker = marker.trim_end_matches("()");
+        let hits = index.search(&SearchQuery::new(marker)).unwrap().hits;
+        assert!(
+            hits.is_empty(),
+            "{marker} found in {:?}",
+            hits[0].chunk.path
+        );
+    }
+    // The index folder keeps itself out of version control.
+    let gitignore = std::fs::read_to_string(workspace.path().join(".aptix/.gitignore")).unwrap();
+    assert_eq!(gitignore, "*\n");
+}
+
+#[test]
+fn binary_oversized_and_minified_files_are_skipped_and_reported() {
+    let workspace = workspace();
+    let root = workspace.path();
+    std::fs::write(
+        root.join("logo.png"),
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR fn main",
+    )
+    .unwrap();
+    write(root, "big.txt", &"many words here\n".repeat(1000));
+    write(
+        root,
+        "bundle.min.js",
+        &format!("var a={};\n", "1,".repeat(20_000)),
+    );
+    let config = IndexConfig {
+        max_file_bytes: 8 * 1024,
+        ..IndexConfig::default()
+    };
+    let index = indexed(root, IndexConfig::default());
+    drop(index);
+    let index = WorkspaceIndex::open(root, config).unwrap();
+    let stats = index.refresh(&aptix_index::NoProgress).unwrap();
+    let reasons: Vec<(&str, &SkipReason)> = stats
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), &s.reason))
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons[0].0, "big.txt");
+    assert!(matches!(
+        reasons[0].1,
+        SkipReason::TooLarge { limit: 8192, .. }
+    ));
+    assert_eq!(reasons[1].0, "bundle.min.js");
+    assert!(matches!(reasons[1].1, SkipReason::TooLarge { .. }));
+    assert_eq!(reasons[2], ("logo.png", &SkipReason::Binary));
+    assert!(index.file_chunks("logo.png").unwrap().is_empty());
+
+    // With a larger size limit, the minified bundle is skipped for its long line,
+    // and the skip is remembered: unchanged skipped files are reported, not re-read.
+    let config = IndexConfig {
+        max_file_bytes: 1024 * 1024,
+        ..IndexConfig::default()
+    };
+    let index = WorkspaceIndex::open(root, config).unwrap();
+    let first = index.refresh(&aptix_index::NoProgress).unwrap();
+    let again = index.refresh(&aptix_index::NoProgress).unwrap();
+    for stats in [&first, &again] {
+        let reasons: Vec<_> = stats
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.clone()))
+            .collect();
+        assert!(
+            matches!(
+                &reasons[..],
+                [
+                    ("bundle.min.js", SkipReason::LongLine { .. }),
+                    ("logo.png", SkipReason::Binary)
+                ]
+            ),
+            "{reasons:?}"
+        );
+    }
+    assert_eq!(again.files_indexed, 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_loops_are_not_followed() {
+    let workspace = workspace();
+    std::os::unix::fs::symlink(workspace.path(), workspace.path().join("src/loop")).unwrap();
+    let index = indexed(workspace.path(), IndexConfig::default());
+    assert_eq!(
+        index
+            .file_chunks("src/loop/src/billing/invoice.rs")
+            .unwrap()
+            .len(),
+        0
+    );
+    assert!(
+        !index
+            .file_chunks("src/billing/invoice.rs")
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn ids_are_stable_across_indexes_and_runs() {
+    let one = workspace();
+    let two = workspace();
+    let first = indexed(one.path(), IndexConfig::default());
+    let second = indexed(two.path(), IndexConfig::default());
+    for (path, _) in SOURCES {
+        let a: Vec<_> = first
+            .file_chunks(path)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        let b: Vec<_> = second
+            .file_chunks(path)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(a, b, "{path}");
+    }
+    // Reopening and rebuilding from scratch gives the same ids again.
+    std::fs::remove_dir_all(one.path().join(".aptix")).unwrap();
+    let rebuilt = indexed(one.path(), IndexConfig::default());
+    for (path, _) in SOURCES {
+        assert_eq!(
+            rebuilt.file_chunks(path).unwrap(),
+            first.file_chunks(path).unwrap()
+        );
+    }
+}
+
+#[test]
+fn bad_configurations_and_roots_are_errors() {
+    let workspace = workspace();
+    let config = IndexConfig {
+        writer_threads: 0,
+        ..IndexConfig::default()
+    };
+    assert!(matches!(
+        WorkspaceIndex::open(workspace.path(), config),
+        Err(aptix_index::IndexError::InvalidConfig {
+            field: "writer_threads",
+            ..
+        })
+    ));
+    let missing = workspace.path().join("nope");
+    assert!(matches!(
+        WorkspaceIndex::open(&missing, IndexConfig::default()),
+        Err(aptix_index::IndexError::NotADirectory { .. })
+    ));
+}
