@@ -7,16 +7,17 @@ use crate::IndexError;
 ///
 /// They hold build outputs, dependencies or tool state, never the user's own source:
 /// `target` (Cargo), `node_modules`, `dist`, `build`, `out` (JavaScript and general
-/// build output), `bin` and `obj` (.NET), `__pycache__`, `.venv`, `venv` (Python),
+/// build output), `obj` (.NET), `__pycache__`, `.venv`, `venv` (Python),
 /// `.git`, `.hg`, `.svn` and `.aptix` (this index). Hidden folders are skipped anyway;
-/// they are listed so the list stays right when hidden files are turned on.
+/// they are listed so the list stays right when hidden files are turned on. `bin` is
+/// deliberately absent: .NET writes build output there, but Cargo keeps source in
+/// `src/bin/` (and .NET's output is mostly binary, which is skipped anyway).
 pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "target",
     "node_modules",
     "dist",
     "build",
     "out",
-    "bin",
     "obj",
     "__pycache__",
     ".venv",

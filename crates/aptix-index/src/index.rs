@@ -141,7 +141,11 @@ impl WorkspaceIndex {
             return Ok(true);
         }
         let manifest = self.inner.manifest()?;
-        let walk = walk::walk(&self.inner.root, &self.inner.config, 1);
+        let walk = walk::walk(
+            &self.inner.root,
+            &self.inner.config,
+            self.inner.config.reader_threads(),
+        );
         if walk.candidates.len() != manifest.len() {
             return Ok(true);
         }

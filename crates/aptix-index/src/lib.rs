@@ -20,8 +20,8 @@
 //!
 //! **Lexical retrieval first.** Developers' instructions name identifiers, files and
 //! error messages; BM25 over code-aware tokens finds those exactly, needs no model, no
-//! GPU and no network, indexes hundreds of megabytes per minute on two cores and
-//! answers in milliseconds. Embeddings can be added later behind the same
+//! GPU and no network, indexes a few hundred megabytes of source per minute on two cores
+//! and answers in milliseconds. Embeddings can be added later behind the same
 //! [`Retriever`](aptix_rag::Retriever) seam.
 //!
 //! **A code tokenizer.** Identifiers are indexed whole (parts joined and lower-cased,

@@ -183,7 +183,13 @@ fn next_word(text: &str, offset: &mut usize) -> Option<(usize, usize)> {
 
 fn push_lowercase(out: &mut String, text: &str) {
     if text.is_ascii() {
-        out.extend(text.chars().map(|c| c.to_ascii_lowercase()));
+        // Copying then lower-casing in place is a memcpy and a byte loop, where pushing
+        // char by char re-checks capacity and encodes every char.
+        let start = out.len();
+        out.push_str(text);
+        if let Some(pushed) = out.get_mut(start..) {
+            pushed.make_ascii_lowercase();
+        }
     } else {
         out.extend(text.chars().flat_map(char::to_lowercase));
     }

@@ -305,3 +305,11 @@ fn the_retriever_runs_without_a_runtime_too() {
         "{best}"
     );
 }
+
+#[test]
+fn the_index_is_a_shareable_retriever() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<WorkspaceIndex>();
+    let retriever: std::sync::Arc<dyn Retriever> = std::sync::Arc::new(fixture().clone());
+    drop(retriever);
+}

@@ -30,6 +30,14 @@ fn ignore_files_hidden_files_and_build_folders_are_honoured_outside_git() {
             hits[0].chunk.path
         );
     }
+    // Source folders that share a name with build outputs elsewhere are indexed.
+    write(
+        workspace.path(),
+        "src/bin/tool.rs",
+        "fn cargo_bin_marker() {}\n",
+    );
+    index.refresh(&aptix_index::NoProgress).unwrap();
+    assert_eq!(index.file_chunks("src/bin/tool.rs").unwrap().len(), 1);
     // The index folder keeps itself out of version control.
     let gitignore = std::fs::read_to_string(workspace.path().join(".aptix/.gitignore")).unwrap();
     assert_eq!(gitignore, "*\n");
