@@ -52,6 +52,16 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     }))
     .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
 
+    if let Some(path) = &args.schema {
+        let request =
+            crate::schema::request(&settings, crate::schema::read_schema(path)?, &instruction);
+        if args.dry_run {
+            return crate::schema::dry_run(request, capabilities(&settings), settings.api());
+        }
+        let provider = provider(&settings, env)?;
+        return crate::schema::run(provider.as_ref(), request, args.json, runtime);
+    }
+
     if args.dry_run {
         return dry_run(args, &request, &workspace, &settings, runtime);
     }

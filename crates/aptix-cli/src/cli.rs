@@ -78,6 +78,11 @@ pub(crate) struct AskArgs {
     /// needs no key and no network
     #[arg(long)]
     pub(crate) dry_run: bool,
+
+    /// Answer with JSON valid against this JSON Schema file and print it (a
+    /// self-contained schema Request: no session, no tools)
+    #[arg(long, value_name = "FILE", conflicts_with = "session")]
+    pub(crate) schema: Option<PathBuf>,
 }
 
 /// The settings flags of `aptix ask`; each has a config key and an environment variable

@@ -12,6 +12,7 @@ mod exit;
 mod index;
 mod inspect;
 mod output;
+mod schema;
 mod session;
 mod workspace;
 

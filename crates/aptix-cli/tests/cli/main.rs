@@ -12,4 +12,5 @@ mod config_errors;
 mod dry_run;
 mod index;
 mod inspect;
+mod schema;
 mod support;

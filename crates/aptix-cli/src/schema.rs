@@ -1,0 +1,124 @@
+//! `aptix ask --schema FILE`: the schema-constrained Request (seed 003). The instruction
+//! is the context's one user message, the file's JSON Schema shapes the answer, and the
+//! provider's capabilities pick the strategy (native `json_schema`, the
+//! `generate_response` tool, or JSON mode). The validated solution is printed as JSON on
+//! stdout; `--json` prints it with usage and the attempts; `--dry-run` prints the first
+//! request body and sends nothing. No session is used: a schema Request is
+//! self-contained.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use aptix_client::chat::{ChatOptions, to_chat_request};
+use aptix_client::{FakeProvider, ResponsesProvider};
+use aptix_orchestrator::solve::{schema_support, solve_value};
+use aptix_request::schema::{HandlerRegistry, SchemaRequest, prepare};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+use crate::cli::ApiKind;
+use crate::config::Settings;
+use crate::exit::{FAILURE, SUCCESS, usage};
+use crate::output::{note, print_json, warn};
+
+/// Reads a JSON Schema file, naming the file in every error.
+pub(crate) fn read_schema(path: &Path) -> Result<Value, anyhow::Error> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read the schema file {}", path.display()))?;
+    let schema: Value = serde_json::from_str(&text).map_err(|error| {
+        usage(format!(
+            "the schema file {} is not JSON: {error}",
+            path.display()
+        ))
+    })?;
+    if !schema.is_object() {
+        return Err(usage(format!(
+            "the schema file {} must hold a JSON Schema object",
+            path.display()
+        )));
+    }
+    Ok(schema)
+}
+
+/// The schema Request for `instruction` under the configured model settings.
+pub(crate) fn request(settings: &Settings, schema: Value, instruction: &str) -> SchemaRequest {
+    let model = settings.orchestrator_config().model;
+    let mut request = SchemaRequest::new(model.model, schema).user(instruction);
+    request.config.temperature = model.temperature;
+    request.config.max_output_tokens = model.max_output_tokens;
+    request.config.reasoning_effort = model.reasoning_effort;
+    request
+}
+
+/// `--dry-run --schema`: the first attempt's body for the strategy the configured
+/// provider's capabilities select.
+pub(crate) fn dry_run(
+    request: SchemaRequest,
+    capabilities: aptix_client::Capabilities,
+    api: ApiKind,
+) -> Result<u8, anyhow::Error> {
+    // The same capability profile the real provider reports, without a provider.
+    let provider = FakeProvider::new().with_capabilities(capabilities);
+    let prepared = prepare(
+        request,
+        &HandlerRegistry::default(),
+        &schema_support(&provider.capabilities()),
+        None,
+    )
+    .map_err(|error| usage(format!("the schema request cannot be built: {error}")))?;
+    note(format_args!(
+        "dry run, nothing sent: strategy {:?}",
+        prepared.strategy()
+    ));
+    match api {
+        ApiKind::Responses => print_json(prepared.body())?,
+        ApiKind::Chat => {
+            let chat = to_chat_request(prepared.body(), &ChatOptions::default(), false).map_err(
+                |error| {
+                    anyhow::anyhow!(
+                        "the chat completions bridge cannot carry this request: {error}"
+                    )
+                },
+            )?;
+            print_json(&chat)?;
+        }
+    }
+    Ok(SUCCESS)
+}
+
+/// Solves the request and prints the solution.
+pub(crate) fn run(
+    provider: &dyn ResponsesProvider,
+    request: SchemaRequest,
+    json: bool,
+    runtime: &Runtime,
+) -> Result<u8, anyhow::Error> {
+    match runtime.block_on(solve_value(provider, request)) {
+        Ok(solution) => {
+            for failure in &solution.failures {
+                warn(&format!("a rejected attempt was asked again: {failure:?}"));
+            }
+            if json {
+                print_json(&json!({
+                    "solution": solution.value,
+                    "strategy": format!("{:?}", solution.strategy),
+                    "attempts": solution.attempts,
+                    "usage": solution.usage,
+                    "responseId": solution.response_id,
+                }))?;
+            } else {
+                print_json(&solution.value)?;
+            }
+            Ok(SUCCESS)
+        }
+        Err(error) => {
+            warn(&format!("no valid solution: {error}"));
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                warn(&format!("  because: {cause}"));
+                source = cause.source();
+            }
+            Ok(FAILURE)
+        }
+    }
+}
