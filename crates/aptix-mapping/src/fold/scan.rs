@@ -15,9 +15,29 @@ use super::decode::FastDelta;
 
 /// Reads a delta event payload, or `None` to leave it to `serde_json`: first as laid out
 /// by OpenAI, then member by member in any order.
+#[cfg(test)]
 pub(crate) fn scan_delta(data: &str) -> Option<FastDelta<'_>> {
     scan_openai_layout(data).or_else(|| scan_members(data))
 }
+
+/// [`scan_delta`] for a payload already known to start with `{"type":"<delta type>"`,
+/// `type_end` bytes long: the template goes on from there without reading the type again.
+/// The caller guarantees that the type is a plain JSON string (no escapes, no control
+/// characters), as the four delta type names are.
+pub(crate) fn scan_delta_after_type(data: &str, type_end: usize) -> Option<FastDelta<'_>> {
+    let template = || {
+        let event_type = data.get(TYPE_PREFIX.len()..type_end.checked_sub(1)?)?;
+        let mut scanner = Scanner {
+            text: data,
+            at: type_end,
+        };
+        layout_after_type(&mut scanner, Cow::Borrowed(event_type))
+    };
+    template().or_else(|| scan_members(data))
+}
+
+/// How OpenAI starts every event.
+pub(crate) const TYPE_PREFIX: &[u8; 9] = b"{\"type\":\"";
 
 /// OpenAI's own layout of a delta, read as a template: its members in its order, no
 /// whitespace, so that no key is looked up at all; only the values are read. Anything
@@ -27,12 +47,21 @@ pub(crate) fn scan_delta(data: &str) -> Option<FastDelta<'_>> {
 /// `{"type":"…","sequence_number":N,"item_id":"…","output_index":N,` then
 /// `"content_index":N,` or `"summary_index":N,` or neither, then `"delta":"…"`, then
 /// optionally `,"logprobs":[]` and `,"obfuscation":"…"`, then `}`.
+#[cfg(test)]
 fn scan_openai_layout(data: &str) -> Option<FastDelta<'_>> {
     let mut scanner = Scanner { text: data, at: 0 };
     if !scanner.literal(b"{\"type\":") {
         return None;
     }
     let event_type = scanner.string()?;
+    layout_after_type(&mut scanner, event_type)
+}
+
+/// The template after the `type` member.
+fn layout_after_type<'a>(
+    scanner: &mut Scanner<'a>,
+    event_type: Cow<'a, str>,
+) -> Option<FastDelta<'a>> {
     if !scanner.literal(b",\"sequence_number\":") {
         return None;
     }
@@ -60,7 +89,7 @@ fn scan_openai_layout(data: &str) -> Option<FastDelta<'_>> {
     if scanner.literal(b",\"obfuscation\":") {
         scanner.string()?;
     }
-    if !scanner.literal(b"}") || scanner.at != data.len() {
+    if !scanner.literal(b"}") || scanner.at != scanner.text.len() {
         return None;
     }
     Some(FastDelta {
@@ -413,10 +442,22 @@ mod tests {
 
     /// Both readers, on their own and together, read what serde reads or nothing.
     fn check(data: &str) {
+        // Where a plain `type` member ends (no escapes, no control characters, as the
+        // caller guarantees), for the reader that starts after it.
+        let type_end = data
+            .strip_prefix("{\"type\":\"")
+            .and_then(|rest| rest.find(['"', '\\']).map(|end| (rest, end)))
+            .filter(|(rest, end)| {
+                rest.as_bytes().get(*end) == Some(&b'"')
+                    && rest.bytes().take(*end).all(|byte| byte >= 0x20)
+            })
+            .map(|(_, end)| TYPE_PREFIX.len() + end + 1);
+        let after_type = type_end.and_then(|type_end| scan_delta_after_type(data, type_end));
         for scanned in [
             scan_delta(data),
             scan_members(data),
             scan_openai_layout(data),
+            after_type,
         ]
         .into_iter()
         .flatten()
@@ -444,6 +485,7 @@ mod tests {
             "the template reads OpenAI's layout"
         );
         assert_eq!(scan_openai_layout(data), scan_members(data));
+        assert_eq!(scan_delta_after_type(data, 37), scan_members(data));
         let scanned = scan_delta(data).unwrap();
         assert_eq!(scanned.delta.as_deref(), Some("Hello"));
         assert!(matches!(scanned.delta, Some(Cow::Borrowed(_))));
