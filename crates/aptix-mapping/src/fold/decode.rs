@@ -18,7 +18,7 @@ use aptix_model::wire::{StreamEvent, TextDeltaEvent};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::scan::scan_delta;
+use super::scan::{TYPE_PREFIX, scan_delta_after_type};
 
 /// Which delta a [`FastDelta`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,9 +130,9 @@ pub(crate) enum Decoded<'a> {
 
 /// Decodes one payload; `Err` is the reason it is not a JSON event at all.
 pub(crate) fn decode(data: &str) -> Result<Decoded<'_>, String> {
-    if let Some(kind) = leading_delta_kind(data)
-        && let Some(mut delta) =
-            scan_delta(data).or_else(|| serde_json::from_str::<FastDelta<'_>>(data).ok())
+    if let Some((kind, type_end)) = leading_delta_kind(data)
+        && let Some(mut delta) = scan_delta_after_type(data, type_end)
+            .or_else(|| serde_json::from_str::<FastDelta<'_>>(data).ok())
         && delta.event_type == kind.event_type()
     {
         delta.kind = Some(kind);
@@ -156,22 +156,28 @@ struct RawTerminal<'a> {
     response: &'a RawValue,
 }
 
-/// The delta kind when the payload starts with its `type`, as OpenAI writes every event
-/// (`{"type":"response.output_text.delta",...`). `None` sends the payload down the
-/// general path, so this is only a shortcut, never a decision about validity.
-fn leading_delta_kind(data: &str) -> Option<DeltaKind> {
-    let rest = data.as_bytes().strip_prefix(b"{\"type\":\"")?;
-    [
-        DeltaKind::Text,
-        DeltaKind::Arguments,
-        DeltaKind::ReasoningSummary,
-        DeltaKind::Refusal,
-    ]
-    .into_iter()
-    .find(|kind| {
-        let name = kind.event_type().as_bytes();
-        rest.starts_with(name) && rest.get(name.len()) == Some(&b'"')
-    })
+/// The delta kind, and where its `type` member ends, when the payload starts with it as
+/// OpenAI writes every event (`{"type":"response.output_text.delta",...`). `None` sends
+/// the payload down the general path, so this is only a shortcut, never a decision about
+/// validity. Fixed-size compares, so no call to `memcmp`.
+fn leading_delta_kind(data: &str) -> Option<(DeltaKind, usize)> {
+    let bytes = data.as_bytes();
+    if bytes.first_chunk() != Some(TYPE_PREFIX) {
+        return None;
+    }
+    let rest = bytes.get(TYPE_PREFIX.len()..)?;
+    let (kind, length) = if rest.first_chunk() == Some(b"response.output_text.delta\"") {
+        (DeltaKind::Text, 27)
+    } else if rest.first_chunk() == Some(b"response.function_call_arguments.delta\"") {
+        (DeltaKind::Arguments, 39)
+    } else if rest.first_chunk() == Some(b"response.reasoning_summary_text.delta\"") {
+        (DeltaKind::ReasoningSummary, 38)
+    } else if rest.first_chunk() == Some(b"response.refusal.delta\"") {
+        (DeltaKind::Refusal, 23)
+    } else {
+        return None;
+    };
+    Some((kind, TYPE_PREFIX.len() + length))
 }
 
 /// Every event type the wire enum decodes into its own variant. An `Other` event of one

@@ -3,7 +3,8 @@
 //! Deltas are nearly every byte of a stream, and even a borrowing `serde_json` decode of
 //! one costs more than framing it. This reader accepts a strict subset of JSON: one
 //! object whose members are strings, non-negative integers, `null`, booleans, or empty
-//! arrays and objects; keys without escapes; no known key twice. On anything else it
+//! arrays and objects; keys without escapes; no known key twice. OpenAI's own layout is
+//! read first as a template, without looking keys up. On anything else it
 //! returns `None` and the caller decodes the payload with `serde_json` as before. So it
 //! can only be faster, never different: what it accepts, it reads exactly as the serde
 //! path reads it (a unit test checks the two against each other on generated input).
@@ -12,8 +13,99 @@ use std::borrow::Cow;
 
 use super::decode::FastDelta;
 
-/// Reads a delta event payload, or `None` to leave it to `serde_json`.
+/// Reads a delta event payload, or `None` to leave it to `serde_json`: first as laid out
+/// by OpenAI, then member by member in any order.
+#[cfg(test)]
 pub(crate) fn scan_delta(data: &str) -> Option<FastDelta<'_>> {
+    scan_openai_layout(data).or_else(|| scan_members(data))
+}
+
+/// [`scan_delta`] for a payload already known to start with `{"type":"<delta type>"`,
+/// `type_end` bytes long: the template goes on from there without reading the type again.
+/// The caller guarantees that the type is a plain JSON string (no escapes, no control
+/// characters), as the four delta type names are.
+pub(crate) fn scan_delta_after_type(data: &str, type_end: usize) -> Option<FastDelta<'_>> {
+    let template = || {
+        let event_type = data.get(TYPE_PREFIX.len()..type_end.checked_sub(1)?)?;
+        let mut scanner = Scanner {
+            text: data,
+            at: type_end,
+        };
+        layout_after_type(&mut scanner, Cow::Borrowed(event_type))
+    };
+    template().or_else(|| scan_members(data))
+}
+
+/// How OpenAI starts every event.
+pub(crate) const TYPE_PREFIX: &[u8; 9] = b"{\"type\":\"";
+
+/// OpenAI's own layout of a delta, read as a template: its members in its order, no
+/// whitespace, so that no key is looked up at all; only the values are read. Anything
+/// else (another order, spacing, a `null`, an unknown member) is left to
+/// [`scan_members`].
+///
+/// `{"type":"…","sequence_number":N,"item_id":"…","output_index":N,` then
+/// `"content_index":N,` or `"summary_index":N,` or neither, then `"delta":"…"`, then
+/// optionally `,"logprobs":[]` and `,"obfuscation":"…"`, then `}`.
+#[cfg(test)]
+fn scan_openai_layout(data: &str) -> Option<FastDelta<'_>> {
+    let mut scanner = Scanner { text: data, at: 0 };
+    if !scanner.literal(b"{\"type\":") {
+        return None;
+    }
+    let event_type = scanner.string()?;
+    layout_after_type(&mut scanner, event_type)
+}
+
+/// The template after the `type` member.
+fn layout_after_type<'a>(
+    scanner: &mut Scanner<'a>,
+    event_type: Cow<'a, str>,
+) -> Option<FastDelta<'a>> {
+    if !scanner.literal(b",\"sequence_number\":") {
+        return None;
+    }
+    let sequence_number = scanner.count()?;
+    if !scanner.literal(b",\"item_id\":") {
+        return None;
+    }
+    let item_id = scanner.string()?;
+    if !scanner.literal(b",\"output_index\":") {
+        return None;
+    }
+    let output_index = scanner.count()?;
+    let (content_index, summary_index) = if scanner.literal(b",\"content_index\":") {
+        (Some(scanner.count()?), None)
+    } else if scanner.literal(b",\"summary_index\":") {
+        (None, Some(scanner.count()?))
+    } else {
+        (None, None)
+    };
+    if !scanner.literal(b",\"delta\":") {
+        return None;
+    }
+    let delta = scanner.string()?;
+    scanner.literal(b",\"logprobs\":[]");
+    if scanner.literal(b",\"obfuscation\":") {
+        scanner.string()?;
+    }
+    if !scanner.literal(b"}") || scanner.at != scanner.text.len() {
+        return None;
+    }
+    Some(FastDelta {
+        event_type,
+        sequence_number: Some(sequence_number),
+        item_id: Some(item_id),
+        output_index,
+        content_index,
+        summary_index,
+        delta: Some(delta),
+        kind: None,
+    })
+}
+
+/// Reads a delta member by member, in any order and with any spacing.
+fn scan_members(data: &str) -> Option<FastDelta<'_>> {
     let mut scanner = Scanner { text: data, at: 0 };
     let mut fields = Fields::default();
     scanner.whitespace();
@@ -270,14 +362,13 @@ impl<'a> Scanner<'a> {
         Some(value)
     }
 
-    fn literal(&mut self, word: &[u8]) -> bool {
-        let found = self
-            .text
-            .as_bytes()
-            .get(self.at..)
-            .is_some_and(|rest| rest.starts_with(word));
+    /// Reads `word` if it comes next. A fixed-size array, so the compare is a few
+    /// inline word compares rather than a call to `memcmp`.
+    #[inline]
+    fn literal<const N: usize>(&mut self, word: &[u8; N]) -> bool {
+        let found = self.rest().first_chunk::<N>() == Some(word);
         if found {
-            self.at += word.len();
+            self.at += N;
         }
         found
     }
@@ -349,10 +440,29 @@ mod tests {
         serde_json::from_str(data).ok()
     }
 
+    /// Both readers, on their own and together, read what serde reads or nothing.
     fn check(data: &str) {
-        let scanned = scan_delta(data);
-        if let Some(scanned) = &scanned {
-            assert_eq!(Some(scanned), serde(data).as_ref(), "{data}");
+        // Where a plain `type` member ends (no escapes, no control characters, as the
+        // caller guarantees), for the reader that starts after it.
+        let type_end = data
+            .strip_prefix("{\"type\":\"")
+            .and_then(|rest| rest.find(['"', '\\']).map(|end| (rest, end)))
+            .filter(|(rest, end)| {
+                rest.as_bytes().get(*end) == Some(&b'"')
+                    && rest.bytes().take(*end).all(|byte| byte >= 0x20)
+            })
+            .map(|(_, end)| TYPE_PREFIX.len() + end + 1);
+        let after_type = type_end.and_then(|type_end| scan_delta_after_type(data, type_end));
+        for scanned in [
+            scan_delta(data),
+            scan_members(data),
+            scan_openai_layout(data),
+            after_type,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert_eq!(Some(&scanned), serde(data).as_ref(), "{data}");
         }
     }
 
@@ -370,6 +480,12 @@ mod tests {
     #[test]
     fn reads_the_recorded_delta() {
         let data = r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"fnaZDlQxOXx"}"#;
+        assert!(
+            scan_openai_layout(data).is_some(),
+            "the template reads OpenAI's layout"
+        );
+        assert_eq!(scan_openai_layout(data), scan_members(data));
+        assert_eq!(scan_delta_after_type(data, 37), scan_members(data));
         let scanned = scan_delta(data).unwrap();
         assert_eq!(scanned.delta.as_deref(), Some("Hello"));
         assert!(matches!(scanned.delta, Some(Cow::Borrowed(_))));
@@ -460,22 +576,85 @@ mod tests {
             })
     }
 
-    #[test]
-    fn the_generated_payloads_are_often_read() {
+    /// How many of 1000 generated payloads `read` accepts, so that the agreement tests
+    /// are known to compare something.
+    fn read_count<S: Strategy<Value = String>>(strategy: S, read: fn(&str) -> bool) -> usize {
         use proptest::strategy::ValueTree;
         use proptest::test_runner::TestRunner;
         let mut runner = TestRunner::deterministic();
-        let strategy = payload();
-        let read = (0..1000)
-            .filter(|_| {
-                let data = strategy.new_tree(&mut runner).unwrap().current();
-                scan_delta(&data).is_some()
-            })
-            .count();
-        assert!(
-            read > 100,
-            "only {read} of 1000 generated payloads were read"
-        );
+        (0..1000)
+            .filter(|_| read(&strategy.new_tree(&mut runner).unwrap().current()))
+            .count()
+    }
+
+    #[test]
+    fn the_generated_payloads_are_often_read() {
+        let members = read_count(payload(), |data| scan_members(data).is_some());
+        assert!(members > 100, "only {members} of 1000 payloads were read");
+        let layout = read_count(openai_layout(), |data| scan_openai_layout(data).is_some());
+        assert!(layout > 100, "only {layout} of 1000 layouts were read");
+    }
+
+    /// Payloads in OpenAI's layout, with values of every kind, valid or not, so that the
+    /// template reader is checked as thoroughly as the general one.
+    fn openai_layout() -> impl Strategy<Value = String> {
+        let text = prop_oneof![
+            16 => any::<String>().prop_map(|text| serde_json::to_string(&text).unwrap()),
+            4 => "[a-z\\\\\"/ ]{0,6}".prop_map(|text| format!("\"{text}\"")),
+            2 => Just(r#""\u00e9\n\"""#.to_owned()),
+            1 => Just(r#""\ud83d\ude00""#.to_owned()),
+            1 => Just("\"a\u{1}\"".to_owned()),
+            1 => Just("null".to_owned()),
+            1 => Just("7".to_owned()),
+        ];
+        let number = prop_oneof![
+            20 => any::<u64>().prop_map(|n| n.to_string()),
+            1 => Just("01".to_owned()),
+            1 => Just("1.5".to_owned()),
+            1 => Just("-1".to_owned()),
+            1 => Just("null".to_owned()),
+            1 => Just("18446744073709551616".to_owned()),
+        ];
+        let index = prop_oneof![
+            Just(String::new()),
+            number
+                .clone()
+                .prop_map(|n| format!(r#","content_index":{n}"#)),
+            number
+                .clone()
+                .prop_map(|n| format!(r#","summary_index":{n}"#)),
+        ];
+        let tail = prop_oneof![
+            Just(String::new()),
+            Just(r#","logprobs":[]"#.to_owned()),
+            text.clone()
+                .prop_map(|t| format!(r#","logprobs":[],"obfuscation":{t}"#)),
+            text.clone().prop_map(|t| format!(r#","obfuscation":{t}"#)),
+            Just(r#","logprobs":[{"a":1}]"#.to_owned()),
+        ];
+        (text.clone(), number.clone(), text.clone(), number, index, text, tail).prop_map(
+            |(kind, sequence, item, output, index, delta, tail)| {
+                format!(
+                    r#"{{"type":{kind},"sequence_number":{sequence},"item_id":{item},"output_index":{output}{index},"delta":{delta}{tail}}}"#
+                )
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 2048,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn the_layout_reader_agrees_with_serde(data in openai_layout()) {
+            if let Some(scanned) = scan_openai_layout(&data) {
+                prop_assert_eq!(Some(scanned), serde(&data));
+            }
+            check(&data);
+        }
     }
 
     proptest! {
