@@ -333,6 +333,36 @@ fn oversized_events_are_reported_once_and_skipped() {
         b"data: ok\n\ndata: 0123456789012345678901234567890123456789",
         &[Ok(data("ok")), too_large(10)],
     );
+    // Found by the arbitrary-bytes property: a CRLF split across two chunks counted
+    // one byte less than a whole one, so the same stream was over the limit or not
+    // depending on chunking. A line end now counts as one byte whatever its spelling.
+    let mut crlf_then_long_line = vec![0u8; 7];
+    crlf_then_long_line.extend_from_slice(b"\r\n");
+    crlf_then_long_line.extend_from_slice(&[b'x'; 43]);
+    // 7 bytes + one line end + 43 bytes = 51: over a limit of 50 and within 51, in
+    // every chunking.
+    check_with_limit(
+        "a CRLF counts as one byte wherever the chunks split it: over the limit",
+        50,
+        &crlf_then_long_line,
+        &[Err(MappingError::SseEventTooLarge {
+            limit: 50,
+            offset: 0,
+        }
+        .to_string())],
+    );
+    check_with_limit(
+        "a CRLF counts as one byte wherever the chunks split it: at the limit",
+        51,
+        &crlf_then_long_line,
+        &[],
+    );
+    check_with_limit(
+        "CRLF and LF line ends weigh the same",
+        20,
+        b"data: 0123456789abc\r\n\r\n",
+        &[Ok(data("0123456789abc"))],
+    );
     assert_eq!(
         MappingError::SseEventTooLarge {
             limit: 20,

@@ -45,8 +45,9 @@ pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
 ///   complete), because a proxy that trims the final blank line must not make us lose
 ///   `response.completed`. A body cut mid-line then yields truncated data, which fails
 ///   JSON decoding loudly instead of vanishing.
-/// - **Size limit.** An event larger than the limit (its lines, line ends included,
-///   before the blank line) is reported once as
+/// - **Size limit.** An event larger than the limit (its lines before the blank line,
+///   each line end counted as one byte whatever its spelling, so that the outcome does
+///   not depend on where the network split a `\r\n`) is reported once as
 ///   [`MappingError::SseEventTooLarge`] as soon as the buffered bytes pass the limit,
 ///   even before its line ends. The rest of that event is dropped unbuffered and
 ///   decoding resumes after its blank line.
@@ -85,7 +86,7 @@ pub struct SseDecoder {
     lines: LineReader,
     builder: EventBuilder,
     max_event_size: usize,
-    /// Bytes of the current event's complete lines so far, line ends included.
+    /// Bytes of the current event's complete lines so far, one byte per line end.
     event_size: usize,
     /// Stream offset of the current event's first line, for the size error.
     event_start: u64,
@@ -100,8 +101,8 @@ impl SseDecoder {
         Self::with_max_event_size(DEFAULT_MAX_EVENT_SIZE)
     }
 
-    /// A decoder that rejects any event larger than `max_event_size` bytes (its lines
-    /// as sent, line ends included).
+    /// A decoder that rejects any event larger than `max_event_size` bytes (its lines,
+    /// each line end counted as one byte).
     pub fn with_max_event_size(max_event_size: usize) -> Self {
         Self {
             lines: LineReader::default(),

@@ -44,7 +44,9 @@ pub(crate) enum NextLine<'a> {
     Line {
         /// The bytes of the line, line end excluded.
         content: &'a [u8],
-        /// Bytes the line takes in the stream, line end included.
+        /// The line's size for the event size limit: its content plus one byte for its
+        /// line end, whatever the line end's spelling (`\r\n` counts as one), so the size
+        /// does not depend on whether a CRLF was split across two chunks.
         raw_len: usize,
         /// Stream offset of the first byte of the line.
         offset: u64,
@@ -170,7 +172,7 @@ impl LineReader {
             }
             return NextLine::Line {
                 content: self.buffer.get(start..end).unwrap_or_default(),
-                raw_len: next - start,
+                raw_len: end - start + 1,
                 offset: self.offset_of(start),
             };
         }
