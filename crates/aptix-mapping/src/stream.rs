@@ -32,6 +32,8 @@ use crate::sse::{SseDecoder, SseEvent};
 pub struct StreamFolder {
     decoder: SseDecoder,
     fold: StreamFold,
+    /// One event's buffers, reused for every event of the stream.
+    scratch: SseEvent,
 }
 
 impl StreamFolder {
@@ -45,6 +47,7 @@ impl StreamFolder {
         StreamFolder {
             decoder,
             fold: StreamFold::new(),
+            scratch: SseEvent::default(),
         }
     }
 
@@ -58,8 +61,11 @@ impl StreamFolder {
     /// [`feed`](Self::feed), appending to a buffer the caller reuses.
     pub fn feed_into(&mut self, bytes: &[u8], deltas: &mut Vec<StreamDelta>) {
         self.decoder.feed(bytes);
-        while let Some(result) = self.decoder.next_event() {
-            self.take(result, deltas);
+        while let Some(result) = self.decoder.next_event_into(&mut self.scratch) {
+            match result {
+                Ok(()) => deltas.extend(self.fold.apply_sse(&self.scratch)),
+                Err(error) => self.take(Err(error), deltas),
+            }
         }
     }
 

@@ -123,7 +123,17 @@ impl SseDecoder {
     /// The next complete event, `None` when more input is needed, or an error for an
     /// event over the size limit (decoding can go on after it).
     pub fn next_event(&mut self) -> Option<Result<SseEvent, MappingError>> {
-        self.decode(false)
+        let mut event = SseEvent::default();
+        self.decode_into(false, &mut event)
+            .map(|result| result.map(|()| event))
+    }
+
+    /// Like [`next_event`](Self::next_event), but writes the event into `event`, reusing
+    /// its buffers: a loop that keeps one `SseEvent` allocates nothing per event once
+    /// the buffers have grown. `Some(Ok(()))` means `event` holds a new event; on `None`
+    /// or an error, `event` is unchanged.
+    pub fn next_event_into(&mut self, event: &mut SseEvent) -> Option<Result<(), MappingError>> {
+        self.decode_into(false, event)
     }
 
     /// Ends the input and returns what was pending: an event that had data but no blank
@@ -135,7 +145,10 @@ impl SseDecoder {
     /// stream; [`last_event_id`](Self::last_event_id) and
     /// [`reconnection_time`](Self::reconnection_time) are kept for the reconnection.
     pub fn finish(&mut self) -> Result<Option<SseEvent>, MappingError> {
-        self.decode(true).transpose()
+        let mut event = SseEvent::default();
+        self.decode_into(true, &mut event)
+            .map(|result| result.map(|()| event))
+            .transpose()
     }
 
     /// The last event ID the stream set, `None` while it is empty; what a reconnection
@@ -156,7 +169,11 @@ impl SseDecoder {
         self.lines.unread_len()
     }
 
-    fn decode(&mut self, at_eof: bool) -> Option<Result<SseEvent, MappingError>> {
+    fn decode_into(
+        &mut self,
+        at_eof: bool,
+        out: &mut SseEvent,
+    ) -> Option<Result<(), MappingError>> {
         loop {
             match self.lines.next_line(at_eof) {
                 NextLine::Line {
@@ -169,10 +186,10 @@ impl SseDecoder {
                         if std::mem::take(&mut self.discarding) {
                             continue;
                         }
-                        match self.builder.dispatch() {
-                            Some(event) => return Some(Ok(event)),
-                            None => continue,
+                        if self.builder.dispatch_into(out) {
+                            return Some(Ok(()));
                         }
+                        continue;
                     }
                     if self.discarding {
                         continue;
@@ -209,11 +226,11 @@ impl SseDecoder {
                     return None;
                 }
                 NextLine::End => {
-                    let event = self.builder.dispatch();
+                    let dispatched = self.builder.dispatch_into(out);
                     self.lines.reset();
                     self.event_size = 0;
                     self.discarding = false;
-                    return event.map(Ok);
+                    return dispatched.then_some(Ok(()));
                 }
             }
         }

@@ -96,26 +96,27 @@ impl EventBuilder {
         }
     }
 
-    /// Ends the current event on a blank line (or at the end of input) and returns it,
-    /// unless it had no `data:` line at all: the spec does not dispatch such an event,
-    /// and for the Responses API there is nothing to decode in it either.
-    pub(crate) fn dispatch(&mut self) -> Option<SseEvent> {
+    /// Writes the pending event into `out`, reusing `out`'s buffers, and returns whether
+    /// there was one (an event with no data is not dispatched; `out` is then left as
+    /// it was). Copying into buffers the caller keeps, instead of handing over fresh
+    /// strings, saves two allocations per event on a long stream.
+    pub(crate) fn dispatch_into(&mut self, out: &mut SseEvent) -> bool {
         let retry = self.retry.take();
         if self.data.is_empty() {
             // Cleared rather than replaced, so the buffer's memory is kept for reuse.
             self.event_type.clear();
-            return None;
+            return false;
         }
-        let mut data = std::mem::take(&mut self.data);
-        // Drop the LF appended after the last data line.
-        data.pop();
-        let event_type = std::mem::take(&mut self.event_type);
-        Some(SseEvent {
-            event: (!event_type.is_empty()).then_some(event_type),
-            data,
-            id: (!self.last_event_id.is_empty()).then(|| self.last_event_id.clone()),
-            retry,
-        })
+        // Every data line was appended with an LF; the last one is not part of the data.
+        let data = self.data.strip_suffix('\n').unwrap_or(&self.data);
+        out.data.clear();
+        out.data.push_str(data);
+        self.data.clear();
+        set_optional(&mut out.event, &self.event_type);
+        self.event_type.clear();
+        set_optional(&mut out.id, &self.last_event_id);
+        out.retry = retry;
+        true
     }
 
     /// Forgets the current event without dispatching it (it was too large).
@@ -156,4 +157,20 @@ fn parse_digits(bytes: &[u8]) -> Option<u64> {
         let digit = byte.checked_sub(b'0').filter(|digit| *digit <= 9)?;
         value.checked_mul(10)?.checked_add(u64::from(digit))
     })
+}
+
+/// Sets `slot` to `value`, or to `None` when `value` is empty, reusing the string the
+/// slot already holds.
+fn set_optional(slot: &mut Option<String>, value: &str) {
+    if value.is_empty() {
+        *slot = None;
+        return;
+    }
+    match slot {
+        Some(text) => {
+            text.clear();
+            text.push_str(value);
+        }
+        None => *slot = Some(value.to_owned()),
+    }
 }
