@@ -5,9 +5,13 @@
 //! events, then its `response.output_text.delta` events repeated with increasing
 //! sequence numbers, then `output_item.done` and `response.completed` carrying the whole
 //! text, so the fold ends clean (checked before measuring). Our side decodes the SSE,
-//! decodes every event's JSON, folds it and emits its delta; `eventsource-stream` only
-//! frames the SSE (it does no JSON at all), so the comparison is conservative. Both are
-//! fed the same 1 KiB and 16 KiB chunks (typical network reads).
+//! decodes every event's JSON, folds it and emits its delta. It is measured next to two
+//! `eventsource-stream` yardsticks on the same bytes and chunks (1 KiB and 16 KiB,
+//! typical network reads):
+//! - the same work on top of `eventsource-stream`: its events, each decoded into the wire
+//!   `StreamEvent` with `serde_json` and folded by the same `StreamFold` (what one would
+//!   build with that crate, and what this crate's pipeline replaces);
+//! - `eventsource-stream`'s framing alone, with no JSON at all: a conservative floor.
 //!
 //! The response is about 200 KB: many messages of several `output_text` parts, plus
 //! function calls, decoded from bytes and mapped (`map_response_body`), and mapped alone
@@ -19,8 +23,10 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::LazyLock;
 
-use aptix_mapping::{StreamFolder, TurnContext, map_folded, map_response, map_response_body};
-use aptix_model::wire::Response;
+use aptix_mapping::{
+    StreamFold, StreamFolder, TurnContext, map_folded, map_response, map_response_body,
+};
+use aptix_model::wire::{Response, StreamEvent};
 use divan::counter::BytesCount;
 use divan::{Bencher, black_box};
 use eventsource_stream::Eventsource;
@@ -36,6 +42,11 @@ fn main() {
         folded.0,
         eventsource_stream_count(&chunks),
         "event counts differ"
+    );
+    assert_eq!(
+        folded,
+        eventsource_stream_fold(&chunks),
+        "the two pipelines fold differently"
     );
     let mapped = map_response_body(&RESPONSE, &TurnContext::default())
         .unwrap_or_else(|error| panic!("benchmark response: {error}"));
@@ -54,7 +65,69 @@ fn main() {
         folded.0,
         RESPONSE.len()
     );
+    // Set `APTIX_BENCH_UNPAIRED=1` to skip the paired rounds (when profiling one bench).
+    if std::env::var_os("APTIX_BENCH_UNPAIRED").is_none() {
+        paired_report();
+    }
     divan::main();
+}
+
+/// Paired rounds: this machine's speed drifts by up to 2x over seconds (a shared
+/// virtual machine), so benchmarks run one after the other can land in different
+/// phases. Here each round times our pipeline and both yardsticks back to back on the
+/// same chunks, and the ratios are taken within the round; their median is the figure
+/// to quote. Divan's table follows for the absolute numbers.
+fn paired_report() {
+    const ROUNDS: usize = 60;
+    let mb = STREAM.len() as f64 / 1e6;
+    for chunking in CHUNKINGS {
+        let chunks = chunking.chunks();
+        let mut ours = Vec::with_capacity(ROUNDS);
+        let mut framing = Vec::with_capacity(ROUNDS);
+        let mut same_work = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let [a, b, c] = [
+                time(|| fold(black_box(&chunks))),
+                time(|| eventsource_stream_count(black_box(&chunks))),
+                time(|| eventsource_stream_fold(black_box(&chunks))),
+            ];
+            ours.push(a);
+            framing.push(b / a);
+            same_work.push(c / a);
+        }
+        eprintln!(
+            "paired, {chunking} chunks, {ROUNDS} rounds: ours {:.0} MB/s (median); \
+             eventsource-stream framing only takes {:.2}x our time (quartiles {:.2}-{:.2}); \
+             eventsource-stream + serde_json + the same fold takes {:.2}x ({:.2}-{:.2})",
+            mb / median(&mut ours),
+            median(&mut framing),
+            quartile(&framing, 1),
+            quartile(&framing, 3),
+            median(&mut same_work),
+            quartile(&same_work, 1),
+            quartile(&same_work, 3),
+        );
+    }
+}
+
+fn time<T>(work: impl FnOnce() -> T) -> f64 {
+    let start = std::time::Instant::now();
+    black_box(work());
+    start.elapsed().as_secs_f64()
+}
+
+/// Sorts `values` and returns the middle one.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    quartile(values, 2)
+}
+
+/// The `n`th quartile of sorted `values`.
+fn quartile(values: &[f64], n: usize) -> f64 {
+    values
+        .get(values.len() * n / 4)
+        .copied()
+        .unwrap_or(f64::NAN)
 }
 
 /// Target size of the generated stream.
@@ -229,6 +302,28 @@ fn eventsource_stream_count(chunks: &[&[u8]]) -> u64 {
     }))
 }
 
+/// [`fold`], with `eventsource-stream` framing and `serde_json` decoding each event.
+fn eventsource_stream_fold(chunks: &[&[u8]]) -> (u64, usize) {
+    let stream = futures::stream::iter(chunks.iter().map(|chunk| Ok::<_, Infallible>(*chunk)));
+    let (fold, emitted) = futures::executor::block_on(stream.eventsource().fold(
+        (StreamFold::new(), 0),
+        |(mut fold, emitted), event| async move {
+            let event = event.unwrap_or_else(|error| panic!("benchmark stream: {error}"));
+            let event = StreamEvent::from_json(&event.data)
+                .unwrap_or_else(|error| panic!("benchmark event: {error}"));
+            let emitted = emitted + usize::from(fold.apply(event).is_some());
+            (fold, emitted)
+        },
+    ));
+    let folded = fold
+        .finish()
+        .unwrap_or_else(|error| panic!("benchmark stream: {error}"));
+    assert!(folded.warnings.is_empty(), "{:?}", folded.warnings);
+    let mapped = map_folded(&folded, &TurnContext::default());
+    black_box(&mapped);
+    (folded.events, emitted)
+}
+
 /// SSE decoding, JSON decoding, folding and mapping of the stream.
 #[divan::bench(args = CHUNKINGS)]
 fn stream_fold_and_map(bencher: Bencher<'_, '_>, chunking: Chunking) {
@@ -238,7 +333,17 @@ fn stream_fold_and_map(bencher: Bencher<'_, '_>, chunking: Chunking) {
         .bench(|| fold(black_box(&chunks)));
 }
 
-/// SSE framing alone, by `eventsource-stream` 0.2: the yardstick.
+/// The same decoding and folding built on `eventsource-stream` 0.2: its events, each
+/// decoded with `serde_json` into the wire type and folded, then mapped.
+#[divan::bench(args = CHUNKINGS)]
+fn stream_eventsource_stream_same_work(bencher: Bencher<'_, '_>, chunking: Chunking) {
+    let chunks = chunking.chunks();
+    bencher
+        .counter(BytesCount::of_slice(&*STREAM))
+        .bench(|| eventsource_stream_fold(black_box(&chunks)));
+}
+
+/// SSE framing alone, by `eventsource-stream` 0.2: the conservative yardstick.
 #[divan::bench(args = CHUNKINGS)]
 fn stream_eventsource_stream_sse_only(bencher: Bencher<'_, '_>, chunking: Chunking) {
     let chunks = chunking.chunks();

@@ -109,7 +109,7 @@ pub use map::{
     map_error_body, map_folded, map_mapping_error, map_response, map_response_body,
     map_stream_error, map_transport_failure,
 };
-pub use sse::{DEFAULT_MAX_EVENT_SIZE, SseDecoder, SseEvent};
+pub use sse::{DEFAULT_MAX_EVENT_SIZE, SseDecoder, SseEvent, SseEventView};
 pub use stream::StreamFolder;
 pub use turn::{Mapped, TurnContext};
 pub use warning::MappingWarning;

@@ -32,8 +32,6 @@ use crate::sse::{SseDecoder, SseEvent};
 pub struct StreamFolder {
     decoder: SseDecoder,
     fold: StreamFold,
-    /// One event's buffers, reused for every event of the stream.
-    scratch: SseEvent,
 }
 
 impl StreamFolder {
@@ -47,7 +45,6 @@ impl StreamFolder {
         StreamFolder {
             decoder,
             fold: StreamFold::new(),
-            scratch: SseEvent::default(),
         }
     }
 
@@ -61,10 +58,12 @@ impl StreamFolder {
     /// [`feed`](Self::feed), appending to a buffer the caller reuses.
     pub fn feed_into(&mut self, bytes: &[u8], deltas: &mut Vec<StreamDelta>) {
         self.decoder.feed(bytes);
-        while let Some(result) = self.decoder.next_event_into(&mut self.scratch) {
+        while let Some(result) = self.decoder.next_event_view() {
             match result {
-                Ok(()) => deltas.extend(self.fold.apply_sse(&self.scratch)),
-                Err(error) => self.take(Err(error), deltas),
+                Ok(event) => deltas.extend(self.fold.apply_sse_view(&event)),
+                // An event over the size limit never reaches the fold; it is counted,
+                // and if it was the final response the stream ends early.
+                Err(error) => self.fold.note_undecodable(|| error.to_string()),
             }
         }
     }

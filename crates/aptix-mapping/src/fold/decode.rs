@@ -18,7 +18,7 @@ use aptix_model::wire::{StreamEvent, TextDeltaEvent};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::scan::{TYPE_PREFIX, scan_delta_after_type};
+use super::scan::{ScanMemo, TYPE_PREFIX, scan_delta_after_type};
 
 /// Which delta a [`FastDelta`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,9 +129,9 @@ pub(crate) enum Decoded<'a> {
 }
 
 /// Decodes one payload; `Err` is the reason it is not a JSON event at all.
-pub(crate) fn decode(data: &str) -> Result<Decoded<'_>, String> {
+pub(crate) fn decode<'a>(data: &'a str, memo: &mut ScanMemo) -> Result<Decoded<'a>, String> {
     if let Some((kind, type_end)) = leading_delta_kind(data)
-        && let Some(mut delta) = scan_delta_after_type(data, type_end)
+        && let Some(mut delta) = scan_delta_after_type(data, type_end, memo)
             .or_else(|| serde_json::from_str::<FastDelta<'_>>(data).ok())
         && delta.event_type == kind.event_type()
     {

@@ -24,16 +24,56 @@ pub(crate) fn scan_delta(data: &str) -> Option<FastDelta<'_>> {
 /// `type_end` bytes long: the template goes on from there without reading the type again.
 /// The caller guarantees that the type is a plain JSON string (no escapes, no control
 /// characters), as the four delta type names are.
-pub(crate) fn scan_delta_after_type(data: &str, type_end: usize) -> Option<FastDelta<'_>> {
-    let template = || {
+///
+/// `memo` carries the last item id read from one call to the next: the deltas of one
+/// item all repeat its id, so a repeat is matched by comparing bytes instead of being
+/// read character by character again.
+pub(crate) fn scan_delta_after_type<'a>(
+    data: &'a str,
+    type_end: usize,
+    memo: &mut ScanMemo,
+) -> Option<FastDelta<'a>> {
+    let mut template = || {
         let event_type = data.get(TYPE_PREFIX.len()..type_end.checked_sub(1)?)?;
         let mut scanner = Scanner {
             text: data,
             at: type_end,
         };
-        layout_after_type(&mut scanner, Cow::Borrowed(event_type))
+        layout_after_type(&mut scanner, Cow::Borrowed(event_type), Some(memo))
     };
     template().or_else(|| scan_members(data))
+}
+
+/// What the reader remembers between events: the last item id it read, when it had no
+/// escapes.
+#[derive(Debug, Default)]
+pub(crate) struct ScanMemo {
+    item_id: String,
+}
+
+impl ScanMemo {
+    /// The item id at the scanner, read by comparing it with the remembered one
+    /// (already checked to be a plain JSON string, so an exact byte match is one too)
+    /// or else read and remembered.
+    fn item_id<'a>(&mut self, scanner: &mut Scanner<'a>) -> Option<Cow<'a, str>> {
+        let rest = scanner.rest();
+        let length = self.item_id.len();
+        if !self.item_id.is_empty()
+            && rest.first() == Some(&b'"')
+            && rest.get(1..=length) == Some(self.item_id.as_bytes())
+            && rest.get(length + 1) == Some(&b'"')
+        {
+            let id = scanner.text.get(scanner.at + 1..scanner.at + 1 + length)?;
+            scanner.at += length + 2;
+            return Some(Cow::Borrowed(id));
+        }
+        let id = scanner.string()?;
+        if let Cow::Borrowed(plain) = id {
+            self.item_id.clear();
+            self.item_id.push_str(plain);
+        }
+        Some(id)
+    }
 }
 
 /// How OpenAI starts every event.
@@ -54,13 +94,14 @@ fn scan_openai_layout(data: &str) -> Option<FastDelta<'_>> {
         return None;
     }
     let event_type = scanner.string()?;
-    layout_after_type(&mut scanner, event_type)
+    layout_after_type(&mut scanner, event_type, None)
 }
 
 /// The template after the `type` member.
 fn layout_after_type<'a>(
     scanner: &mut Scanner<'a>,
     event_type: Cow<'a, str>,
+    memo: Option<&mut ScanMemo>,
 ) -> Option<FastDelta<'a>> {
     if !scanner.literal(b",\"sequence_number\":") {
         return None;
@@ -69,7 +110,10 @@ fn layout_after_type<'a>(
     if !scanner.literal(b",\"item_id\":") {
         return None;
     }
-    let item_id = scanner.string()?;
+    let item_id = match memo {
+        Some(memo) => memo.item_id(scanner)?,
+        None => scanner.string()?,
+    };
     if !scanner.literal(b",\"output_index\":") {
         return None;
     }
@@ -452,12 +496,25 @@ mod tests {
                     && rest.bytes().take(*end).all(|byte| byte >= 0x20)
             })
             .map(|(_, end)| TYPE_PREFIX.len() + end + 1);
-        let after_type = type_end.and_then(|type_end| scan_delta_after_type(data, type_end));
+        let mut memo = ScanMemo::default();
+        let after_type =
+            type_end.and_then(|type_end| scan_delta_after_type(data, type_end, &mut memo));
+        // Again, with the item id remembered from the first read.
+        let remembered =
+            type_end.and_then(|type_end| scan_delta_after_type(data, type_end, &mut memo));
+        // And with a different id remembered, which must not match.
+        let mut other = ScanMemo {
+            item_id: "msg_".to_owned(),
+        };
+        let other_memo =
+            type_end.and_then(|type_end| scan_delta_after_type(data, type_end, &mut other));
         for scanned in [
             scan_delta(data),
             scan_members(data),
             scan_openai_layout(data),
             after_type,
+            remembered,
+            other_memo,
         ]
         .into_iter()
         .flatten()
@@ -485,7 +542,10 @@ mod tests {
             "the template reads OpenAI's layout"
         );
         assert_eq!(scan_openai_layout(data), scan_members(data));
-        assert_eq!(scan_delta_after_type(data, 37), scan_members(data));
+        assert_eq!(
+            scan_delta_after_type(data, 37, &mut ScanMemo::default()),
+            scan_members(data)
+        );
         let scanned = scan_delta(data).unwrap();
         assert_eq!(scanned.delta.as_deref(), Some("Hello"));
         assert!(matches!(scanned.delta, Some(Cow::Borrowed(_))));

@@ -6,10 +6,11 @@ use super::anomalies::Anomalies;
 use super::decode::{Decoded, DeltaKind, DeltaParts, FastDelta, KNOWN_EVENT_TYPES, decode};
 use super::delta::{StreamDelta, call_done, call_started};
 use super::folded::{FoldedStream, differing_indexes};
+use super::scan::ScanMemo;
 use super::state::{Orphan, OutputState};
 use crate::error::MappingError;
 use crate::map::{finish_reason, stream_error_code};
-use crate::sse::SseEvent;
+use crate::sse::{SseEvent, SseEventView};
 use crate::warning::MappingWarning;
 
 /// Folds stream events into the final response.
@@ -84,6 +85,8 @@ pub struct StreamFold {
     last_sequence_number: Option<u64>,
     anomalies: Anomalies,
     ignored_event_types: Vec<String>,
+    /// What the delta reader remembers between events.
+    scan_memo: ScanMemo,
 }
 
 /// The final response and, when it came as SSE text, its JSON exactly as sent.
@@ -109,19 +112,29 @@ impl StreamFold {
     /// that is not a JSON event is counted and reported as a warning; a `[DONE]` payload
     /// (sent by some compatible servers) is ignored.
     pub fn apply_sse(&mut self, event: &SseEvent) -> Option<StreamDelta> {
-        let data = event.data.as_str();
+        self.apply_data(event.event_type(), &event.data)
+    }
+
+    /// [`apply_sse`](Self::apply_sse) for an event the decoder lends out
+    /// ([`SseDecoder::next_event_view`](crate::SseDecoder::next_event_view)), so the
+    /// payload is never copied.
+    pub fn apply_sse_view(&mut self, event: &SseEventView<'_>) -> Option<StreamDelta> {
+        self.apply_data(event.event_type(), event.data)
+    }
+
+    fn apply_data(&mut self, event_type: &str, data: &str) -> Option<StreamDelta> {
         // Checked only when the payload cannot be an event, to keep it off the hot path.
         if !data.starts_with('{') && data.trim() == "[DONE]" {
             return None;
         }
-        match decode(data) {
+        match decode(data, &mut self.scan_memo) {
             Ok(Decoded::Delta(delta)) => self.apply_fast(delta),
             Ok(Decoded::Event {
                 event,
                 raw_response,
             }) => self.apply_event(event, raw_response),
             Err(reason) => {
-                self.note_undecodable(|| format!("`{}` event: {reason}", event.event_type()));
+                self.note_undecodable(|| format!("`{event_type}` event: {reason}"));
                 None
             }
         }

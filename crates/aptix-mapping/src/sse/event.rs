@@ -9,6 +9,8 @@
 
 use memchr::memchr;
 
+use super::lines::{LineReader, Span};
+
 /// One dispatched server-sent event.
 ///
 /// For the Responses API, `event` is the event type (`response.output_text.delta`, ...)
@@ -37,14 +39,57 @@ impl SseEvent {
     }
 }
 
+/// An event as [`SseDecoder::next_event_view`](crate::SseDecoder::next_event_view)
+/// hands it out: the same fields as [`SseEvent`], borrowed from the decoder, so that
+/// nothing is copied or allocated for it. A single-line `data` (every Responses API
+/// event) is read in place from the decoder's input buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseEventView<'a> {
+    /// As [`SseEvent::event`].
+    pub event: Option<&'a str>,
+    /// As [`SseEvent::data`].
+    pub data: &'a str,
+    /// As [`SseEvent::id`].
+    pub id: Option<&'a str>,
+    /// As [`SseEvent::retry`].
+    pub retry: Option<u64>,
+}
+
+impl<'a> SseEventView<'a> {
+    /// The event type, with the spec's default `message` when no `event:` field was sent.
+    pub fn event_type(&self) -> &'a str {
+        self.event.unwrap_or("message")
+    }
+
+    /// The event, owned.
+    pub fn to_event(self) -> SseEvent {
+        let mut event = SseEvent::default();
+        self.copy_into(&mut event);
+        event
+    }
+
+    /// Overwrites `event` with this one, reusing its buffers.
+    pub fn copy_into(self, event: &mut SseEvent) {
+        event.data.clear();
+        event.data.push_str(self.data);
+        set_optional(&mut event.event, self.event.unwrap_or_default());
+        set_optional(&mut event.id, self.id.unwrap_or_default());
+        event.retry = self.retry;
+    }
+}
+
 /// The buffers of the event being received, and the state that outlives events.
 #[derive(Debug, Default)]
 pub(crate) struct EventBuilder {
-    /// The event type buffer.
+    /// The event type buffer. It keeps the last type across events, so that a stream
+    /// repeating one type (deltas) neither copies nor re-validates it: see `has_type`.
     event_type: String,
-    /// The data buffer: each `data:` value followed by an LF, as the spec builds it, so
-    /// that an event with a single empty `data:` line is still told apart from one with
-    /// no data at all.
+    /// Whether the current event set its type (to `event_type`).
+    has_type: bool,
+    /// Where the event's `data` is so far.
+    data_state: Data,
+    /// The data buffer once an event has a second `data:` line: each value followed by
+    /// an LF, as the spec builds it.
     data: String,
     /// A valid `retry:` value seen in the current event.
     retry: Option<u64>,
@@ -55,78 +100,149 @@ pub(crate) struct EventBuilder {
     reconnection_time: Option<u64>,
 }
 
+/// Where the current event's `data` is.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Data {
+    /// No `data:` line yet: the event will not be dispatched.
+    #[default]
+    None,
+    /// One `data:` line, whose value is still in the line buffer (pinned there).
+    InPlace(Span),
+    /// Two or more: joined in [`EventBuilder::data`].
+    Copied,
+}
+
+/// The field a line names.
+enum Field {
+    Comment,
+    Data,
+    Event,
+    Id,
+    Retry,
+    Unknown,
+}
+
 impl EventBuilder {
-    /// Interprets one complete, non-empty line.
-    pub(crate) fn field_line(&mut self, line: &[u8]) {
-        let (name, value) = match memchr(b':', line) {
-            // A line starting with a colon is a comment (servers send them as keep-alives).
-            Some(0) => return,
-            Some(colon) => {
-                let value = line.get(colon + 1..).unwrap_or_default();
-                (
-                    line.get(..colon).unwrap_or_default(),
-                    value.strip_prefix(b" ").unwrap_or(value),
-                )
+    /// Interprets one complete, non-empty line, at `span` in `lines`.
+    pub(crate) fn field_line(&mut self, lines: &mut LineReader, span: Span) {
+        let line = lines.line(span);
+        // The two fields of every Responses API event first, before a general search.
+        let (field, value_at) = if line.starts_with(b"data: ") {
+            (Field::Data, 6)
+        } else if line.starts_with(b"event: ") {
+            (Field::Event, 7)
+        } else {
+            match memchr(b':', line) {
+                // A line starting with a colon is a comment (servers send them as keep-alives).
+                Some(0) => (Field::Comment, 0),
+                Some(colon) => {
+                    let value_at = if line.get(colon + 1) == Some(&b' ') {
+                        colon + 2
+                    } else {
+                        colon + 1
+                    };
+                    (field_named(line.get(..colon).unwrap_or_default()), value_at)
+                }
+                None => (field_named(line), line.len()),
             }
-            None => (line, &[][..]),
         };
-        match name {
-            b"data" => {
-                self.data.reserve(value.len() + 1);
-                push_utf8_lossy(&mut self.data, value);
-                self.data.push('\n');
-            }
-            b"event" => {
-                self.event_type.clear();
-                push_utf8_lossy(&mut self.event_type, value);
+        let value_span = span.from(value_at);
+        let value = line.get(value_at..).unwrap_or_default();
+        match field {
+            Field::Data => match self.data_state {
+                Data::None => {
+                    // Left where it is: most events have one data line, and it is read
+                    // in place when the event is dispatched.
+                    self.data_state = Data::InPlace(value_span);
+                    lines.pin(value_span.start);
+                }
+                Data::InPlace(first) => {
+                    self.data.clear();
+                    push_utf8_lossy(&mut self.data, lines.line(first));
+                    self.data.push('\n');
+                    push_utf8_lossy(&mut self.data, value);
+                    self.data.push('\n');
+                    self.data_state = Data::Copied;
+                    lines.unpin();
+                }
+                Data::Copied => {
+                    push_utf8_lossy(&mut self.data, value);
+                    self.data.push('\n');
+                }
+            },
+            Field::Event => {
+                if value != self.event_type.as_bytes() {
+                    self.event_type.clear();
+                    push_utf8_lossy(&mut self.event_type, value);
+                }
+                self.has_type = true;
             }
             // An id containing NUL is ignored, as the spec says.
-            b"id" if memchr(0, value).is_none() => {
+            Field::Id if memchr(0, value).is_none() => {
                 self.last_event_id.clear();
                 push_utf8_lossy(&mut self.last_event_id, value);
             }
-            b"retry" => {
+            Field::Retry => {
                 if let Some(milliseconds) = parse_digits(value) {
                     self.retry = Some(milliseconds);
                     self.reconnection_time = Some(milliseconds);
                 }
             }
-            // Unknown fields, and ids containing NUL, are ignored as the spec says.
-            _ => {}
+            // Comments, unknown fields, and ids containing NUL are ignored as the spec
+            // says.
+            Field::Comment | Field::Id | Field::Unknown => {}
         }
     }
 
-    /// Writes the pending event into `out`, reusing `out`'s buffers, and returns whether
-    /// there was one (an event with no data is not dispatched; `out` is then left as
-    /// it was). Copying into buffers the caller keeps, instead of handing over fresh
-    /// strings, saves two allocations per event on a long stream.
-    pub(crate) fn dispatch_into(&mut self, out: &mut SseEvent) -> bool {
+    /// Whether the event has a `data` line, and so is dispatched by a blank line.
+    pub(crate) fn has_data(&self) -> bool {
+        self.data_state != Data::None
+    }
+
+    /// The event, at a blank line (or the end of input) after [`has_data`](Self::has_data)
+    /// said it has data. It borrows the buffers: the decoder calls
+    /// [`discard`](Self::discard) before it reads further.
+    pub(crate) fn dispatch<'a>(&'a mut self, lines: &'a LineReader) -> SseEventView<'a> {
         let retry = self.retry.take();
-        if self.data.is_empty() {
-            // Cleared rather than replaced, so the buffer's memory is kept for reuse.
-            self.event_type.clear();
-            return false;
+        let in_place = match self.data_state {
+            Data::InPlace(span) => {
+                let bytes = lines.line(span);
+                match std::str::from_utf8(bytes) {
+                    Ok(text) => Some(text),
+                    Err(_) => {
+                        self.data.clear();
+                        self.data.push_str(&String::from_utf8_lossy(bytes));
+                        None
+                    }
+                }
+            }
+            Data::Copied | Data::None => {
+                // Every data line was appended with an LF; the last one is not part of
+                // the data.
+                self.data.pop();
+                None
+            }
+        };
+        self.data_state = Data::None;
+        let this: &'a Self = self;
+        SseEventView {
+            event: Some(this.event_type.as_str()).filter(|text| this.has_type && !text.is_empty()),
+            data: in_place.unwrap_or(this.data.as_str()),
+            id: this.last_event_id(),
+            retry,
         }
-        // Every data line was appended with an LF; the last one is not part of the data.
-        let data = self.data.strip_suffix('\n').unwrap_or(&self.data);
-        out.data.clear();
-        out.data.push_str(data);
-        self.data.clear();
-        set_optional(&mut out.event, &self.event_type);
-        self.event_type.clear();
-        set_optional(&mut out.id, &self.last_event_id);
-        out.retry = retry;
-        true
     }
 
-    /// Forgets the current event without dispatching it (it was too large).
+    /// Forgets the current (or just dispatched) event's fields; the buffers' memory is
+    /// kept for the next one.
     pub(crate) fn discard(&mut self) {
-        self.event_type.clear();
+        self.has_type = false;
         self.data.clear();
+        self.data_state = Data::None;
         self.retry = None;
     }
 
-    /// The last event ID of the stream, `None` while it is empty.
+    /// The last event ID in force, if not empty.
     pub(crate) fn last_event_id(&self) -> Option<&str> {
         Some(self.last_event_id.as_str()).filter(|id| !id.is_empty())
     }
@@ -137,7 +253,16 @@ impl EventBuilder {
     }
 }
 
-/// Appends `bytes` as UTF-8, replacing invalid sequences with U+FFFD.
+fn field_named(name: &[u8]) -> Field {
+    match name {
+        b"data" => Field::Data,
+        b"event" => Field::Event,
+        b"id" => Field::Id,
+        b"retry" => Field::Retry,
+        _ => Field::Unknown,
+    }
+}
+
 fn push_utf8_lossy(target: &mut String, bytes: &[u8]) {
     // `from_utf8` is the fast path: valid input borrows without a copy or a scan for
     // replacement work.

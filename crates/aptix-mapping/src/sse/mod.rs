@@ -19,4 +19,4 @@ mod event;
 mod lines;
 
 pub use decoder::{DEFAULT_MAX_EVENT_SIZE, SseDecoder};
-pub use event::SseEvent;
+pub use event::{SseEvent, SseEventView};
