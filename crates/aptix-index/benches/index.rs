@@ -5,6 +5,11 @@
 //! first (the index writes `.aptix/` inside the tree it indexes, and the registry must
 //! stay untouched); the copy is not timed. Run with
 //! `cargo bench -p aptix-index --bench index`.
+//!
+//! Then, unless `APTIX_BENCH_BREAKDOWN=0`, two measurements in the same run say where
+//! the time goes: the same tree indexed again with parsing turned off
+//! (`max_syntax_bytes = 0`: every file cut into line windows), and tree-sitter-rust
+//! alone parsing the tree's Rust files that the index parses, on one thread.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -85,6 +90,63 @@ fn main() {
     println!(
         "query max ms         {:.2}",
         ms(latencies.last().copied().unwrap_or_default())
+    );
+
+    if std::env::var_os("APTIX_BENCH_BREAKDOWN").is_some_and(|value| value == "0") {
+        return;
+    }
+    drop(index);
+    breakdown(&workspace, mb, threads);
+}
+
+/// Where indexing time goes; see the module docs.
+fn breakdown(workspace: &Path, mb: f64, threads: usize) {
+    std::fs::remove_dir_all(workspace.join(".aptix")).expect("remove the index");
+    let mut config = IndexConfig::default();
+    config.chunking.max_syntax_bytes = 0;
+    let index = WorkspaceIndex::open(workspace, config).expect("open without parsing");
+    let cpu_before = cpu_seconds();
+    let stats = index.refresh(&NoProgress).expect("refresh without parsing");
+    let cpu = cpu_seconds() - cpu_before;
+    let wall = stats.elapsed.as_secs_f64();
+    println!("-- the same tree, no tree-sitter (line windows only)");
+    println!("cold index seconds   {wall:.2} = {:.1} MB/s", mb / wall);
+    println!(
+        "cpu seconds          {cpu:.2} = {:.1} MB per cpu second",
+        mb / cpu
+    );
+
+    let limits = IndexConfig::default();
+    let mut files = Vec::new();
+    collect_files(workspace, workspace, &mut files);
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_rust::LANGUAGE.into())
+        .expect("tree-sitter-rust");
+    let (mut parsed_bytes, mut parsed_files) = (0usize, 0usize);
+    let cpu_before = cpu_seconds();
+    for path in files.iter().filter(|path| path.ends_with(".rs")) {
+        let Ok(text) = std::fs::read_to_string(workspace.join(path)) else {
+            continue;
+        };
+        if text.len() > limits.chunking.max_syntax_bytes {
+            continue;
+        }
+        if parser.parse(&text, None).is_some() {
+            parsed_bytes += text.len();
+            parsed_files += 1;
+        }
+    }
+    let parse_cpu = cpu_seconds() - cpu_before;
+    let parsed_mb = parsed_bytes as f64 / 1e6;
+    println!("-- tree-sitter-rust alone, one thread, on the Rust files the index parses");
+    println!(
+        "parsed               {parsed_files} files, {parsed_mb:.1} MB in {parse_cpu:.2} cpu s = {:.1} MB/s",
+        parsed_mb / parse_cpu
+    );
+    println!(
+        "ceiling              {:.1} MB/s for the whole tree with {threads} cores parsing and nothing else",
+        mb / (parse_cpu / threads as f64)
     );
 }
 
