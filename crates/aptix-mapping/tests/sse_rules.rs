@@ -442,3 +442,42 @@ fn event_type_defaults_to_message() {
         "response.created"
     );
 }
+
+/// `next_event_view` lends an event's one-line `data` from the input buffer: the line
+/// must stay put while more input (enough to make the buffer drop its consumed front)
+/// arrives before the blank line that dispatches it, and a repeated type must not
+/// outlive the event that sent it.
+#[test]
+fn lent_events_survive_later_input_and_do_not_leak_their_type() {
+    let mut decoder = SseDecoder::new();
+    let mut seen = Vec::new();
+    let mut take = |decoder: &mut SseDecoder, seen: &mut Vec<(String, String)>| {
+        while let Some(event) = decoder.next_event_view() {
+            let event = event.unwrap_or_else(|error| panic!("{error}"));
+            seen.push((event.event_type().to_owned(), event.data.to_owned()));
+        }
+    };
+    // Consumed bytes first, so that the next feed compacts the buffer.
+    decoder.feed(b"event: delta\ndata: zero\n\n");
+    take(&mut decoder, &mut seen);
+    decoder.feed(b"event: delta\ndata: first, pinned\n");
+    take(&mut decoder, &mut seen);
+    let filler = "x".repeat(4096);
+    decoder.feed(format!("\ndata: {filler}\n\nevent: delta\ndata: \u{e9}\n\n").as_bytes());
+    take(&mut decoder, &mut seen);
+    // Invalid UTF-8 in a lone data line becomes U+FFFD, as in a copied one.
+    decoder.feed(b"data: a\xffb\n\n");
+    take(&mut decoder, &mut seen);
+    let expected = [
+        ("delta", "zero".to_owned()),
+        ("delta", "first, pinned".to_owned()),
+        ("message", filler),
+        ("delta", "\u{e9}".to_owned()),
+        ("message", "a\u{fffd}b".to_owned()),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .into_iter()
+        .map(|(kind, data)| (kind.to_owned(), data))
+        .collect();
+    assert_eq!(seen, expected);
+}
