@@ -451,7 +451,7 @@ fn event_type_defaults_to_message() {
 fn lent_events_survive_later_input_and_do_not_leak_their_type() {
     let mut decoder = SseDecoder::new();
     let mut seen = Vec::new();
-    let mut take = |decoder: &mut SseDecoder, seen: &mut Vec<(String, String)>| {
+    let take = |decoder: &mut SseDecoder, seen: &mut Vec<(String, String)>| {
         while let Some(event) = decoder.next_event_view() {
             let event = event.unwrap_or_else(|error| panic!("{error}"));
             seen.push((event.event_type().to_owned(), event.data.to_owned()));
