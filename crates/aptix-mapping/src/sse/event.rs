@@ -146,7 +146,7 @@ impl EventBuilder {
                 None => (field_named(line), line.len()),
             }
         };
-        let value_span = span.from(value_at);
+        let value_span = span.after(value_at);
         let value = line.get(value_at..).unwrap_or_default();
         match field {
             Field::Data => match self.data_state {

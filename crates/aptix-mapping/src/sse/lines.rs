@@ -77,7 +77,7 @@ pub(crate) struct Span {
 
 impl Span {
     /// The part of the span from `skip` bytes in.
-    pub(crate) fn from(self, skip: usize) -> Span {
+    pub(crate) fn after(self, skip: usize) -> Span {
         Span {
             start: self.start.saturating_add(skip as u64).min(self.end),
             end: self.end,
