@@ -1,7 +1,7 @@
 //! Decodes a captured `text/event-stream` body and prints its events, offline.
 //!
 //! ```sh
-//! cargo run -p aptix-mapping --example decode_sse -- ../shared/fixtures/responses/sse_text_deltas.sse
+//! cargo run -p aptix-mapping --example decode_sse -- tests/fixtures/responses/sse_text_deltas.sse
 //! curl -sN ... | cargo run -p aptix-mapping --example decode_sse
 //! ```
 //!

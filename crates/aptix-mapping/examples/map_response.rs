@@ -2,8 +2,8 @@
 //! what `aptix inspect` does.
 //!
 //! ```sh
-//! cargo run -p aptix-mapping --example map_response -- ../shared/fixtures/responses/response_function_call_single.json
-//! cargo run -p aptix-mapping --example map_response -- ../shared/fixtures/responses/sse_text_deltas.sse
+//! cargo run -p aptix-mapping --example map_response -- tests/fixtures/responses/response_function_call_single.json
+//! cargo run -p aptix-mapping --example map_response -- tests/fixtures/responses/sse_text_deltas.sse
 //! curl -s ... | cargo run -p aptix-mapping --example map_response
 //! ```
 //!

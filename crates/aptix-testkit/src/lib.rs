@@ -1,29 +1,33 @@
 //! Test support shared by the Aptix crates: where the recorded fixtures live and how to
 //! read them.
 //!
-//! The fixtures are recorded real `/v1/responses` traffic kept in the `shared/` folder
-//! beside the repository (`../shared/fixtures/responses/` from the repository root).
-//! `APTIX_SHARED_DIR` overrides the location. A missing fixture is a test failure with
-//! a message saying where it was looked for, never a silent skip.
+//! The fixtures are recorded real `/v1/responses` traffic, vendored in the repository
+//! under `tests/fixtures/responses/` (their sources are in `SOURCES.md` there), and the
+//! part of OpenAI's OpenAPI description the request tests validate against, under
+//! `tests/fixtures/spec/` (made by `scripts/trim-spec.py`). A clone needs nothing beside
+//! it. A missing fixture is a test failure with a message saying where it was looked
+//! for, never a silent skip.
 
 use std::path::{Path, PathBuf};
-
-/// The `shared/` folder: `$APTIX_SHARED_DIR`, or `../shared` beside the repository root.
-pub fn shared_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("APTIX_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    repository_root().join("..").join("shared")
-}
 
 /// The repository root (the folder holding the workspace `Cargo.toml`).
 pub fn repository_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
 }
 
+/// The folder of vendored test data: `tests/fixtures/` at the repository root.
+pub fn fixtures_root() -> PathBuf {
+    repository_root().join("tests").join("fixtures")
+}
+
 /// The folder of recorded `/v1/responses` traffic.
 pub fn fixtures_dir() -> PathBuf {
-    shared_dir().join("fixtures").join("responses")
+    fixtures_root().join("responses")
+}
+
+/// The trimmed OpenAPI description of the Responses API, as JSON.
+pub fn spec_path() -> PathBuf {
+    fixtures_root().join("spec").join("responses-openapi.json")
 }
 
 /// Reads one fixture by file name, panicking with the path looked at when it is missing.
@@ -31,8 +35,7 @@ pub fn read_fixture(name: &str) -> Vec<u8> {
     let path = fixtures_dir().join(name);
     std::fs::read(&path).unwrap_or_else(|error| {
         panic!(
-            "fixture {name} is required and could not be read at {}: {error}; \
-             set APTIX_SHARED_DIR to the shared/ folder",
+            "fixture {name} is required and could not be read at {}: {error}",
             path.display()
         )
     })
@@ -50,10 +53,7 @@ pub fn read_fixture_text(name: &str) -> String {
 pub fn fixture_names(suffix: &str) -> Vec<String> {
     let dir = fixtures_dir();
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|error| {
-        panic!(
-            "fixture folder {} is required: {error}; set APTIX_SHARED_DIR",
-            dir.display()
-        )
+        panic!("fixture folder {} is required: {error}", dir.display())
     });
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok())

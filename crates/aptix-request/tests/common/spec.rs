@@ -1,9 +1,9 @@
 //! The official OpenAPI description of the Responses API, loaded once per test process,
 //! and validation of request bodies against its `CreateResponse` schema.
 //!
-//! The spec lives in the `shared/` folder beside the repository
-//! (`$APTIX_SHARED_DIR/spec/openai-openapi.yaml`). A missing spec fails the test with
-//! the path it was looked for at; it never skips.
+//! The spec is vendored, trimmed to the schemas the tests reach, as
+//! `tests/fixtures/spec/responses-openapi.json` (see `scripts/trim-spec.py`). A missing
+//! spec fails the test with the path it was looked for at; it never skips.
 //!
 //! Input items are checked one by one, because the spec cannot check them in place:
 //! `InputItem` is a `oneOf` whose `EasyInputMessage` and `Item` -> `InputMessage`
@@ -14,21 +14,17 @@
 //! does match both ambiguous branches (so the workaround is still needed).
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jsonschema::{Registry, Validator};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value, json};
+use serde_json::{Value, json};
 
 const SPEC_URI: &str = "https://aptix.invalid/openai-openapi";
 
 /// Where the spec is read from.
 pub(crate) fn spec_path() -> PathBuf {
-    aptix_testkit::shared_dir()
-        .join("spec")
-        .join("openai-openapi.yaml")
+    aptix_testkit::spec_path()
 }
 
 /// The spec as JSON, read once per process.
@@ -37,14 +33,10 @@ pub(crate) fn spec() -> &'static Value {
     SPEC.get_or_init(|| {
         let path = spec_path();
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
-            panic!(
-                "the OpenAPI spec is required at {}: {error}; set APTIX_SHARED_DIR to the shared/ folder",
-                path.display()
-            )
+            panic!("the OpenAPI spec is required at {}: {error}", path.display())
         });
-        let JsonFromYaml(value) = serde_norway::from_str(&text)
-            .unwrap_or_else(|error| panic!("{} is not valid YAML: {error}", path.display()));
-        value
+        serde_json::from_str(&text)
+            .unwrap_or_else(|error| panic!("{} is not valid JSON: {error}", path.display()))
     })
 }
 
@@ -200,81 +192,5 @@ fn collect_properties(schema: &Value, names: &mut BTreeSet<String>) {
         for part in parts {
             collect_properties(part, names);
         }
-    }
-}
-
-/// YAML read into a `serde_json::Value`. The spec has integers beyond 64 bits
-/// (`seed.minimum: -9223372036854776000`), which `serde_json::Value` rejects; they are
-/// kept as the nearest float, which is what a JSON reader would make of them.
-struct JsonFromYaml(Value);
-
-impl<'de> Deserialize<'de> for JsonFromYaml {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(JsonVisitor).map(JsonFromYaml)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any YAML value")
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_i128<E>(self, v: i128) -> Result<Value, E> {
-        Ok(Number::from_f64(v as f64).map_or(Value::Null, Value::Number))
-    }
-    fn visit_u128<E>(self, v: u128) -> Result<Value, E> {
-        Ok(Number::from_f64(v as f64).map_or(Value::Null, Value::Number))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(JsonFromYaml(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some((key, JsonFromYaml(value))) = map.next_entry::<YamlKey, JsonFromYaml>()? {
-            object.insert(key.0, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
-
-/// A mapping key: YAML allows non-string keys (`200:` under `responses`); JSON wants
-/// text, so numbers and booleans are written out.
-struct YamlKey(String);
-
-impl<'de> Deserialize<'de> for YamlKey {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let JsonFromYaml(value) = JsonFromYaml::deserialize(deserializer)?;
-        Ok(YamlKey(match value {
-            Value::String(text) => text,
-            other => other.to_string(),
-        }))
     }
 }
