@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use aptix_client::{
-    Capabilities, ClientError, EventStream, FakeProvider, ProviderResponse, ResponsesProvider,
-};
+use aptix_client::{Capabilities, ClientError, FakeProvider, ProviderResponse, ResponsesProvider};
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
 use aptix_model::wire::{CreateResponseRequest, InputItem, Response, StreamEvent};
@@ -425,20 +423,11 @@ impl ResponsesProvider for Gate {
         self.open
             .acquire()
             .await
-            .map_err(|_| ClientError::StreamEnded {
-                events_received: 0,
-                request_id: None,
-            })?
+            .map_err(|_| ClientError::config("gate", "closed"))?
             .forget();
         Ok(ProviderResponse {
             response: text_response(&format!("resp_{n}"), "gated"),
             meta: Default::default(),
-        })
-    }
-    async fn stream(&self, _request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
-        Err(ClientError::StreamEnded {
-            events_received: 0,
-            request_id: None,
         })
     }
     fn capabilities(&self) -> Capabilities {

@@ -68,29 +68,6 @@ pub enum ClientError {
         retry_after: Option<Duration>,
     },
 
-    /// The stream carried an `error` event (nested wire shape or flat spec shape). The
-    /// stream ends with this item.
-    #[error("error event in stream: {}", api_error_summary(.error))]
-    StreamError {
-        /// The error the event carried.
-        error: Box<ApiError>,
-        /// The event's `sequence_number`.
-        sequence_number: Option<u64>,
-        /// The stream reply's `x-request-id`.
-        request_id: Option<String>,
-    },
-
-    /// The stream's body ended before a terminal event (`response.completed`,
-    /// `response.incomplete`, `response.failed`; `[DONE]` on the Chat Completions
-    /// bridge). What arrived before is not a complete answer.
-    #[error("stream ended before a terminal event after {events_received} events")]
-    StreamEnded {
-        /// Events delivered before the end.
-        events_received: u64,
-        /// The stream reply's `x-request-id`.
-        request_id: Option<String>,
-    },
-
     /// A reply body, SSE event or chunk could not be decoded.
     #[error("cannot decode {what} at byte {position}: {message} (near {excerpt:?})")]
     Decode {
@@ -194,28 +171,46 @@ impl ClientError {
         }
     }
 
-    /// The decoded API error of a [`Status`](Self::Status) or
-    /// [`StreamError`](Self::StreamError).
+    /// The decoded API error of a [`Status`](Self::Status).
     pub fn api_error(&self) -> Option<&ApiError> {
         match self {
             ClientError::Status { api_error, .. } => api_error.as_deref(),
-            ClientError::StreamError { error, .. } => Some(error),
             _ => None,
         }
     }
 
     /// The API error's machine code (`invalid_api_key`, `insufficient_quota`, ...).
-    pub fn code(&self) -> Option<&str> {
+    pub fn api_code(&self) -> Option<&str> {
         self.api_error().and_then(|error| error.code.as_deref())
+    }
+
+    /// The stable snake_case code of this failure for an error envelope's `errorCode`
+    /// when there is no API error body to take one from: `configuration_error`,
+    /// `transport_error`, `timeout`, `decode_error`, `unsupported`; for a
+    /// [`Status`](Self::Status), the API error's code, else its type, else the HTTP
+    /// status.
+    pub fn code(&self) -> String {
+        match self {
+            ClientError::Config { .. } => "configuration_error".into(),
+            ClientError::Transport { .. } => "transport_error".into(),
+            ClientError::Timeout { .. } => "timeout".into(),
+            ClientError::Decode { .. } => "decode_error".into(),
+            ClientError::Unsupported { .. } => "unsupported".into(),
+            ClientError::Status {
+                status, api_error, ..
+            } => api_error
+                .as_deref()
+                .and_then(ApiError::code_or_type)
+                .map_or_else(|| status.to_string(), str::to_owned),
+        }
     }
 
     /// The `x-request-id` of the reply this error came from, when there was a reply.
     pub fn request_id(&self) -> Option<&str> {
         match self {
-            ClientError::Status { request_id, .. }
-            | ClientError::StreamError { request_id, .. }
-            | ClientError::StreamEnded { request_id, .. }
-            | ClientError::Decode { request_id, .. } => request_id.as_deref(),
+            ClientError::Status { request_id, .. } | ClientError::Decode { request_id, .. } => {
+                request_id.as_deref()
+            }
             _ => None,
         }
     }
@@ -242,10 +237,9 @@ impl ClientError {
     pub(crate) fn with_request_id(mut self, id: Option<&str>) -> ClientError {
         let Some(id) = id else { return self };
         let slot = match &mut self {
-            ClientError::Status { request_id, .. }
-            | ClientError::StreamError { request_id, .. }
-            | ClientError::StreamEnded { request_id, .. }
-            | ClientError::Decode { request_id, .. } => request_id,
+            ClientError::Status { request_id, .. } | ClientError::Decode { request_id, .. } => {
+                request_id
+            }
             _ => return self,
         };
         if slot.is_none() {
@@ -360,10 +354,6 @@ mod tests {
             ClientError::Timeout {
                 kind: TimeoutKind::StreamIdle,
                 after: Duration::from_secs(1),
-            },
-            ClientError::StreamEnded {
-                events_received: 3,
-                request_id: None,
             },
             ClientError::Status {
                 status: 500,

@@ -12,9 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
-use aptix_model::wire::{
-    CreateResponseRequest, Response, ResponseEvent, ResponseStatus, StreamEvent,
-};
+use aptix_model::wire::{CreateResponseRequest, Response, StreamEvent};
 use async_trait::async_trait;
 
 use crate::error::ClientError;
@@ -160,11 +158,7 @@ impl ResponsesProvider for FakeProvider {
     ) -> Result<ProviderResponse, ClientError> {
         let response = match self.next(CallKind::Create, request)? {
             FakeReply::Response(response) => *response,
-            FakeReply::Events(items) => {
-                EventStream::from_items(self.meta.clone(), items)
-                    .final_response()
-                    .await?
-            }
+            FakeReply::Events(items) => terminal_response(items)?,
             FakeReply::Error(error) => return Err(error),
         };
         Ok(ProviderResponse {
@@ -175,11 +169,13 @@ impl ResponsesProvider for FakeProvider {
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
         let items = match self.next(CallKind::Stream, request)? {
-            FakeReply::Response(response) => events_for(*response).into_iter().map(Ok).collect(),
+            FakeReply::Response(response) => {
+                return Ok(EventStream::from_response(self.meta.clone(), *response));
+            }
             FakeReply::Events(items) => items,
             FakeReply::Error(error) => return Err(error),
         };
-        Ok(EventStream::from_items(self.meta.clone(), items))
+        Ok(EventStream::from_events(self.meta.clone(), items))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -187,32 +183,29 @@ impl ResponsesProvider for FakeProvider {
     }
 }
 
-/// `response.created` and the terminal event for a complete response.
-fn events_for(response: Response) -> Vec<StreamEvent> {
-    let mut created = Response::with_id(response.id.clone());
-    created.status = Some(ResponseStatus::InProgress);
-    created.model = response.model.clone();
-    let terminal = ResponseEvent {
-        sequence_number: Some(1),
-        response: Box::new(response),
-    };
-    let terminal = match terminal.response.status {
-        Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
-        Some(ResponseStatus::Failed) => StreamEvent::Failed(terminal),
-        _ => StreamEvent::Completed(terminal),
-    };
-    vec![
-        StreamEvent::Created(ResponseEvent {
-            sequence_number: Some(0),
-            response: Box::new(created),
-        }),
-        terminal,
-    ]
+/// The scripted events drained as `create` would see them: the first error, or the
+/// terminal event's response.
+fn terminal_response(
+    items: Vec<Result<StreamEvent, ClientError>>,
+) -> Result<Response, ClientError> {
+    for item in items {
+        match item? {
+            StreamEvent::Completed(event)
+            | StreamEvent::Incomplete(event)
+            | StreamEvent::Failed(event) => return Ok(*event.response),
+            _ => {}
+        }
+    }
+    Err(ClientError::config(
+        "FakeProvider",
+        "the events scripted for create have no terminal event",
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aptix_model::wire::{ResponseEvent, ResponseStatus};
     use futures_util::{FutureExt, StreamExt};
 
     fn request(model: &str) -> CreateResponseRequest {
@@ -226,10 +219,7 @@ mod tests {
     fn replies_in_order_and_records_every_request() {
         let fake = FakeProvider::new();
         fake.push_response(Response::with_id("resp_1"))
-            .push_error(ClientError::StreamEnded {
-                events_received: 0,
-                request_id: None,
-            });
+            .push_error(ClientError::config("test", "scripted failure"));
         let first = fake.create(&request("a")).now_or_never().unwrap().unwrap();
         assert_eq!(first.response.id, "resp_1");
         assert!(fake.create(&request("b")).now_or_never().unwrap().is_err());
@@ -252,7 +242,7 @@ mod tests {
         let items: Vec<_> = stream.collect::<Vec<_>>().now_or_never().unwrap();
         let names: Vec<_> = items
             .iter()
-            .map(|item| item.as_ref().unwrap().type_name().unwrap().to_owned())
+            .map(|item| item.as_ref().unwrap().event_type().to_owned())
             .collect();
         assert_eq!(names, ["response.created", "response.incomplete"]);
     }
@@ -260,7 +250,11 @@ mod tests {
     #[test]
     fn events_given_to_create_fold_to_the_terminal_response() {
         let fake = FakeProvider::new();
-        fake.push_events(events_for(Response::with_id("resp_3")));
+        let terminal = StreamEvent::Completed(ResponseEvent {
+            sequence_number: Some(1),
+            response: Box::new(Response::with_id("resp_3")),
+        });
+        fake.push_events([terminal]);
         let reply = fake.create(&request("m")).now_or_never().unwrap().unwrap();
         assert_eq!(reply.response.id, "resp_3");
     }

@@ -29,12 +29,13 @@
 //!   `insufficient_quota`, 5xx, connection failures before the reply; `retry-after-ms`,
 //!   `retry-after`, `x-should-retry`; bounded attempts, capped waits) and is
 //!   unit-tested without sockets; `backon` supplies the jittered backoff and sleeping.
-//! - **One set of stream rules.** Every provider's events pass through
-//!   [`EventStream`]: it ends after a terminal event, turns an `error` event into an
-//!   `Err` that is the last item, and reports a body that ends early as
-//!   [`ClientError::StreamEnded`]. Streams are never retried once they started.
+//! - **Streams are framed here, judged above.** A provider's `stream` returns an
+//!   [`EventStream`] of framed server-sent events; what they mean (an `error` event, a
+//!   body that ends before its terminal event) is decided once, by `aptix-mapping`'s
+//!   stream fold, whatever produced the bytes. An `Err` item is a connection problem
+//!   and the last item. Streams are never retried once they started.
 //! - **Bytes flow through.** Streamed bodies are fed chunk by chunk to the incremental
-//!   SSE decoder of `aptix-mapping`; a silence longer than the idle timeout is a typed
+//!   SSE decoder of `aptix-sse`; a silence longer than the idle timeout is a typed
 //!   [`ClientError::Timeout`], never a hang. Dropping the stream cancels it.
 //! - **The key is a secret.** It is held in a `secrecy` type, sent in a header marked
 //!   sensitive, scrubbed from anything a server echoes back, and absent from every
@@ -86,7 +87,7 @@
 //! };
 //! let mut events = provider.stream(&request).await?;
 //! while let Some(event) = events.next().await {
-//!     if let StreamEvent::OutputTextDelta(delta) = event? {
+//!     if let Ok(StreamEvent::OutputTextDelta(delta)) = StreamEvent::from_json(&event?.data) {
 //!         print!("{}", delta.delta);
 //!     }
 //! }

@@ -23,11 +23,18 @@ pub trait ResponsesProvider: Send + Sync {
         request: &CreateResponseRequest,
     ) -> Result<ProviderResponse, ClientError>;
 
-    /// Sends the request with streaming on and returns the events as they arrive. The
-    /// stream ends after a terminal event (`response.completed`, `.incomplete`,
-    /// `.failed`) or after its first `Err` item; a body that ends before a terminal
-    /// event yields [`ClientError::StreamEnded`]. Drop it to cancel.
-    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError>;
+    /// Sends the request with streaming on and returns the events as they arrive,
+    /// framed as the Responses API sends them. An `Err` item is a connection problem and
+    /// the last item; what the events mean (an `error` event, a missing terminal event)
+    /// is judged by the stream fold above. Drop the stream to cancel.
+    ///
+    /// The default answers with [`create`](Self::create) and streams the whole response
+    /// as `response.created` then its terminal event
+    /// ([`EventStream::from_response`]), for providers that cannot stream.
+    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        let reply = self.create(request).await?;
+        Ok(EventStream::from_response(reply.meta, reply.response))
+    }
 
     /// What this provider can carry, so the layers above pick a strategy (native
     /// schema or a forced tool, `previous_response_id` or replayed history).

@@ -1,33 +1,30 @@
-//! [`EventStream`]: the stream of wire events a provider's `stream` call returns.
+//! [`EventStream`]: the server-sent events a provider's `stream` call returns.
 //!
-//! Every provider's events pass through the same guard here, so the end-of-stream
-//! rules hold whoever produced them:
+//! A provider delivers the reply's events as framed ([`SseEvent`]: the `event` name and
+//! the `data` text), not interpreted: what an event means, and when a stream is over or
+//! has failed, is decided in one place, `aptix-mapping`'s `StreamFold::apply_sse`, which
+//! the orchestrator feeds these events to and which `aptix inspect` feeds a saved body
+//! to. So the same bytes give the same envelope on every path.
 //!
-//! - after a terminal event (`response.completed`, `.incomplete`, `.failed`) the stream
-//!   ends, even if the server keeps the connection open;
-//! - an `error` event becomes an `Err(ClientError::StreamError)` item and the stream
-//!   ends right there. The `response.failed` that usually follows repeats the same
-//!   error, so ending at the first failure gives callers one rule: the first `Err` is
-//!   the last item;
-//! - a source that ends without a terminal event yields
-//!   `Err(ClientError::StreamEnded)`.
-//!
-//! Dropping the stream cancels it and releases the connection.
+//! The stream's own rules are only about the connection: an `Err` item (a transport
+//! failure, an idle timeout, an undecodable frame) is the last item, and the stream ends
+//! when the body ends. A consumer that has what it needs (the fold saw the terminal
+//! event) drops the stream, which cancels it and releases the connection.
 
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use aptix_model::wire::{Response, StreamEvent};
+use aptix_model::wire::{Response, ResponseEvent, ResponseStatus, StreamEvent};
+use aptix_sse::SseEvent;
 use futures_core::Stream;
-use futures_util::StreamExt;
 
 use crate::error::ClientError;
 use crate::provider::ReplyMeta;
 
-type BoxedEvents = Pin<Box<dyn Stream<Item = Result<StreamEvent, ClientError>> + Send>>;
+type BoxedEvents = Pin<Box<dyn Stream<Item = Result<SseEvent, ClientError>> + Send>>;
 
-/// A stream of [`StreamEvent`]s with the metadata of the reply that carries them.
+/// A stream of server-sent events with the metadata of the reply that carries them.
 pub struct EventStream {
     meta: ReplyMeta,
     inner: BoxedEvents,
@@ -36,10 +33,10 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    /// Wraps a source of events, applying the end-of-stream rules above.
+    /// Wraps a source of framed events (a provider that reads `text/event-stream`).
     pub fn new<S>(meta: ReplyMeta, source: S) -> EventStream
     where
-        S: Stream<Item = Result<StreamEvent, ClientError>> + Send + 'static,
+        S: Stream<Item = Result<SseEvent, ClientError>> + Send + 'static,
     {
         EventStream {
             meta,
@@ -49,13 +46,44 @@ impl EventStream {
         }
     }
 
-    /// A stream of the given items, for fakes and tests.
-    pub fn from_items(
+    /// A stream of typed events, each framed as the Responses API sends it (`event:`
+    /// the type, `data:` the JSON), for providers that build events themselves (a
+    /// bridge to another API, a fake, a provider that answers whole replies).
+    pub fn from_events(
         meta: ReplyMeta,
-        items: impl IntoIterator<Item = Result<StreamEvent, ClientError>>,
+        events: impl IntoIterator<Item = Result<StreamEvent, ClientError>>,
     ) -> EventStream {
-        let items: Vec<_> = items.into_iter().collect();
-        EventStream::new(meta, futures_util::stream::iter(items))
+        let frames: Vec<_> = events
+            .into_iter()
+            .map(|event| event.map(|event| frame(&event)))
+            .collect();
+        EventStream::new(meta, futures_util::stream::iter(frames))
+    }
+
+    /// A whole response as the stream that would have carried it: `response.created`,
+    /// then the terminal event its status calls for (`response.completed`,
+    /// `.incomplete` or `.failed`) with the response. What a provider that can only
+    /// answer whole replies streams (the default [`ResponsesProvider::stream`]).
+    ///
+    /// [`ResponsesProvider::stream`]: crate::ResponsesProvider::stream
+    pub fn from_response(meta: ReplyMeta, response: Response) -> EventStream {
+        let mut created = Response::with_id(response.id.clone());
+        created.status = Some(ResponseStatus::InProgress);
+        created.model = response.model.clone();
+        let terminal = ResponseEvent {
+            sequence_number: Some(1),
+            response: Box::new(response),
+        };
+        let terminal = match terminal.response.status {
+            Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
+            Some(ResponseStatus::Failed) => StreamEvent::Failed(terminal),
+            _ => StreamEvent::Completed(terminal),
+        };
+        let created = StreamEvent::Created(ResponseEvent {
+            sequence_number: Some(0),
+            response: Box::new(created),
+        });
+        EventStream::from_events(meta, [Ok(created), Ok(terminal)])
     }
 
     /// The reply's metadata (status, request id, rate limits, attempts).
@@ -68,25 +96,6 @@ impl EventStream {
         self.events_received
     }
 
-    /// Drains the stream and returns the terminal event's final response, or the
-    /// error that ended it.
-    pub async fn final_response(mut self) -> Result<Response, ClientError> {
-        while let Some(item) = self.next().await {
-            match item? {
-                StreamEvent::Completed(event)
-                | StreamEvent::Incomplete(event)
-                | StreamEvent::Failed(event) => return Ok(*event.response),
-                _ => {}
-            }
-        }
-        // The guard turns a source without a terminal event into an `Err` item, so the
-        // loop only ends here when the stream was already finished by an earlier call.
-        Err(ClientError::StreamEnded {
-            events_received: self.events_received,
-            request_id: self.meta.request_id.clone(),
-        })
-    }
-
     fn finish(&mut self) {
         self.finished = true;
         // Dropping the source now releases the connection instead of waiting for the
@@ -95,8 +104,19 @@ impl EventStream {
     }
 }
 
+/// One typed event as the Responses API frames it.
+pub(crate) fn frame(event: &StreamEvent) -> SseEvent {
+    SseEvent {
+        event: event.type_name().map(str::to_owned),
+        // A `StreamEvent` is plain data (strings, numbers, maps with string keys), which
+        // serde_json always serialises; the fallback is never taken.
+        data: serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned()),
+        ..SseEvent::default()
+    }
+}
+
 impl Stream for EventStream {
-    type Item = Result<StreamEvent, ClientError>;
+    type Item = Result<SseEvent, ClientError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -107,36 +127,21 @@ impl Stream for EventStream {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(item) => item,
         };
-        let request_id = this.meta.request_id.clone();
-        let output = match item {
-            Some(Ok(StreamEvent::Error(event))) => {
-                this.finish();
-                Err(ClientError::StreamError {
-                    error: Box::new(event.api_error()),
-                    sequence_number: event.sequence_number,
-                    request_id,
-                })
-            }
+        Poll::Ready(match item {
             Some(Ok(event)) => {
                 this.events_received += 1;
-                if event.terminal_response().is_some() {
-                    this.finish();
-                }
-                Ok(event)
+                Some(Ok(event))
             }
             Some(Err(error)) => {
                 this.finish();
-                Err(error.with_request_id(request_id.as_deref()))
+                let request_id = this.meta.request_id.clone();
+                Some(Err(error.with_request_id(request_id.as_deref())))
             }
             None => {
                 this.finish();
-                Err(ClientError::StreamEnded {
-                    events_received: this.events_received,
-                    request_id,
-                })
+                None
             }
-        };
-        Poll::Ready(Some(output))
+        })
     }
 }
 
@@ -153,7 +158,8 @@ impl fmt::Debug for EventStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aptix_model::wire::{ErrorEvent, ResponseEvent};
+    use aptix_model::wire::ErrorEvent;
+    use futures_util::FutureExt;
 
     fn created() -> StreamEvent {
         StreamEvent::Created(ResponseEvent {
@@ -162,51 +168,27 @@ mod tests {
         })
     }
 
-    fn completed() -> StreamEvent {
-        StreamEvent::Completed(ResponseEvent {
-            sequence_number: Some(1),
-            response: Box::new(Response::with_id("resp_1")),
-        })
-    }
-
-    fn drain(stream: EventStream) -> Vec<Result<StreamEvent, ClientError>> {
+    fn drain(stream: EventStream) -> Vec<Result<SseEvent, ClientError>> {
         futures_util::stream::StreamExt::collect::<Vec<_>>(stream)
             .now_or_never()
             .expect("an iterator-backed stream is always ready")
     }
 
-    use futures_util::FutureExt;
-
     #[test]
-    fn ends_after_the_terminal_event() {
-        let items = vec![Ok(created()), Ok(completed()), Ok(created())];
-        let out = drain(EventStream::from_items(ReplyMeta::synthetic(), items));
-        assert_eq!(out.len(), 2);
-        assert!(out.iter().all(Result::is_ok));
-    }
-
-    #[test]
-    fn a_missing_terminal_event_is_an_error() {
-        let meta = ReplyMeta {
-            request_id: Some("req_9".into()),
-            ..ReplyMeta::synthetic()
+    fn typed_events_are_framed_as_the_api_sends_them() {
+        let out = drain(EventStream::from_events(
+            ReplyMeta::synthetic(),
+            [Ok(created())],
+        ));
+        let Ok(event) = &out[0] else {
+            panic!("{out:?}")
         };
-        let out = drain(EventStream::from_items(meta, vec![Ok(created())]));
-        assert_eq!(out.len(), 2);
-        match &out[1] {
-            Err(ClientError::StreamEnded {
-                events_received,
-                request_id,
-            }) => {
-                assert_eq!(*events_received, 1);
-                assert_eq!(request_id.as_deref(), Some("req_9"));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+        assert_eq!(event.event.as_deref(), Some("response.created"));
+        assert_eq!(StreamEvent::from_json(&event.data).unwrap(), created());
     }
 
     #[test]
-    fn an_error_event_is_the_last_item() {
+    fn an_error_event_is_passed_on_for_the_fold_to_judge() {
         let error = StreamEvent::Error(ErrorEvent {
             sequence_number: Some(2),
             error: None,
@@ -214,27 +196,30 @@ mod tests {
             message: Some("flat shape".into()),
             param: None,
         });
-        let items = vec![Ok(created()), Ok(error), Ok(completed())];
-        let out = drain(EventStream::from_items(ReplyMeta::synthetic(), items));
-        assert_eq!(out.len(), 2);
-        let Err(error) = &out[1] else {
-            panic!("expected an error")
-        };
-        assert_eq!(error.code(), Some("server_error"));
-        assert!(matches!(
-            error,
-            ClientError::StreamError {
-                sequence_number: Some(2),
-                ..
-            }
+        let out = drain(EventStream::from_events(
+            ReplyMeta::synthetic(),
+            [Ok(created()), Ok(error), Ok(created())],
         ));
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(Result::is_ok));
     }
 
     #[test]
-    fn final_response_returns_the_terminal_object() {
-        let items = vec![Ok(created()), Ok(completed())];
-        let stream = EventStream::from_items(ReplyMeta::synthetic(), items);
-        let response = stream.final_response().now_or_never().unwrap().unwrap();
-        assert_eq!(response.id, "resp_1");
+    fn an_err_item_is_the_last_and_carries_the_request_id() {
+        let meta = ReplyMeta {
+            request_id: Some("req_9".into()),
+            ..ReplyMeta::synthetic()
+        };
+        let failure = ClientError::decode("stream event data", b"x", 0, "bad");
+        let out = drain(EventStream::from_events(
+            meta,
+            [Ok(created()), Err(failure), Ok(created())],
+        ));
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[1].as_ref().unwrap_err().request_id(),
+            Some("req_9"),
+            "{out:?}"
+        );
     }
 }

@@ -565,11 +565,16 @@ fn a_finish_reason_without_done_still_finishes_at_the_end_of_the_body() {
 }
 
 #[test]
-fn an_error_chunk_is_a_stream_error() {
+fn an_error_chunk_is_an_error_event_and_the_last_one() {
     let mut translator = ChatStreamTranslator::new();
-    let error = translator
+    let events = translator
         .push_data(r#"{"error":{"message":"overloaded","type":"server_error","code":"503"}}"#)
-        .unwrap_err();
-    assert_eq!(error.code(), Some("503"));
-    assert!(matches!(error, ClientError::StreamError { .. }));
+        .unwrap();
+    let [StreamEvent::Error(event)] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    let error = event.api_error();
+    assert_eq!(error.code.as_deref(), Some("503"));
+    assert_eq!(error.message, "overloaded");
+    assert!(translator.push_data("[DONE]").unwrap().is_empty());
 }

@@ -376,7 +376,7 @@ fn response_map_decoded(bencher: Bencher<'_, '_>) {
 fn stream_aptix_sse_only(bencher: Bencher<'_, '_>, chunking: Chunking) {
     let chunks = chunking.chunks();
     bencher.counter(BytesCount::of_slice(&*STREAM)).bench(|| {
-        let mut decoder = aptix_mapping::SseDecoder::new();
+        let mut decoder = aptix_sse::SseDecoder::new();
         let mut count = 0usize;
         for chunk in &chunks {
             decoder.feed(chunk);
@@ -391,7 +391,7 @@ fn stream_aptix_sse_only(bencher: Bencher<'_, '_>, chunking: Chunking) {
 /// JSON decoding and folding alone, from SSE events framed beforehand: the fold's share.
 #[divan::bench]
 fn stream_fold_of_framed_events(bencher: Bencher<'_, '_>) {
-    let mut decoder = aptix_mapping::SseDecoder::new();
+    let mut decoder = aptix_sse::SseDecoder::new();
     decoder.feed(&STREAM);
     let mut events = Vec::new();
     while let Some(Ok(event)) = decoder.next_event() {

@@ -15,19 +15,6 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum MappingError {
-    /// One server-sent event grew past the decoder's size limit
-    /// ([`SseDecoder::with_max_event_size`](crate::SseDecoder::with_max_event_size)).
-    ///
-    /// The decoder stops buffering that event at once, drops the rest of it up to the
-    /// blank line that ends it, and then carries on with the next event.
-    #[error("sse event starting at byte {offset} is larger than the limit of {limit} bytes")]
-    SseEventTooLarge {
-        /// The limit in force, in bytes.
-        limit: usize,
-        /// Where the event starts, counted in bytes from the start of the stream.
-        offset: u64,
-    },
-
     /// A 2xx body that is not a `Response` object: not JSON, not UTF-8, or JSON of
     /// another shape (no `id`, an `output` that is not a list, ...).
     #[error("response body is not a responses api response: {reason}")]
@@ -72,7 +59,6 @@ impl MappingError {
     /// its `type`, else `stream_error`).
     pub fn code(&self) -> String {
         match self {
-            MappingError::SseEventTooLarge { .. } => "sse_event_too_large".into(),
             MappingError::InvalidResponseBody { .. } => "invalid_response_body".into(),
             MappingError::StreamEndedEarly { .. } => "stream_ended_early".into(),
             MappingError::StreamFailed { error, .. } => crate::map::stream_error_code(error),

@@ -19,8 +19,8 @@
 //!   through [`map_response`], [`map_transport_failure`] (no body at all), and
 //!   [`map_mapping_error`] (this crate's [`MappingError`]s: a body that is not a
 //!   response, a stream cut short).
-//! - **Streams.** [`SseDecoder`] frames `text/event-stream` bytes into [`SseEvent`]s;
-//!   [`StreamFold`] folds events into the final response, emitting [`StreamDelta`]s
+//! - **Streams.** `aptix-sse` frames `text/event-stream` bytes into events;
+//!   [`StreamFold`] folds them into the final response, emitting [`StreamDelta`]s
 //!   (text, refusal, tool call start, arguments, reasoning summary, error, done) as they
 //!   arrive; [`StreamFolder`] drives both over byte chunks; [`map_folded`] maps the
 //!   result. The envelope of a folded stream is the envelope of its final response.
@@ -97,7 +97,6 @@ mod capture;
 mod error;
 mod fold;
 mod map;
-mod sse;
 mod stream;
 mod turn;
 mod warning;
@@ -109,7 +108,6 @@ pub use map::{
     map_error_body, map_folded, map_mapping_error, map_response, map_response_body,
     map_stream_error, map_transport_failure,
 };
-pub use sse::{DEFAULT_MAX_EVENT_SIZE, SseDecoder, SseEvent, SseEventView};
 pub use stream::StreamFolder;
 pub use turn::{Mapped, TurnContext};
 pub use warning::MappingWarning;

@@ -1,12 +1,13 @@
 //! [`StreamFolder`]: the SSE decoder and the fold together, bytes in, deltas out.
 //!
 //! For callers that hold the raw body: `aptix inspect` on an `.sse` capture, tests, and
-//! benchmarks. The HTTP client, which owns the connection and its own decoder, feeds
-//! [`SseEvent`](crate::SseEvent)s to a [`StreamFold`] directly.
+//! benchmarks. The HTTP client frames the connection's bytes with the same decoder
+//! (`aptix-sse`) and the orchestrator feeds those events to a [`StreamFold`] with
+//! [`StreamFold::apply_sse`], the same call this type makes: one path for every stream.
 
 use crate::error::MappingError;
 use crate::fold::{FoldedStream, StreamDelta, StreamFold};
-use crate::sse::{SseDecoder, SseEvent};
+use aptix_sse::{SseDecoder, SseError, SseEvent};
 
 /// Decodes a `text/event-stream` body fed in chunks of any size and folds its events.
 ///
@@ -58,13 +59,8 @@ impl StreamFolder {
     /// [`feed`](Self::feed), appending to a buffer the caller reuses.
     pub fn feed_into(&mut self, bytes: &[u8], deltas: &mut Vec<StreamDelta>) {
         self.decoder.feed(bytes);
-        while let Some(result) = self.decoder.next_event_view() {
-            match result {
-                Ok(event) => deltas.extend(self.fold.apply_sse_view(&event)),
-                // An event over the size limit never reaches the fold; it is counted,
-                // and if it was the final response the stream ends early.
-                Err(error) => self.fold.note_undecodable(|| error.to_string()),
-            }
+        while let Some(result) = self.decoder.next_event() {
+            self.take(result, deltas);
         }
     }
 
@@ -100,7 +96,7 @@ impl StreamFolder {
         self.fold.finish()
     }
 
-    fn take(&mut self, result: Result<SseEvent, MappingError>, deltas: &mut Vec<StreamDelta>) {
+    fn take(&mut self, result: Result<SseEvent, SseError>, deltas: &mut Vec<StreamDelta>) {
         match result {
             Ok(event) => deltas.extend(self.fold.apply_sse(&event)),
             // An event over the size limit never reaches the fold; it is counted, and if

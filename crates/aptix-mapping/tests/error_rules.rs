@@ -320,17 +320,6 @@ fn transport_failures_and_own_errors() {
             response_id: None,
         },
     );
-    let too_large = MappingError::SseEventTooLarge {
-        limit: 10,
-        offset: 0,
-    };
-    assert_eq!(
-        map_mapping_error(&too_large, &turn())
-            .envelope
-            .error_code
-            .as_deref(),
-        Some("sse_event_too_large")
-    );
     // An empty fold ends early, with no response id to keep.
     let error = StreamFold::new().finish().expect_err("no events");
     assert_eq!(error.code(), "stream_ended_early");

@@ -6,15 +6,15 @@ use std::time::Instant;
 use aptix_client::ClientError;
 use aptix_mapping::{
     Mapped, StreamFold, TurnContext, map_error_body, map_folded, map_mapping_error, map_response,
-    map_stream_error, map_transport_failure,
+    map_transport_failure,
 };
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, LlmUsage, SourceRef,
     ToolOutcome as ClientOutcome,
 };
 use aptix_model::wire::{
-    ContentPart, CreateResponseRequest, ErrorBody, ErrorEvent, Input, InputItem, MessageContent,
-    OutputItem, Response, Role,
+    ContentPart, CreateResponseRequest, ErrorBody, Input, InputItem, MessageContent, OutputItem,
+    Response, Role,
 };
 use aptix_rag::{RetrievalQuery, ScoredChunk, render_context_block};
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock};
@@ -266,13 +266,13 @@ impl Orchestrator {
                 Ok(reply) => reply,
                 Err(mut failed) => {
                     // Nothing is stored: the client may retry the same turn.
-                    add_usage(&mut failed.usage, &usage);
+                    failed.usage.add(&usage);
                     prepend_warnings(&mut failed, warnings);
                     return Ok(failed);
                 }
             };
             let mut envelope = reply.mapped.envelope;
-            add_usage(&mut usage, &envelope.usage);
+            usage.add(&envelope.usage);
             if envelope.kind == Kind::Error {
                 envelope.usage = usage;
                 prepend_warnings(&mut envelope, warnings);
@@ -401,14 +401,18 @@ impl Orchestrator {
         let mut context = context.clone();
         context.request_id = stream.meta().request_id.clone();
         let mut fold = StreamFold::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => {
-                    if let Some(delta) = fold.apply(event) {
+        // The fold judges the events (an `error` event, a missing terminal one); the
+        // stream only reports the connection. Once the terminal event is in, the rest
+        // of the body is not read: dropping the stream releases the connection.
+        while !fold.is_finished() {
+            match stream.next().await {
+                Some(Ok(event)) => {
+                    if let Some(delta) = fold.apply_sse(&event) {
                         sink(&delta);
                     }
                 }
-                Err(error) => return Err(client_error_envelope(&error, &context)),
+                Some(Err(error)) => return Err(client_error_envelope(&error, &context)),
+                None => break,
             }
         }
         let folded = fold
@@ -509,14 +513,6 @@ fn append_to_user_message(body: &mut CreateResponseRequest, parts: Vec<ContentPa
     }
 }
 
-fn add_usage(total: &mut LlmUsage, more: &LlmUsage) {
-    total.prompt_tokens += more.prompt_tokens;
-    total.completion_tokens += more.completion_tokens;
-    total.total_tokens += more.total_tokens;
-    total.cached_tokens += more.cached_tokens;
-    total.reasoning_tokens += more.reasoning_tokens;
-}
-
 fn prepend_warnings(envelope: &mut AgentExecuteResponse, mut warnings: Vec<String>) {
     warnings.append(&mut envelope.warnings);
     envelope.warnings = warnings;
@@ -528,12 +524,12 @@ fn classify(envelope: &AgentExecuteResponse) -> Kind {
         .text
         .as_deref()
         .is_some_and(|text| !text.is_empty());
-    match (has_text, envelope.tool_calls.is_empty()) {
-        (true, _) => Kind::Ok,
-        (false, false) => Kind::ToolOnly,
-        (false, true) if envelope.refusal.is_some() => Kind::Ok,
-        (false, true) => Kind::Empty,
-    }
+    Kind::classify(
+        false,
+        has_text,
+        !envelope.tool_calls.is_empty(),
+        envelope.refusal.is_some(),
+    )
 }
 
 /// A provider failure as an error envelope: the status and body for HTTP errors, the
@@ -563,30 +559,6 @@ pub(crate) fn client_error_envelope(
             };
             map_error_body(*status, &body, &context).envelope
         }
-        ClientError::StreamError {
-            error,
-            sequence_number,
-            ..
-        } => {
-            let event = ErrorEvent {
-                sequence_number: *sequence_number,
-                error: Some((**error).clone()),
-                code: None,
-                message: None,
-                param: None,
-            };
-            map_stream_error(&event, None, &context).envelope
-        }
-        other => {
-            let code = match other {
-                ClientError::Config { .. } => "configuration_error",
-                ClientError::Transport { .. } => "transport_error",
-                ClientError::Timeout { .. } => "timeout",
-                ClientError::StreamEnded { .. } => "stream_ended_early",
-                ClientError::Decode { .. } => "decode_error",
-                _ => "provider_error",
-            };
-            map_transport_failure(code, &other.to_string(), &context).envelope
-        }
+        other => map_transport_failure(&other.code(), &other.to_string(), &context).envelope,
     }
 }

@@ -251,9 +251,9 @@ async fn an_error_envelope_ends_the_attempts() {
     let provider = FakeProvider::new();
     provider
         .push_response(text_reply("resp_1", "{}", 5))
-        .push_error(ClientError::StreamEnded {
-            events_received: 0,
-            request_id: None,
+        .push_error(ClientError::Timeout {
+            kind: aptix_client::TimeoutKind::Request,
+            after: std::time::Duration::from_secs(1),
         });
     match solve_value(&provider, request()).await {
         Err(SolveError::Provider {

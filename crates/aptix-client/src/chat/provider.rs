@@ -15,7 +15,7 @@ use crate::error::ClientError;
 use crate::openai::check_event_stream;
 use crate::provider::{Capabilities, ProviderResponse, ResponsesProvider};
 use crate::sse_body::{DataHandler, Items, event_stream};
-use crate::stream::EventStream;
+use crate::stream::{EventStream, frame};
 use crate::transport::HttpTransport;
 
 /// The Chat Completions endpoint below the base URL.
@@ -114,15 +114,15 @@ impl ResponsesProvider for ChatCompletionsProvider {
 struct ChunkEvents(ChatStreamTranslator);
 
 impl DataHandler for ChunkEvents {
-    fn on_event(&mut self, event: aptix_mapping::SseEvent, out: &mut Items) {
+    fn on_event(&mut self, event: aptix_sse::SseEvent, out: &mut Items) {
         match self.0.push_data(&event.data) {
-            Ok(events) => out.extend(events.into_iter().map(Ok)),
+            Ok(events) => out.extend(events.iter().map(|event| Ok(frame(event)))),
             Err(error) => out.push(Err(error)),
         }
     }
 
     fn on_end(&mut self, out: &mut Items) {
-        out.extend(self.0.finish().into_iter().map(Ok));
+        out.extend(self.0.finish().iter().map(|event| Ok(frame(event))));
     }
 }
 

@@ -20,8 +20,9 @@
 use std::collections::BTreeMap;
 
 use aptix_model::wire::{
-    ApiError, ContentPart, ContentPartEvent, ItemStatus, OutputItem, OutputItemEvent, Refusal,
-    Response, ResponseEvent, ResponseStatus, StreamEvent, TextDeltaEvent, TextDoneEvent, Usage,
+    ApiError, ContentPart, ContentPartEvent, ErrorEvent, ItemStatus, OutputItem, OutputItemEvent,
+    Refusal, Response, ResponseEvent, ResponseStatus, StreamEvent, TextDeltaEvent, TextDoneEvent,
+    Usage,
 };
 use serde_json::Value;
 
@@ -82,7 +83,8 @@ impl ChatStreamTranslator {
     }
 
     /// Translates one SSE `data` payload (a chunk, or `[DONE]`). A chunk carrying an
-    /// `error` object is a [`ClientError::StreamError`].
+    /// `error` object becomes the Responses API's `error` event, which the stream fold
+    /// judges as it judges OpenAI's own; the translator produces nothing after it.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, ClientError> {
         let data = data.trim();
         if self.done || data.is_empty() {
@@ -94,7 +96,8 @@ impl ChatStreamTranslator {
         let chunk: ChatChunk = serde_json::from_str(data)
             .map_err(|error| json_decode_error("chat completion chunk", data.as_bytes(), &error))?;
         if let Some(error) = chunk.error {
-            return Err(stream_error(error, self.sequence));
+            self.done = true;
+            return Ok(vec![error_event(error, self.sequence)]);
         }
         let mut out = Vec::new();
         if !self.started {
@@ -434,8 +437,8 @@ fn empty_part(refusal: bool) -> ContentPart {
     }
 }
 
-/// An `error` chunk as a stream error; the object may be nested or the message alone.
-fn stream_error(error: Value, sequence: u64) -> ClientError {
+/// An `error` chunk as an `error` event; the object may be nested or the message alone.
+fn error_event(error: Value, sequence: u64) -> StreamEvent {
     let api_error = match &error {
         Value::String(message) => ApiError {
             message: message.clone(),
@@ -446,9 +449,11 @@ fn stream_error(error: Value, sequence: u64) -> ClientError {
             ..ApiError::default()
         }),
     };
-    ClientError::StreamError {
-        error: Box::new(api_error),
+    StreamEvent::Error(ErrorEvent {
         sequence_number: Some(sequence),
-        request_id: None,
-    }
+        error: Some(api_error),
+        code: None,
+        message: None,
+        param: None,
+    })
 }

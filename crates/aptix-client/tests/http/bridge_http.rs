@@ -6,7 +6,7 @@ use std::time::Duration;
 use aptix_client::{ChatCompletionsProvider, ClientError, ResponsesProvider};
 use aptix_model::wire::{OutputItem, StreamEvent};
 use bytes::Bytes;
-use futures_util::StreamExt;
+
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -117,13 +117,12 @@ async fn a_streamed_tool_call_arrives_as_responses_events() {
         .mount(&server)
         .await;
     let provider = ChatCompletionsProvider::new(config(&server.uri()).build().unwrap()).unwrap();
-    let events: Vec<StreamEvent> = provider
-        .stream(&request())
-        .await
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let events: Vec<StreamEvent> =
+        crate::support::typed_events(provider.stream(&request()).await.unwrap())
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
     let StreamEvent::OutputItemAdded(added) = &events[2] else {
         panic!("{:?}", events[2])
     };
@@ -153,12 +152,7 @@ async fn a_dribbled_chat_stream_translates_like_a_whole_one() {
     for server in [&whole_server, &dribbled_server] {
         let provider = ChatCompletionsProvider::new(config(server.uri()).build().unwrap()).unwrap();
         let run = async {
-            provider
-                .stream(&request())
-                .await
-                .unwrap()
-                .collect::<Vec<_>>()
-                .await
+            crate::support::typed_events(provider.stream(&request()).await.unwrap()).await
         };
         let items = tokio::time::timeout(Duration::from_secs(20), run)
             .await
@@ -179,20 +173,16 @@ async fn a_chat_stream_cut_before_its_end_is_an_error() {
     }
     let server = FakeServer::start(vec![Step::Send(Bytes::from(body))]).await;
     let provider = ChatCompletionsProvider::new(config(server.uri()).build().unwrap()).unwrap();
-    let run = async {
-        provider
-            .stream(&request())
-            .await
-            .unwrap()
-            .collect::<Vec<_>>()
-            .await
-    };
-    let items = tokio::time::timeout(Duration::from_secs(20), run)
+    let run = async { crate::support::fold(provider.stream(&request()).await.unwrap()).await };
+    let verdict = tokio::time::timeout(Duration::from_secs(20), run)
         .await
         .unwrap();
     assert!(
-        matches!(items.last(), Some(Err(ClientError::StreamEnded { .. }))),
-        "{items:?}"
+        matches!(
+            verdict,
+            Err(Err(aptix_mapping::MappingError::StreamEndedEarly { .. }))
+        ),
+        "{verdict:?}"
     );
 }
 
@@ -210,7 +200,7 @@ async fn chat_error_bodies_map_like_responses_ones() {
     let provider = ChatCompletionsProvider::new(config(&server.uri()).build().unwrap()).unwrap();
     let error = provider.create(&request()).await.unwrap_err();
     assert_eq!(error.status(), Some(401));
-    assert_eq!(error.code(), Some("invalid_api_key"));
+    assert_eq!(error.api_code(), Some("invalid_api_key"));
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ async fn each_error_fixture_maps_to_a_status_error() {
             other => panic!("{fixture}: unexpected {other:?}"),
         }
         assert_eq!(error.status(), Some(status));
-        assert_eq!(error.code(), code);
+        assert_eq!(error.api_code(), code);
         assert_eq!(error.request_id(), Some("req_err_1"));
         assert!(
             error

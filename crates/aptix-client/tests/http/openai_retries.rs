@@ -96,7 +96,7 @@ async fn insufficient_quota_is_sent_exactly_once() {
         .await;
     let provider = OpenAiProvider::new(paused_config(&server.uri()).build().unwrap()).unwrap();
     let error = provider.create(&request()).await.unwrap_err();
-    assert_eq!(error.code(), Some("insufficient_quota"));
+    assert_eq!(error.api_code(), Some("insufficient_quota"));
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
@@ -191,6 +191,6 @@ async fn a_stream_request_is_retried_before_its_head_arrives() {
     let stream = provider.stream(&request()).await.unwrap();
     assert_waited(started.elapsed(), Duration::from_millis(250));
     assert_eq!(stream.meta().attempts, 2);
-    let response = stream.final_response().await.unwrap();
+    let response = crate::support::fold(stream).await.unwrap().response;
     assert!(response.id.starts_with("resp_"));
 }

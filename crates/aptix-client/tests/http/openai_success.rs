@@ -3,7 +3,7 @@
 
 use aptix_client::{ClientError, OpenAiProvider, ResponsesProvider};
 use aptix_model::wire::{OutputItem, Response, StreamEvent};
-use futures_util::StreamExt;
+
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -129,7 +129,11 @@ async fn stream_yields_the_fixture_events_and_ends_at_the_terminal_one() {
         let stream = provider.stream(&request()).await.unwrap();
         assert_eq!(stream.meta().request_id.as_deref(), Some("Sanitized"));
         assert_eq!(stream.meta().rate_limits, None);
-        let events: Vec<StreamEvent> = stream.map(Result::unwrap).collect().await;
+        let events: Vec<StreamEvent> = crate::support::typed_events(stream)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
 
         // Same events as decoding the fixture's data lines one by one.
         let text = aptix_testkit::read_fixture_text(fixture);
@@ -159,13 +163,10 @@ async fn a_streamed_function_call_folds_to_its_final_response() {
         .mount(&server)
         .await;
     let provider = OpenAiProvider::new(config(&server.uri()).build().unwrap()).unwrap();
-    let response = provider
-        .stream(&request())
+    let response = crate::support::fold(provider.stream(&request()).await.unwrap())
         .await
         .unwrap()
-        .final_response()
-        .await
-        .unwrap();
+        .response;
     let OutputItem::FunctionCall(call) = &response.output[0] else {
         panic!("expected a function call, got {:?}", response.output);
     };
@@ -175,33 +176,34 @@ async fn a_streamed_function_call_folds_to_its_final_response() {
 }
 
 #[tokio::test]
-async fn an_error_event_ends_the_stream_with_a_typed_error() {
+async fn an_error_event_is_judged_by_the_fold_with_the_failed_response_after_it() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(sse_reply("sse_error_event_then_response_failed.sse"))
         .mount(&server)
         .await;
     let provider = OpenAiProvider::new(config(&server.uri()).build().unwrap()).unwrap();
-    let items: Vec<_> = provider.stream(&request()).await.unwrap().collect().await;
-    // created, in_progress, then the error; the response.failed after it is not read.
-    assert_eq!(items.len(), 3);
+    let stream = provider.stream(&request()).await.unwrap();
+    assert_eq!(stream.meta().request_id.as_deref(), Some("Sanitized"));
+    // The connection delivers every event; the error event does not end it.
+    let events = crate::support::typed_events(stream).await;
+    assert!(events.iter().all(Result::is_ok));
+    let types: Vec<_> = events
+        .iter()
+        .map(|event| event.as_ref().unwrap().type_name().unwrap().to_owned())
+        .collect();
+    assert_eq!(types[2], "error", "{types:?}");
+    assert_eq!(types.last().map(String::as_str), Some("response.failed"));
+    // The fold keeps the error and ends with the failed response that followed it.
+    let stream = provider.stream(&request()).await.unwrap();
+    let folded = crate::support::fold(stream).await.unwrap();
+    let error = folded.stream_error.as_ref().unwrap();
+    assert_eq!(error.code.as_deref(), Some("insufficient_quota"));
+    assert!(error.message.starts_with("You exceeded your current quota"));
     assert_eq!(
-        items[0].as_ref().unwrap().type_name(),
-        Some("response.created")
+        folded.response.status,
+        Some(aptix_model::wire::ResponseStatus::Failed)
     );
-    match &items[2] {
-        Err(ClientError::StreamError {
-            error,
-            sequence_number,
-            request_id,
-        }) => {
-            assert_eq!(error.code.as_deref(), Some("insufficient_quota"));
-            assert!(error.message.starts_with("You exceeded your current quota"));
-            assert_eq!(*sequence_number, Some(2));
-            assert_eq!(request_id.as_deref(), Some("Sanitized"));
-        }
-        other => panic!("unexpected {other:?}"),
-    }
 }
 
 #[tokio::test]

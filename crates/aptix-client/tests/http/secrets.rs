@@ -86,7 +86,7 @@ async fn the_key_never_appears_in_debug_errors_or_traces() {
     let create_error = openai.create(&request()).await.unwrap_err();
     let stream_error = openai.stream(&request()).await.unwrap_err();
     let chat_error = chat.create(&request()).await.unwrap_err();
-    assert_eq!(create_error.code(), Some("invalid_api_key"));
+    assert_eq!(create_error.api_code(), Some("invalid_api_key"));
     assert!(create_error.to_string().contains("[redacted]"));
 
     let never_sent = OpenAiProvider::new(

@@ -52,14 +52,8 @@ fn provider(server: &FakeServer, idle: Duration) -> OpenAiProvider {
 }
 
 async fn collect(provider: &OpenAiProvider) -> Vec<Result<StreamEvent, ClientError>> {
-    let run = async {
-        provider
-            .stream(&request())
-            .await
-            .unwrap()
-            .collect::<Vec<_>>()
-            .await
-    };
+    let run =
+        async { crate::support::typed_events(provider.stream(&request()).await.unwrap()).await };
     tokio::time::timeout(BOUND, run)
         .await
         .expect("the stream must end on its own")
@@ -184,16 +178,17 @@ async fn a_body_that_ends_without_a_terminal_event_is_an_error() {
     let body = aptix_testkit::read_fixture("sse_text_deltas.sse");
     let text = String::from_utf8(body).unwrap();
     let cut = text.find("event: response.completed").unwrap();
+    let events_before = text[..cut].matches("event: ").count() as u64;
     let server = FakeServer::start(vec![Step::Send(Bytes::from(text[..cut].to_owned()))]).await;
-    let items = collect(&provider(&server, Duration::from_secs(5))).await;
-    let (last, events) = items.split_last().unwrap();
-    match last {
-        Err(ClientError::StreamEnded {
-            events_received,
-            request_id,
-        }) => {
-            assert_eq!(*events_received, events.len() as u64);
-            assert_eq!(request_id.as_deref(), Some("req_fake_server"));
+    let provider = provider(&server, Duration::from_secs(5));
+    let stream = provider.stream(&request()).await.unwrap();
+    assert_eq!(stream.meta().request_id.as_deref(), Some("req_fake_server"));
+    let verdict = tokio::time::timeout(BOUND, crate::support::fold(stream))
+        .await
+        .expect("the stream must end on its own");
+    match verdict {
+        Err(Err(aptix_mapping::MappingError::StreamEndedEarly { events, .. })) => {
+            assert_eq!(events, events_before);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -221,5 +216,5 @@ async fn dropping_the_stream_cancels_it() {
         first
     };
     let first = tokio::time::timeout(BOUND, run).await.unwrap();
-    assert_eq!(first.type_name(), Some("response.created"));
+    assert_eq!(first.event_type(), "response.created");
 }

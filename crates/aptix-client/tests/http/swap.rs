@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aptix_client::{ChatCompletionsProvider, OpenAiProvider, ResponsesProvider};
 use aptix_model::wire::{ContentPart, OutputItem, Response, StreamEvent};
-use futures_util::StreamExt;
+
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -44,10 +44,10 @@ fn text_of(response: &Response) -> String {
 /// The caller: knows only the trait.
 async fn ask(provider: &dyn ResponsesProvider) -> Answers {
     let whole = provider.create(&request()).await.unwrap().response;
-    let mut stream = provider.stream(&request()).await.unwrap();
+    let stream = provider.stream(&request()).await.unwrap();
     let mut deltas = String::new();
     let mut last = None;
-    while let Some(event) = stream.next().await {
+    for event in crate::support::typed_events(stream).await {
         let event = event.unwrap();
         if let StreamEvent::OutputTextDelta(delta) = &event {
             deltas.push_str(&delta.delta);

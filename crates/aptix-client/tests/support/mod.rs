@@ -62,3 +62,41 @@ pub fn fixture_headers(name: &str) -> Vec<(String, String)> {
         .map(|(name, value)| (name, value.as_str().unwrap().to_owned()))
         .collect()
 }
+
+/// Every event of a stream, decoded into the wire type (an `Err` item stays one).
+pub async fn typed_events(
+    stream: aptix_client::EventStream,
+) -> Vec<Result<aptix_model::wire::StreamEvent, aptix_client::ClientError>> {
+    use futures_util::StreamExt;
+    stream
+        .map(|item| {
+            item.map(|event| {
+                aptix_model::wire::StreamEvent::from_json(&event.data)
+                    .unwrap_or_else(|error| panic!("event data is not an event: {error}"))
+            })
+        })
+        .collect()
+        .await
+}
+
+/// What a stream folds to, as the orchestrator folds it: `Err(Ok(...))` is a
+/// connection problem, `Err(Err(...))` the fold's verdict (a failed or cut stream).
+pub async fn fold(
+    mut stream: aptix_client::EventStream,
+) -> Result<
+    aptix_mapping::FoldedStream,
+    Result<aptix_client::ClientError, aptix_mapping::MappingError>,
+> {
+    use futures_util::StreamExt;
+    let mut fold = aptix_mapping::StreamFold::new();
+    while !fold.is_finished() {
+        match stream.next().await {
+            Some(Ok(event)) => {
+                fold.apply_sse(&event);
+            }
+            Some(Err(error)) => return Err(Ok(error)),
+            None => break,
+        }
+    }
+    fold.finish().map_err(Err)
+}

@@ -2,14 +2,12 @@
 //!
 //! The rules are documented on [`StreamFold`], the type users see. Split by concept:
 //! `stream_fold` (the fold), `folded` (its result), `state` (items by `output_index`), `delta`
-//! (what is passed on), `decode` and `scan` (SSE data to events, with the fast path for
-//! deltas), `anomalies` (counting what went wrong, to report it once).
+//! (what is passed on), `decode` (SSE data to events), `anomalies` (counting what went wrong, to report it once).
 
 mod anomalies;
 mod decode;
 mod delta;
 mod folded;
-mod scan;
 mod state;
 mod stream_fold;
 

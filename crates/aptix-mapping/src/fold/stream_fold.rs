@@ -3,15 +3,14 @@
 use aptix_model::wire::{ApiError, Response, ResponseStatus, StreamEvent};
 
 use super::anomalies::Anomalies;
-use super::decode::{Decoded, DeltaKind, DeltaParts, FastDelta, KNOWN_EVENT_TYPES, decode};
+use super::decode::{Decoded, DeltaKind, DeltaParts, decode};
 use super::delta::{StreamDelta, call_done, call_started};
 use super::folded::{FoldedStream, differing_indexes};
-use super::scan::ScanMemo;
 use super::state::{Orphan, OutputState};
 use crate::error::MappingError;
 use crate::map::{finish_reason, stream_error_code};
-use crate::sse::{SseEvent, SseEventView};
 use crate::warning::MappingWarning;
+use aptix_sse::SseEvent;
 
 /// Folds stream events into the final response.
 ///
@@ -85,8 +84,6 @@ pub struct StreamFold {
     last_sequence_number: Option<u64>,
     anomalies: Anomalies,
     ignored_event_types: Vec<String>,
-    /// What the delta reader remembers between events.
-    scan_memo: ScanMemo,
 }
 
 /// The final response and, when it came as SSE text, its JSON exactly as sent.
@@ -107,33 +104,26 @@ impl StreamFold {
         self.apply_event(event, None)
     }
 
-    /// Folds one SSE event: its `data` is decoded here (deltas through a fast path),
-    /// and a terminal event's `response` text is kept for `rawResponseJson`. A payload
-    /// that is not a JSON event is counted and reported as a warning; a `[DONE]` payload
-    /// (sent by some compatible servers) is ignored.
+    /// Folds one SSE event as a connection or a saved body delivers it: its `data` is
+    /// decoded here, and a terminal event's `response` text is kept for
+    /// `rawResponseJson`. A payload that is not a JSON event is counted and reported as
+    /// a warning; a `[DONE]` payload (sent by some compatible servers) is ignored.
+    ///
+    /// This is the path every stream takes, from the network (`aptix ask`, the
+    /// orchestrator) or from a file (`aptix inspect`).
     pub fn apply_sse(&mut self, event: &SseEvent) -> Option<StreamDelta> {
-        self.apply_data(event.event_type(), &event.data)
-    }
-
-    /// [`apply_sse`](Self::apply_sse) for an event the decoder lends out
-    /// ([`SseDecoder::next_event_view`](crate::SseDecoder::next_event_view)), so the
-    /// payload is never copied.
-    pub fn apply_sse_view(&mut self, event: &SseEventView<'_>) -> Option<StreamDelta> {
-        self.apply_data(event.event_type(), event.data)
-    }
-
-    fn apply_data(&mut self, event_type: &str, data: &str) -> Option<StreamDelta> {
+        let data = event.data.as_str();
         // Checked only when the payload cannot be an event, to keep it off the hot path.
-        if !data.starts_with('{') && data.trim() == "[DONE]" {
+        if !data.starts_with('{') && matches!(data.trim(), "[DONE]" | "") {
             return None;
         }
-        match decode(data, &mut self.scan_memo) {
-            Ok(Decoded::Delta(delta)) => self.apply_fast(delta),
-            Ok(Decoded::Event {
+        match decode(data) {
+            Ok(Decoded {
                 event,
                 raw_response,
             }) => self.apply_event(event, raw_response),
             Err(reason) => {
+                let event_type = event.event_type();
                 self.note_undecodable(|| format!("`{event_type}` event: {reason}"));
                 None
             }
@@ -373,14 +363,6 @@ impl StreamFold {
         }
     }
 
-    fn apply_fast(&mut self, delta: FastDelta<'_>) -> Option<StreamDelta> {
-        let kind = delta.kind?;
-        if !self.admit(delta.sequence_number, false) {
-            return None;
-        }
-        self.delta(kind, DeltaParts::from(delta))
-    }
-
     /// Folds a delta of any of the four kinds and builds the delta to pass on.
     fn delta(&mut self, kind: DeltaKind, parts: DeltaParts<'_>) -> Option<StreamDelta> {
         let DeltaParts {
@@ -491,7 +473,7 @@ impl StreamFold {
             None => self
                 .anomalies
                 .undecodable(|| "an event without a `type`".to_owned()),
-            Some(known) if KNOWN_EVENT_TYPES.contains(&known) => self
+            Some(known) if StreamEvent::KNOWN_TYPES.contains(&known) => self
                 .anomalies
                 .undecodable(|| format!("a `{known}` event of unexpected shape")),
             Some(unknown) => {

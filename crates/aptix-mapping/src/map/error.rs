@@ -149,7 +149,6 @@ pub fn map_mapping_error(error: &MappingError, turn: &TurnContext) -> Mapped {
             mapped.envelope.response_continuation_id = response_id.clone();
             mapped
         }
-        other => map_transport_failure(&other.code(), &other.to_string(), turn),
     }
 }
 
@@ -173,12 +172,9 @@ fn api_error_envelope(
 
 /// `code`, else `type`, else `stream_error`.
 pub(crate) fn stream_error_code(error: &ApiError) -> String {
-    [&error.code, &error.kind]
-        .into_iter()
-        .flatten()
-        .find(|text| !text.is_empty())
-        .cloned()
-        .unwrap_or_else(|| STREAM_ERROR_CODE.to_owned())
+    error
+        .code_or_type()
+        .map_or_else(|| STREAM_ERROR_CODE.to_owned(), str::to_owned)
 }
 
 /// The start of `body` for a message: lossy UTF-8, runs of whitespace collapsed to one

@@ -20,7 +20,7 @@
 //! label (a status of `content_filter`) is that label, exactly as a client decoding the
 //! envelope would read it.
 
-use aptix_model::contract::{FinishReason, Kind};
+use aptix_model::contract::FinishReason;
 use aptix_model::wire::{IncompleteReason, Response, ResponseStatus};
 
 use crate::warning::MappingWarning;
@@ -86,20 +86,5 @@ fn incomplete_reason(response: &Response, warnings: &mut Vec<MappingWarning>) ->
             warnings.push(MappingWarning::IncompleteWithoutReason);
             FinishReason::from("incomplete")
         }
-    }
-}
-
-/// AGN-004 section 4. A failure is `error` whatever else the output holds; otherwise
-/// text (or a refusal, which is the model's answer in words) makes it `ok`, tool calls
-/// alone `tool-only`, and nothing at all `empty`.
-pub(crate) fn kind(failed: bool, has_text: bool, has_tool_calls: bool, refused: bool) -> Kind {
-    if failed {
-        Kind::Error
-    } else if has_text || refused {
-        Kind::Ok
-    } else if has_tool_calls {
-        Kind::ToolOnly
-    } else {
-        Kind::Empty
     }
 }

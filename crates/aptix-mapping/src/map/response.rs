@@ -1,9 +1,10 @@
 //! A finished `Response` (HTTP 200, or a stream's final event) to the envelope.
 
+use aptix_model::contract::Kind;
 use aptix_model::wire::{Response, ResponseStatus};
 
 use super::error::excerpt;
-use super::finish::{finish_reason, kind};
+use super::finish::finish_reason;
 use super::items::extract;
 use super::usage::usage;
 use crate::error::MappingError;
@@ -37,7 +38,7 @@ pub fn map_response(response: &Response, raw_json: Option<&str>, turn: &TurnCont
     let reason = finish_reason(response, extracted.calls_tools, &mut warnings);
     let failed = response.status == Some(ResponseStatus::Failed);
 
-    let mut envelope = turn.envelope(kind(
+    let mut envelope = turn.envelope(Kind::classify(
         failed,
         extracted.text.is_some(),
         !extracted.tool_calls.is_empty(),

@@ -32,6 +32,23 @@ open_string_enum! {
     }
 }
 
+impl Kind {
+    /// AGN-004 section 4, the one home of the rule: a failure is `error` whatever else
+    /// the output holds; otherwise text (or a refusal, which is the model's answer in
+    /// words) makes it `ok`, tool calls alone `tool-only`, and nothing at all `empty`.
+    pub fn classify(failed: bool, has_text: bool, has_tool_calls: bool, refused: bool) -> Kind {
+        if failed {
+            Kind::Error
+        } else if has_text || refused {
+            Kind::Ok
+        } else if has_tool_calls {
+            Kind::ToolOnly
+        } else {
+            Kind::Empty
+        }
+    }
+}
+
 impl Default for Kind {
     /// [`Kind::Empty`]: an envelope with nothing in it yet.
     fn default() -> Self {

@@ -120,6 +120,20 @@ pub struct LlmUsage {
     pub reasoning_tokens: u64,
 }
 
+impl LlmUsage {
+    /// Adds `more` to these counts, saturating (a sum of many calls never wraps): the
+    /// one way usage is totalled over a turn's model calls.
+    pub fn add(&mut self, more: &LlmUsage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(more.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(more.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(more.total_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(more.cached_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(more.reasoning_tokens);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,3 +43,15 @@ pub struct ApiError {
     )]
     pub code: Option<String>,
 }
+
+impl ApiError {
+    /// What an error envelope's `errorCode` takes from this error: its `code`, else its
+    /// `type` (`kind`), skipping empty ones; `None` when it has neither.
+    pub fn code_or_type(&self) -> Option<&str> {
+        [&self.code, &self.kind]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .find(|text| !text.is_empty())
+    }
+}

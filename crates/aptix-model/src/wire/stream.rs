@@ -17,79 +17,88 @@ use super::response::Response;
 use super::serde_util::{null_as_default, string_or_number};
 use crate::ModelError;
 
-/// One stream event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum StreamEvent {
+/// Declares [`StreamEvent`] from one table of `wire type => Variant(Payload)`, so that
+/// the serde tags, [`StreamEvent::KNOWN_TYPES`] and [`StreamEvent::type_name`] cannot
+/// drift apart: every name is written once, here.
+macro_rules! stream_events {
+    ($($(#[doc = $doc:literal])* $wire:literal => $variant:ident($payload:ty),)+) => {
+        /// One stream event.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type")]
+        pub enum StreamEvent {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $wire)]
+                $variant($payload),
+            )+
+            /// Any other event (annotations, hosted tool progress, new events), or a known one
+            /// of unexpected shape, kept as received.
+            #[serde(untagged)]
+            Other(Value),
+        }
+
+        impl StreamEvent {
+            /// Every event type that decodes into its own variant. An `Other` event of
+            /// one of these types is a known event of unexpected shape, not a new kind
+            /// of event.
+            pub const KNOWN_TYPES: &'static [&'static str] = &[$($wire),+];
+
+            /// The event's `type` as sent (`None` for an `Other` without one).
+            pub fn type_name(&self) -> Option<&str> {
+                match self {
+                    $(StreamEvent::$variant(_) => Some($wire),)+
+                    StreamEvent::Other(raw) => raw.get("type").and_then(Value::as_str),
+                }
+            }
+        }
+    };
+}
+
+stream_events! {
     /// `response.created`: the response exists, `in_progress`.
-    #[serde(rename = "response.created")]
-    Created(ResponseEvent),
+    "response.created" => Created(ResponseEvent),
     /// `response.in_progress`.
-    #[serde(rename = "response.in_progress")]
-    InProgress(ResponseEvent),
+    "response.in_progress" => InProgress(ResponseEvent),
     /// `response.queued` (background responses).
-    #[serde(rename = "response.queued")]
-    Queued(ResponseEvent),
+    "response.queued" => Queued(ResponseEvent),
     /// `response.completed`: terminal; carries the final response.
-    #[serde(rename = "response.completed")]
-    Completed(ResponseEvent),
+    "response.completed" => Completed(ResponseEvent),
     /// `response.incomplete`: terminal; carries the final response.
-    #[serde(rename = "response.incomplete")]
-    Incomplete(ResponseEvent),
+    "response.incomplete" => Incomplete(ResponseEvent),
     /// `response.failed`: terminal; carries the final response with its `error`.
-    #[serde(rename = "response.failed")]
-    Failed(ResponseEvent),
+    "response.failed" => Failed(ResponseEvent),
     /// `response.output_item.added`: a new item at `output_index`; for a function call
     /// this is where its `name` and `call_id` are.
-    #[serde(rename = "response.output_item.added")]
-    OutputItemAdded(OutputItemEvent),
+    "response.output_item.added" => OutputItemAdded(OutputItemEvent),
     /// `response.output_item.done`: the finished item (authoritative).
-    #[serde(rename = "response.output_item.done")]
-    OutputItemDone(OutputItemEvent),
+    "response.output_item.done" => OutputItemDone(OutputItemEvent),
     /// `response.content_part.added`.
-    #[serde(rename = "response.content_part.added")]
-    ContentPartAdded(ContentPartEvent),
+    "response.content_part.added" => ContentPartAdded(ContentPartEvent),
     /// `response.content_part.done`.
-    #[serde(rename = "response.content_part.done")]
-    ContentPartDone(ContentPartEvent),
+    "response.content_part.done" => ContentPartDone(ContentPartEvent),
     /// `response.output_text.delta`.
-    #[serde(rename = "response.output_text.delta")]
-    OutputTextDelta(TextDeltaEvent),
+    "response.output_text.delta" => OutputTextDelta(TextDeltaEvent),
     /// `response.output_text.done`: carries the full `text`.
-    #[serde(rename = "response.output_text.done")]
-    OutputTextDone(TextDoneEvent),
+    "response.output_text.done" => OutputTextDone(TextDoneEvent),
     /// `response.refusal.delta`.
-    #[serde(rename = "response.refusal.delta")]
-    RefusalDelta(TextDeltaEvent),
+    "response.refusal.delta" => RefusalDelta(TextDeltaEvent),
     /// `response.refusal.done`: carries the full `refusal`.
-    #[serde(rename = "response.refusal.done")]
-    RefusalDone(TextDoneEvent),
+    "response.refusal.done" => RefusalDone(TextDoneEvent),
     /// `response.function_call_arguments.delta`.
-    #[serde(rename = "response.function_call_arguments.delta")]
-    FunctionCallArgumentsDelta(TextDeltaEvent),
+    "response.function_call_arguments.delta" => FunctionCallArgumentsDelta(TextDeltaEvent),
     /// `response.function_call_arguments.done`: carries the full `arguments` (and no
     /// `name`, whatever the spec says).
-    #[serde(rename = "response.function_call_arguments.done")]
-    FunctionCallArgumentsDone(TextDoneEvent),
+    "response.function_call_arguments.done" => FunctionCallArgumentsDone(TextDoneEvent),
     /// `response.reasoning_summary_part.added`.
-    #[serde(rename = "response.reasoning_summary_part.added")]
-    ReasoningSummaryPartAdded(SummaryPartEvent),
+    "response.reasoning_summary_part.added" => ReasoningSummaryPartAdded(SummaryPartEvent),
     /// `response.reasoning_summary_part.done`.
-    #[serde(rename = "response.reasoning_summary_part.done")]
-    ReasoningSummaryPartDone(SummaryPartEvent),
+    "response.reasoning_summary_part.done" => ReasoningSummaryPartDone(SummaryPartEvent),
     /// `response.reasoning_summary_text.delta`.
-    #[serde(rename = "response.reasoning_summary_text.delta")]
-    ReasoningSummaryTextDelta(TextDeltaEvent),
+    "response.reasoning_summary_text.delta" => ReasoningSummaryTextDelta(TextDeltaEvent),
     /// `response.reasoning_summary_text.done`.
-    #[serde(rename = "response.reasoning_summary_text.done")]
-    ReasoningSummaryTextDone(TextDoneEvent),
+    "response.reasoning_summary_text.done" => ReasoningSummaryTextDone(TextDoneEvent),
     /// `error`: an in-stream error, nested on the wire, flat in the spec.
-    #[serde(rename = "error")]
-    Error(ErrorEvent),
-    /// Any other event (annotations, hosted tool progress, new events), or a known one
-    /// of unexpected shape, kept as received.
-    #[serde(untagged)]
-    Other(Value),
+    "error" => Error(ErrorEvent),
 }
 
 impl StreamEvent {
@@ -111,34 +120,6 @@ impl StreamEvent {
             });
         }
         Ok(event)
-    }
-
-    /// The event's `type` as sent (`None` for an `Other` without one).
-    pub fn type_name(&self) -> Option<&str> {
-        Some(match self {
-            StreamEvent::Created(_) => "response.created",
-            StreamEvent::InProgress(_) => "response.in_progress",
-            StreamEvent::Queued(_) => "response.queued",
-            StreamEvent::Completed(_) => "response.completed",
-            StreamEvent::Incomplete(_) => "response.incomplete",
-            StreamEvent::Failed(_) => "response.failed",
-            StreamEvent::OutputItemAdded(_) => "response.output_item.added",
-            StreamEvent::OutputItemDone(_) => "response.output_item.done",
-            StreamEvent::ContentPartAdded(_) => "response.content_part.added",
-            StreamEvent::ContentPartDone(_) => "response.content_part.done",
-            StreamEvent::OutputTextDelta(_) => "response.output_text.delta",
-            StreamEvent::OutputTextDone(_) => "response.output_text.done",
-            StreamEvent::RefusalDelta(_) => "response.refusal.delta",
-            StreamEvent::RefusalDone(_) => "response.refusal.done",
-            StreamEvent::FunctionCallArgumentsDelta(_) => "response.function_call_arguments.delta",
-            StreamEvent::FunctionCallArgumentsDone(_) => "response.function_call_arguments.done",
-            StreamEvent::ReasoningSummaryPartAdded(_) => "response.reasoning_summary_part.added",
-            StreamEvent::ReasoningSummaryPartDone(_) => "response.reasoning_summary_part.done",
-            StreamEvent::ReasoningSummaryTextDelta(_) => "response.reasoning_summary_text.delta",
-            StreamEvent::ReasoningSummaryTextDone(_) => "response.reasoning_summary_text.done",
-            StreamEvent::Error(_) => "error",
-            StreamEvent::Other(raw) => return raw.get("type").and_then(Value::as_str),
-        })
     }
 
     /// The terminal events' final response: `completed`, `incomplete` or `failed`.

@@ -9,9 +9,7 @@
 //! been searched for a line end, so a long line dribbled in small chunks costs O(n) in
 //! total rather than O(n) per chunk. Consumed bytes are dropped from the front of the
 //! buffer only when they outweigh what is left, which keeps that copying amortised O(n)
-//! too. Lines are handed out as positions in the buffer: no allocation per line. The
-//! decoder can pin an event's `data` line so that it stays buffered, and is read in
-//! place, until the event is dispatched.
+//! too. Lines are handed out as slices of the buffer: no allocation per line.
 
 use memchr::memchr2;
 
@@ -37,52 +35,31 @@ pub(crate) struct LineReader {
     /// The start of the current line was thrown away (its event is too large): the rest
     /// of the line is dropped unseen when its end arrives.
     skipping_line: bool,
-    /// Stream offset from which bytes must stay buffered although they were handed out:
-    /// the decoder reads a pending event's `data` line in place instead of copying it.
-    keep_from: Option<u64>,
 }
 
 /// What [`LineReader::next_line`] found.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum NextLine {
+#[derive(Debug)]
+pub(crate) enum NextLine<'a> {
     /// A complete line, without its line end.
     Line {
-        /// Where the line's bytes (line end excluded) are: pass it to
-        /// [`LineReader::line`] to read them. A position rather than a slice, so the
-        /// decoder can read earlier lines of the same event while it holds this one.
-        span: Span,
+        /// The bytes of the line, line end excluded.
+        content: &'a [u8],
         /// The line's size for the event size limit: its content plus one byte for its
         /// line end, whatever the line end's spelling (`\r\n` counts as one), so the size
         /// does not depend on whether a CRLF was split across two chunks.
         raw_len: usize,
+        /// Stream offset of the first byte of the line.
+        offset: u64,
     },
-    /// No complete line is buffered.
+    /// No complete line is buffered: more input is needed.
     NeedMore {
         /// Bytes of the unfinished line buffered so far.
         partial_len: usize,
-        /// Stream offset of the unfinished line.
+        /// Stream offset where the unfinished line starts.
         offset: u64,
     },
-    /// At end of input: everything has been handed out.
+    /// End of input, and every byte has been handed out.
     End,
-}
-
-/// Stream offsets of a run of bytes: `start..end`, counted from the start of the
-/// stream, so they stay right when the buffer drops consumed bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub(crate) start: u64,
-    pub(crate) end: u64,
-}
-
-impl Span {
-    /// The part of the span from `skip` bytes in.
-    pub(crate) fn after(self, skip: usize) -> Span {
-        Span {
-            start: self.start.saturating_add(skip as u64).min(self.end),
-            end: self.end,
-        }
-    }
 }
 
 impl Default for LineReader {
@@ -95,7 +72,6 @@ impl Default for LineReader {
             skip_lf: false,
             at_stream_start: true,
             skipping_line: false,
-            keep_from: None,
         }
     }
 }
@@ -103,19 +79,14 @@ impl Default for LineReader {
 impl LineReader {
     /// Appends received bytes.
     pub(crate) fn push(&mut self, bytes: &[u8]) {
-        let mut consumed = self.line_start.min(self.buffer.len());
-        if let Some(keep_from) = self.keep_from {
-            let kept =
-                usize::try_from(keep_from.saturating_sub(self.buffer_offset)).unwrap_or(usize::MAX);
-            consumed = consumed.min(kept);
-        }
+        let consumed = self.line_start.min(self.buffer.len());
         let unread = self.buffer.len() - consumed;
         // Dropping the consumed front moves the unread rest; do it only when the rest is
         // no longer than what is dropped, so every byte is moved O(1) times overall.
         if consumed > 0 && consumed >= unread {
             self.buffer.drain(..consumed);
             self.buffer_offset = self.buffer_offset.saturating_add(consumed as u64);
-            self.line_start -= consumed;
+            self.line_start = 0;
             self.scanned = self.scanned.saturating_sub(consumed);
         }
         self.buffer.extend_from_slice(bytes);
@@ -135,27 +106,6 @@ impl LineReader {
         self.skipping_line = true;
     }
 
-    /// Keeps the bytes from stream offset `offset` on buffered, until [`unpin`](Self::unpin).
-    pub(crate) fn pin(&mut self, offset: u64) {
-        self.keep_from = Some(offset);
-    }
-
-    /// Lets the buffer drop handed-out bytes again.
-    pub(crate) fn unpin(&mut self) {
-        self.keep_from = None;
-    }
-
-    /// The bytes of `span`, which must still be buffered: the line just handed out, or a
-    /// pinned one. Empty if they are not.
-    pub(crate) fn line(&self, span: Span) -> &[u8] {
-        let start = span.start.saturating_sub(self.buffer_offset);
-        let end = span.end.saturating_sub(self.buffer_offset);
-        match (usize::try_from(start), usize::try_from(end)) {
-            (Ok(start), Ok(end)) => self.buffer.get(start..end).unwrap_or_default(),
-            _ => &[],
-        }
-    }
-
     /// Forgets everything about the current stream, keeping the buffer's memory.
     pub(crate) fn reset(&mut self) {
         let mut buffer = std::mem::take(&mut self.buffer);
@@ -168,7 +118,7 @@ impl LineReader {
 
     /// The next complete line. With `at_eof`, the input is over: an unfinished last line
     /// counts as complete, and [`NextLine::End`] follows once everything is handed out.
-    pub(crate) fn next_line(&mut self, at_eof: bool) -> NextLine {
+    pub(crate) fn next_line(&mut self, at_eof: bool) -> NextLine<'_> {
         loop {
             if self.skip_lf {
                 match self.buffer.get(self.line_start) {
@@ -221,14 +171,15 @@ impl LineReader {
                 continue;
             }
             return NextLine::Line {
-                span: self.span(start, end),
+                content: self.buffer.get(start..end).unwrap_or_default(),
                 raw_len: end - start + 1,
+                offset: self.offset_of(start),
             };
         }
     }
 
     /// At the end of input: the unfinished line, if any, as a complete one.
-    fn final_line(&mut self) -> NextLine {
+    fn final_line(&mut self) -> NextLine<'_> {
         let start = self.line_start;
         self.line_start = self.buffer.len();
         self.scanned = self.buffer.len();
@@ -237,22 +188,16 @@ impl LineReader {
             return NextLine::End;
         }
         NextLine::Line {
-            span: self.span(start, self.buffer.len()),
+            content: self.buffer.get(start..).unwrap_or_default(),
             raw_len: self.buffer.len() - start,
+            offset: self.offset_of(start),
         }
     }
 
-    fn need_more(&self) -> NextLine {
+    fn need_more(&self) -> NextLine<'_> {
         NextLine::NeedMore {
             partial_len: self.unread_len(),
             offset: self.offset_of(self.line_start),
-        }
-    }
-
-    fn span(&self, start: usize, end: usize) -> Span {
-        Span {
-            start: self.offset_of(start),
-            end: self.offset_of(end),
         }
     }
 

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use super::event::{EventBuilder, SseEvent, SseEventView};
+use super::event::{EventBuilder, SseEvent};
 use super::lines::{LineReader, NextLine};
-use crate::MappingError;
+use crate::SseError;
 
 /// The default limit on one event's size: 16 MiB, far above the largest Responses API
 /// event (a `response.completed` carrying the whole final response), far below what
@@ -48,24 +48,21 @@ pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
 /// - **Size limit.** An event larger than the limit (its lines before the blank line,
 ///   each line end counted as one byte whatever its spelling, so that the outcome does
 ///   not depend on where the network split a `\r\n`) is reported once as
-///   [`MappingError::SseEventTooLarge`] as soon as the buffered bytes pass the limit,
+///   [`SseError::EventTooLarge`] as soon as the buffered bytes pass the limit,
 ///   even before its line ends. The rest of that event is dropped unbuffered and
 ///   decoding resumes after its blank line.
 ///
 /// # Cost
 ///
 /// Each byte is searched once and copied into the buffer once; complete lines are read
-/// in place, and so is an event's `data` when it is one line:
-/// [`next_event_view`](Self::next_event_view) lends it out without a copy.
-/// [`next_event`](Self::next_event) copies it into the `SseEvent` it returns, and
-/// [`next_event_into`](Self::next_event_into) into buffers the caller reuses. Nothing
-/// else is allocated per event or per line. Memory held is at most one
+/// in place. Besides the event's own `data` and `event` strings (and `id` when the server
+/// sends ids) nothing is allocated per event or per line. Memory held is at most one
 /// chunk plus one event up to the limit, provided events are taken after each `feed`.
 ///
 /// # Example
 ///
 /// ```
-/// use aptix_mapping::SseDecoder;
+/// use aptix_sse::SseDecoder;
 ///
 /// let mut decoder = SseDecoder::new();
 /// let mut events = Vec::new();
@@ -83,7 +80,7 @@ pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
 /// assert_eq!(events[0].data, r#"{"type":"ping"}"#);
 /// assert_eq!(events[1].event_type(), "message");
 /// assert_eq!(events[1].data, "last");
-/// # Ok::<(), aptix_mapping::MappingError>(())
+/// # Ok::<(), aptix_sse::SseError>(())
 /// ```
 pub struct SseDecoder {
     lines: LineReader,
@@ -96,20 +93,6 @@ pub struct SseDecoder {
     /// The current event went over the limit and was reported: its remaining lines are
     /// dropped up to the blank line that ends it.
     discarding: bool,
-    /// What the last event handed out still borrows, released on the next call.
-    lent: Lent,
-}
-
-/// What an event handed out by [`SseDecoder::next_event_view`] borrows.
-#[derive(Debug, Default, Clone, Copy)]
-enum Lent {
-    #[default]
-    Nothing,
-    /// The builder's fields and possibly pinned input bytes.
-    Event,
-    /// The same, for the event dispatched at the end of input: the line state is reset
-    /// after it.
-    LastEvent,
 }
 
 impl SseDecoder {
@@ -128,53 +111,29 @@ impl SseDecoder {
             event_size: 0,
             event_start: 0,
             discarding: false,
-            lent: Lent::Nothing,
         }
     }
 
     /// Adds the next chunk of the body. Call [`next_event`](Self::next_event) until it
     /// returns `None` before feeding more, or the chunks pile up in the buffer.
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.settle();
         self.lines.push(bytes);
     }
 
     /// The next complete event, `None` when more input is needed, or an error for an
     /// event over the size limit (decoding can go on after it).
-    pub fn next_event(&mut self) -> Option<Result<SseEvent, MappingError>> {
-        self.decode(false)
-            .map(|result| result.map(SseEventView::to_event))
+    pub fn next_event(&mut self) -> Option<Result<SseEvent, SseError>> {
+        let mut event = SseEvent::default();
+        self.decode_into(false, &mut event)
+            .map(|result| result.map(|()| event))
     }
 
     /// Like [`next_event`](Self::next_event), but writes the event into `event`, reusing
     /// its buffers: a loop that keeps one `SseEvent` allocates nothing per event once
     /// the buffers have grown. `Some(Ok(()))` means `event` holds a new event; on `None`
     /// or an error, `event` is unchanged.
-    pub fn next_event_into(&mut self, event: &mut SseEvent) -> Option<Result<(), MappingError>> {
-        self.decode(false)
-            .map(|result| result.map(|view| view.copy_into(event)))
-    }
-
-    /// Like [`next_event`](Self::next_event), but lends the event instead of copying it
-    /// out: its `data` is read where it lies in the input buffer when it is one line
-    /// (every Responses API event is), so nothing is copied or allocated per event.
-    /// The view lives until the decoder is used again.
-    ///
-    /// ```
-    /// use aptix_mapping::SseDecoder;
-    ///
-    /// let mut decoder = SseDecoder::new();
-    /// decoder.feed(b"event: ping\ndata: {}\n\ndata: a\ndata: b\n\n");
-    /// let mut seen = Vec::new();
-    /// while let Some(event) = decoder.next_event_view() {
-    ///     let event = event?;
-    ///     seen.push(format!("{}={}", event.event_type(), event.data));
-    /// }
-    /// assert_eq!(seen, ["ping={}", "message=a\nb"]);
-    /// # Ok::<(), aptix_mapping::MappingError>(())
-    /// ```
-    pub fn next_event_view(&mut self) -> Option<Result<SseEventView<'_>, MappingError>> {
-        self.decode(false)
+    pub fn next_event_into(&mut self, event: &mut SseEvent) -> Option<Result<(), SseError>> {
+        self.decode_into(false, event)
     }
 
     /// Ends the input and returns what was pending: an event that had data but no blank
@@ -185,9 +144,10 @@ impl SseDecoder {
     /// in order. Once the pending event is returned the decoder is ready for a new
     /// stream; [`last_event_id`](Self::last_event_id) and
     /// [`reconnection_time`](Self::reconnection_time) are kept for the reconnection.
-    pub fn finish(&mut self) -> Result<Option<SseEvent>, MappingError> {
-        self.decode(true)
-            .map(|result| result.map(SseEventView::to_event))
+    pub fn finish(&mut self) -> Result<Option<SseEvent>, SseError> {
+        let mut event = SseEvent::default();
+        self.decode_into(true, &mut event)
+            .map(|result| result.map(|()| event))
             .transpose()
     }
 
@@ -209,52 +169,35 @@ impl SseDecoder {
         self.lines.unread_len()
     }
 
-    /// Releases what the last event lent out: its fields, the input bytes its data was
-    /// read from, and (after the end of input) the stream's line state.
-    fn settle(&mut self) {
-        match std::mem::take(&mut self.lent) {
-            Lent::Nothing => {}
-            Lent::Event => {
-                self.builder.discard();
-                self.lines.unpin();
-            }
-            Lent::LastEvent => {
-                self.builder.discard();
-                self.lines.reset();
-            }
-        }
-    }
-
-    fn decode(&mut self, at_eof: bool) -> Option<Result<SseEventView<'_>, MappingError>> {
-        self.settle();
+    fn decode_into(&mut self, at_eof: bool, out: &mut SseEvent) -> Option<Result<(), SseError>> {
         loop {
             match self.lines.next_line(at_eof) {
-                NextLine::Line { span, raw_len } => {
-                    if span.start == span.end {
-                        // A blank line ends the event.
+                NextLine::Line {
+                    content,
+                    raw_len,
+                    offset,
+                } => {
+                    if content.is_empty() {
                         self.event_size = 0;
                         if std::mem::take(&mut self.discarding) {
                             continue;
                         }
-                        if self.builder.has_data() {
-                            self.lent = Lent::Event;
-                            break;
+                        if self.builder.dispatch_into(out) {
+                            return Some(Ok(()));
                         }
-                        // An event without data is not dispatched.
-                        self.builder.discard();
                         continue;
                     }
                     if self.discarding {
                         continue;
                     }
                     if self.event_size == 0 {
-                        self.event_start = span.start;
+                        self.event_start = offset;
                     }
                     self.event_size = self.event_size.saturating_add(raw_len);
                     if self.event_size > self.max_event_size {
                         return Some(Err(self.reject_event()));
                     }
-                    self.builder.field_line(&mut self.lines, span);
+                    self.builder.field_line(content);
                 }
                 NextLine::NeedMore {
                     partial_len,
@@ -279,27 +222,21 @@ impl SseDecoder {
                     return None;
                 }
                 NextLine::End => {
+                    let dispatched = self.builder.dispatch_into(out);
+                    self.lines.reset();
                     self.event_size = 0;
                     self.discarding = false;
-                    if self.builder.has_data() {
-                        // The line state is reset once the event is no longer lent out.
-                        self.lent = Lent::LastEvent;
-                        break;
-                    }
-                    self.builder.discard();
-                    self.lines.reset();
-                    return None;
+                    return dispatched.then_some(Ok(()));
                 }
             }
         }
-        Some(Ok(self.builder.dispatch(&self.lines)))
     }
 
-    fn reject_event(&mut self) -> MappingError {
+    /// Reports the current event as too large and starts dropping the rest of it.
+    fn reject_event(&mut self) -> SseError {
         self.builder.discard();
-        self.lines.unpin();
         self.discarding = true;
-        MappingError::SseEventTooLarge {
+        SseError::EventTooLarge {
             limit: self.max_event_size,
             offset: self.event_start,
         }

@@ -4,7 +4,7 @@
 //! a time and split in two at every position, so each rule is also checked against
 //! every chunk boundary (inside a UTF-8 character, between CR and LF, ...).
 
-use aptix_mapping::{MappingError, SseDecoder, SseEvent};
+use aptix_sse::{SseDecoder, SseError, SseEvent};
 
 /// What the decoder produced: an event, or an error as its message.
 type Outcome = Result<SseEvent, String>;
@@ -45,12 +45,7 @@ fn check_with_limit(name: &str, limit: usize, input: &[u8], expected: &[Outcome]
 
 fn check(name: &str, input: &[u8], expected: &[SseEvent]) {
     let expected: Vec<Outcome> = expected.iter().cloned().map(Ok).collect();
-    check_with_limit(
-        name,
-        aptix_mapping::DEFAULT_MAX_EVENT_SIZE,
-        input,
-        &expected,
-    );
+    check_with_limit(name, aptix_sse::DEFAULT_MAX_EVENT_SIZE, input, &expected);
 }
 
 /// An event with only data.
@@ -306,8 +301,7 @@ fn end_of_input() {
 
 #[test]
 fn oversized_events_are_reported_once_and_skipped() {
-    let too_large =
-        |offset: u64| Err(MappingError::SseEventTooLarge { limit: 20, offset }.to_string());
+    let too_large = |offset: u64| Err(SseError::EventTooLarge { limit: 20, offset }.to_string());
     // "data: 0123456789abc\n" is 20 bytes: exactly at the limit is fine.
     check_with_limit(
         "at the limit",
@@ -345,7 +339,7 @@ fn oversized_events_are_reported_once_and_skipped() {
         "a CRLF counts as one byte wherever the chunks split it: over the limit",
         50,
         &crlf_then_long_line,
-        &[Err(MappingError::SseEventTooLarge {
+        &[Err(SseError::EventTooLarge {
             limit: 50,
             offset: 0,
         }
@@ -364,7 +358,7 @@ fn oversized_events_are_reported_once_and_skipped() {
         &[Ok(data("0123456789abc"))],
     );
     assert_eq!(
-        MappingError::SseEventTooLarge {
+        SseError::EventTooLarge {
             limit: 20,
             offset: 9
         }
@@ -400,7 +394,7 @@ fn a_line_that_never_ends_is_not_buffered() {
     );
     let expected = vec![
         Ok(data("ok")),
-        Err(MappingError::SseEventTooLarge { limit, offset: 10 }.to_string()),
+        Err(SseError::EventTooLarge { limit, offset: 10 }.to_string()),
         Ok(data("next")),
     ];
     assert_eq!(outcomes, expected);
@@ -441,43 +435,4 @@ fn event_type_defaults_to_message() {
         typed("response.created", "x").event_type(),
         "response.created"
     );
-}
-
-/// `next_event_view` lends an event's one-line `data` from the input buffer: the line
-/// must stay put while more input (enough to make the buffer drop its consumed front)
-/// arrives before the blank line that dispatches it, and a repeated type must not
-/// outlive the event that sent it.
-#[test]
-fn lent_events_survive_later_input_and_do_not_leak_their_type() {
-    let mut decoder = SseDecoder::new();
-    let mut seen = Vec::new();
-    let take = |decoder: &mut SseDecoder, seen: &mut Vec<(String, String)>| {
-        while let Some(event) = decoder.next_event_view() {
-            let event = event.unwrap_or_else(|error| panic!("{error}"));
-            seen.push((event.event_type().to_owned(), event.data.to_owned()));
-        }
-    };
-    // Consumed bytes first, so that the next feed compacts the buffer.
-    decoder.feed(b"event: delta\ndata: zero\n\n");
-    take(&mut decoder, &mut seen);
-    decoder.feed(b"event: delta\ndata: first, pinned\n");
-    take(&mut decoder, &mut seen);
-    let filler = "x".repeat(4096);
-    decoder.feed(format!("\ndata: {filler}\n\nevent: delta\ndata: \u{e9}\n\n").as_bytes());
-    take(&mut decoder, &mut seen);
-    // Invalid UTF-8 in a lone data line becomes U+FFFD, as in a copied one.
-    decoder.feed(b"data: a\xffb\n\n");
-    take(&mut decoder, &mut seen);
-    let expected = [
-        ("delta", "zero".to_owned()),
-        ("delta", "first, pinned".to_owned()),
-        ("message", filler),
-        ("delta", "\u{e9}".to_owned()),
-        ("message", "a\u{fffd}b".to_owned()),
-    ];
-    let expected: Vec<(String, String)> = expected
-        .into_iter()
-        .map(|(kind, data)| (kind.to_owned(), data))
-        .collect();
-    assert_eq!(seen, expected);
 }

@@ -1,8 +1,8 @@
 //! Decodes a captured `text/event-stream` body and prints its events, offline.
 //!
 //! ```sh
-//! cargo run -p aptix-mapping --example decode_sse -- tests/fixtures/responses/sse_text_deltas.sse
-//! curl -sN ... | cargo run -p aptix-mapping --example decode_sse
+//! cargo run -p aptix-sse --example decode_sse -- tests/fixtures/responses/sse_text_deltas.sse
+//! curl -sN ... | cargo run -p aptix-sse --example decode_sse
 //! ```
 //!
 //! The input is read in small pieces and fed as it comes, the way a network body
@@ -13,7 +13,7 @@ use std::error::Error;
 use std::fs::File;
 use std::io::{self, Read};
 
-use aptix_mapping::{SseDecoder, SseEvent};
+use aptix_sse::{SseDecoder, SseEvent};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut input: Box<dyn Read> = match std::env::args_os().nth(1) {

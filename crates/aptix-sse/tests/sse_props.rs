@@ -12,7 +12,7 @@
 
 use std::convert::Infallible;
 
-use aptix_mapping::{SseDecoder, SseEvent};
+use aptix_sse::{SseDecoder, SseEvent};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -310,7 +310,7 @@ proptest! {
             ],
             0..300,
         ),
-        limit in prop_oneof![Just(aptix_mapping::DEFAULT_MAX_EVENT_SIZE), 1usize..64],
+        limit in prop_oneof![Just(aptix_sse::DEFAULT_MAX_EVENT_SIZE), 1usize..64],
         cuts in prop::collection::vec(any::<Index>(), 0..12),
     ) {
         let whole = decode(&mut SseDecoder::with_max_event_size(limit), &[&bytes]);

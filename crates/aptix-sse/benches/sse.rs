@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::LazyLock;
 
-use aptix_mapping::SseDecoder;
+use aptix_sse::SseDecoder;
 use divan::counter::BytesCount;
 use divan::{Bencher, black_box};
 use eventsource_stream::Eventsource;

@@ -5,7 +5,7 @@
 //! lines, `sequence_number` counting 0, 1, 2, ... with none skipped, each `data` a JSON
 //! object whose `type` equals the event name, and a terminal event last.
 
-use aptix_mapping::{SseDecoder, SseEvent};
+use aptix_sse::{SseDecoder, SseEvent};
 use aptix_testkit::{fixture_names, read_fixture};
 use serde_json::Value;
 
