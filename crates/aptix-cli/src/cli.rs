@@ -64,7 +64,7 @@ pub(crate) struct AskArgs {
 
     /// Settings that override the environment and the config files.
     #[command(flatten)]
-    pub(crate) settings: SettingsArgs,
+    pub(crate) settings: crate::config::Layer,
 
     /// Ask for the whole answer at once instead of a stream
     #[arg(long)]
@@ -83,59 +83,6 @@ pub(crate) struct AskArgs {
     /// self-contained schema Request: no session, no tools)
     #[arg(long, value_name = "FILE", conflicts_with = "session")]
     pub(crate) schema: Option<PathBuf>,
-}
-
-/// The settings flags of `aptix ask`; each has a config key and an environment variable
-/// of the same meaning (see `docs/cli.md`).
-#[derive(Debug, Clone, Default, Args)]
-pub(crate) struct SettingsArgs {
-    /// Agent mode: QA or CODE_EDIT [config: mode, env: APTIX_MODE]
-    #[arg(long, value_name = "MODE")]
-    pub(crate) mode: Option<String>,
-
-    /// Model id [config: model, env: APTIX_MODEL]
-    #[arg(long, value_name = "MODEL")]
-    pub(crate) model: Option<String>,
-
-    /// Base URL up to and including /v1, e.g. http://127.0.0.1:8080/v1 [config:
-    /// base_url, env: OPENAI_BASE_URL]
-    #[arg(long, value_name = "URL")]
-    pub(crate) base_url: Option<String>,
-
-    /// Wire API: `responses` (/v1/responses) or `chat` (the Chat Completions bridge,
-    /// for servers without /v1/responses) [config: api, env: APTIX_API]
-    #[arg(long, value_name = "API")]
-    pub(crate) api: Option<ApiKind>,
-
-    /// Replay the session's history on every turn instead of chaining
-    /// previous_response_id (servers that keep no state, such as llama-server)
-    /// [config: stateless, env: APTIX_STATELESS]
-    #[arg(long)]
-    pub(crate) stateless: bool,
-
-    /// Sampling temperature, 0 to 2 [config: temperature, env: APTIX_TEMPERATURE]
-    #[arg(long, value_name = "T")]
-    pub(crate) temperature: Option<f64>,
-
-    /// Upper bound on generated tokens [config: max_output_tokens, env:
-    /// APTIX_MAX_OUTPUT_TOKENS]
-    #[arg(long, value_name = "N")]
-    pub(crate) max_output_tokens: Option<u64>,
-
-    /// Reasoning effort, e.g. low, medium, high [config: reasoning_effort, env:
-    /// APTIX_REASONING_EFFORT]
-    #[arg(long, value_name = "EFFORT")]
-    pub(crate) reasoning_effort: Option<String>,
-
-    /// Token budget of the retrieved CONTEXT block [config: context_token_budget,
-    /// env: APTIX_CONTEXT_TOKEN_BUDGET]
-    #[arg(long, value_name = "TOKENS")]
-    pub(crate) context_token_budget: Option<usize>,
-
-    /// Extra system prompt, appended to the built-in one [config: system_prompt, env:
-    /// APTIX_SYSTEM_PROMPT]
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) system_prompt: Option<String>,
 }
 
 /// Which wire API the provider speaks.

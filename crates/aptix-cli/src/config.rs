@@ -19,25 +19,11 @@ use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
 use clap::ValueEnum as _;
 use serde::Deserialize;
 
-use crate::cli::{ApiKind, SettingsArgs};
+use crate::cli::ApiKind;
 use crate::exit::usage;
 
 /// The workspace config file's name.
 pub(crate) const WORKSPACE_FILE: &str = "aptix.toml";
-
-/// Every config key, in the order the docs list them.
-pub(crate) const KEYS: &[&str] = &[
-    "model",
-    "base_url",
-    "api",
-    "stateless",
-    "mode",
-    "temperature",
-    "max_output_tokens",
-    "reasoning_effort",
-    "context_token_budget",
-    "system_prompt",
-];
 
 /// Keys that look like a place for the API key, refused with a pointer to the variable.
 const SECRET_KEYS: &[&str] = &["api_key", "openai_api_key", "key"];
@@ -61,113 +47,158 @@ pub(crate) fn env_var(key: &str) -> String {
     }
 }
 
-/// One layer of settings: each value is set or not.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Layer {
-    /// `model`.
-    pub(crate) model: Option<String>,
-    /// `base_url`.
-    pub(crate) base_url: Option<String>,
-    /// `api`.
-    pub(crate) api: Option<ApiKind>,
-    /// `stateless`.
-    pub(crate) stateless: Option<bool>,
-    /// `mode`.
-    pub(crate) mode: Option<String>,
-    /// `temperature`.
-    pub(crate) temperature: Option<f64>,
-    /// `max_output_tokens`.
-    pub(crate) max_output_tokens: Option<u64>,
-    /// `reasoning_effort`.
-    pub(crate) reasoning_effort: Option<String>,
-    /// `context_token_budget`.
-    pub(crate) context_token_budget: Option<usize>,
-    /// `system_prompt`.
-    pub(crate) system_prompt: Option<String>,
+/// Declares every setting once: its key (the config file key, the `--flag` with `-` for
+/// `_`, and the environment variable through [`env_var`]), its type, and its help text.
+/// From this one table come the [`Layer`] struct (a clap `Args` for the flags and a serde
+/// struct for the files), [`KEYS`], the environment reader and the layering; tests check
+/// that each help text names its key and variable, and that `docs/cli.md` lists them.
+macro_rules! settings {
+    ($(
+        $(#[doc = $doc:literal])*
+        $key:ident: $ty:ty, arg($($arg:tt)*);
+    )+) => {
+        /// One layer of settings: each value is set or not.
+        #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct Layer {
+            $(
+                $(#[doc = $doc])*
+                #[arg(long, $($arg)*)]
+                pub(crate) $key: Option<$ty>,
+            )+
+        }
+
+        /// Every config key, in the order the docs list them.
+        pub(crate) const KEYS: &[&str] = &[$(stringify!($key)),+];
+
+        impl Layer {
+            /// The values the environment sets (`APTIX_<KEY>`, and `OPENAI_BASE_URL`).
+            pub(crate) fn from_env(env: Env<'_>) -> Result<Layer, anyhow::Error> {
+                let layer = Layer {
+                    $($key: from_env_var::<$ty>(env, stringify!($key))?,)+
+                };
+                layer.checked(&env_var)
+            }
+
+            /// This layer over `lower`: each value from `self` when set, else from `lower`.
+            pub(crate) fn over(self, lower: Layer) -> Layer {
+                Layer {
+                    $($key: self.$key.or(lower.$key),)+
+                }
+            }
+
+            /// The help text of each key's flag, for the drift test.
+            #[cfg(test)]
+            pub(crate) fn help_texts() -> Vec<(&'static str, &'static str)> {
+                vec![$((stringify!($key), concat!($($doc, "\n"),*)),)+]
+            }
+        }
+    };
+}
+
+settings! {
+    /// Agent mode: QA or CODE_EDIT [config: mode, env: APTIX_MODE]
+    mode: String, arg(value_name = "MODE");
+    /// Model id [config: model, env: APTIX_MODEL]
+    model: String, arg(value_name = "MODEL");
+    /// Base URL up to and including /v1, e.g. http://127.0.0.1:8080/v1 [config:
+    /// base_url, env: OPENAI_BASE_URL]
+    base_url: String, arg(value_name = "URL");
+    /// Wire API: `responses` (/v1/responses) or `chat` (the Chat Completions bridge,
+    /// for servers without /v1/responses) [config: api, env: APTIX_API]
+    api: ApiKind, arg(value_name = "API");
+    /// Replay the session's history on every turn instead of chaining
+    /// previous_response_id (servers that keep no state, such as llama-server); a bare
+    /// `--stateless` is `true` [config: stateless, env: APTIX_STATELESS]
+    stateless: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// Sampling temperature, 0 to 2 [config: temperature, env: APTIX_TEMPERATURE]
+    temperature: f64, arg(value_name = "T");
+    /// Upper bound on generated tokens [config: max_output_tokens, env:
+    /// APTIX_MAX_OUTPUT_TOKENS]
+    max_output_tokens: u64, arg(value_name = "N");
+    /// Reasoning effort, e.g. low, medium, high [config: reasoning_effort, env:
+    /// APTIX_REASONING_EFFORT]
+    reasoning_effort: String, arg(value_name = "EFFORT");
+    /// Token budget of the retrieved CONTEXT block [config: context_token_budget,
+    /// env: APTIX_CONTEXT_TOKEN_BUDGET]
+    context_token_budget: usize, arg(value_name = "TOKENS");
+    /// Extra system prompt, appended to the built-in one [config: system_prompt, env:
+    /// APTIX_SYSTEM_PROMPT]
+    system_prompt: String, arg(value_name = "TEXT");
+}
+
+/// A setting's type as an environment variable spells it; the error says what was
+/// expected.
+trait FromEnvText: Sized {
+    /// What a valid value looks like, for the error.
+    const EXPECTED: &'static str;
+    /// The value, or `None` when `text` is not one.
+    fn from_env_text(text: &str) -> Option<Self>;
+}
+
+impl FromEnvText for String {
+    const EXPECTED: &'static str = "text";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(text.to_owned())
+    }
+}
+
+impl FromEnvText for f64 {
+    const EXPECTED: &'static str = "a number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for u64 {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for usize {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        // A budget beyond the address space is no budget at all.
+        u64::from_env_text(text).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+impl FromEnvText for bool {
+    const EXPECTED: &'static str = "true or false (1/0, yes/no, on/off)";
+    fn from_env_text(text: &str) -> Option<Self> {
+        parse_bool(text)
+    }
+}
+
+impl FromEnvText for ApiKind {
+    const EXPECTED: &'static str = "responses or chat";
+    fn from_env_text(text: &str) -> Option<Self> {
+        ApiKind::from_str(text.trim(), true).ok()
+    }
+}
+
+/// The value of `key`'s environment variable, when set.
+fn from_env_var<T: FromEnvText>(env: Env<'_>, key: &str) -> Result<Option<T>, anyhow::Error> {
+    let Some(text) = env(&env_var(key)) else {
+        return Ok(None);
+    };
+    T::from_env_text(&text).map(Some).ok_or_else(|| {
+        usage(format!(
+            "invalid {} {text:?}: expected {}",
+            env_var(key),
+            T::EXPECTED
+        ))
+    })
 }
 
 impl Layer {
-    /// The values the flags set. `--stateless` can only turn replay on; turning it off
-    /// over a config file is `APTIX_STATELESS=false`.
-    pub(crate) fn from_flags(args: &SettingsArgs) -> Result<Layer, anyhow::Error> {
-        let layer = Layer {
-            model: args.model.clone(),
-            base_url: args.base_url.clone(),
-            api: args.api,
-            stateless: args.stateless.then_some(true),
-            mode: args.mode.clone(),
-            temperature: args.temperature,
-            max_output_tokens: args.max_output_tokens,
-            reasoning_effort: args.reasoning_effort.clone(),
-            context_token_budget: args.context_token_budget,
-            system_prompt: args.system_prompt.clone(),
-        };
-        layer.checked(&|key| format!("--{}", key.replace('_', "-")))
-    }
-
-    /// The values the environment sets (`APTIX_<KEY>`, and `OPENAI_BASE_URL`).
-    pub(crate) fn from_env(env: Env<'_>) -> Result<Layer, anyhow::Error> {
-        let get = |key: &str| env(&env_var(key));
-        let number = |key: &str| -> Result<Option<f64>, anyhow::Error> {
-            get(key)
-                .map(|text| {
-                    text.trim().parse::<f64>().map_err(|_| {
-                        usage(format!(
-                            "invalid {} {text:?}: expected a number",
-                            env_var(key)
-                        ))
-                    })
-                })
-                .transpose()
-        };
-        let count = |key: &str| -> Result<Option<u64>, anyhow::Error> {
-            get(key)
-                .map(|text| {
-                    text.trim().parse::<u64>().map_err(|_| {
-                        usage(format!(
-                            "invalid {} {text:?}: expected a whole number",
-                            env_var(key)
-                        ))
-                    })
-                })
-                .transpose()
-        };
-        let api = get("api")
-            .map(|text| {
-                ApiKind::from_str(text.trim(), true).map_err(|_| {
-                    usage(format!(
-                        "invalid {} {text:?}: expected responses or chat",
-                        env_var("api")
-                    ))
-                })
-            })
-            .transpose()?;
-        let stateless = get("stateless")
-            .map(|text| {
-                parse_bool(&text).ok_or_else(|| {
-                    usage(format!(
-                        "invalid {} {text:?}: expected true or false (1/0, yes/no, on/off)",
-                        env_var("stateless")
-                    ))
-                })
-            })
-            .transpose()?;
-        let context_token_budget = count("context_token_budget")?
-            .map(|budget| usize::try_from(budget).unwrap_or(usize::MAX));
-        let layer = Layer {
-            model: get("model"),
-            base_url: get("base_url"),
-            api,
-            stateless,
-            mode: get("mode"),
-            temperature: number("temperature")?,
-            max_output_tokens: count("max_output_tokens")?,
-            reasoning_effort: get("reasoning_effort"),
-            context_token_budget,
-            system_prompt: get("system_prompt"),
-        };
-        layer.checked(&env_var)
+    /// The values the flags set, checked.
+    pub(crate) fn from_flags(flags: &Layer) -> Result<Layer, anyhow::Error> {
+        flags
+            .clone()
+            .checked(&|key| format!("--{}", key.replace('_', "-")))
     }
 
     /// The values a config file sets, or `None` when there is no such file.
@@ -223,22 +254,6 @@ impl Layer {
         layer
             .checked(&|key| format!("`{key}` in {shown}"))
             .map(Some)
-    }
-
-    /// This layer over `lower`: each value from `self` when set, else from `lower`.
-    pub(crate) fn over(self, lower: Layer) -> Layer {
-        Layer {
-            model: self.model.or(lower.model),
-            base_url: self.base_url.or(lower.base_url),
-            api: self.api.or(lower.api),
-            stateless: self.stateless.or(lower.stateless),
-            mode: self.mode.or(lower.mode),
-            temperature: self.temperature.or(lower.temperature),
-            max_output_tokens: self.max_output_tokens.or(lower.max_output_tokens),
-            reasoning_effort: self.reasoning_effort.or(lower.reasoning_effort),
-            context_token_budget: self.context_token_budget.or(lower.context_token_budget),
-            system_prompt: self.system_prompt.or(lower.system_prompt),
-        }
     }
 
     /// Checks each value and normalises it (trimmed text, canonical mode names, blank
@@ -343,7 +358,7 @@ impl Settings {
     /// the user file.
     pub(crate) fn load(
         workspace: &Path,
-        flags: &SettingsArgs,
+        flags: &Layer,
         env: Env<'_>,
     ) -> Result<Settings, anyhow::Error> {
         let mut configured = Layer::default();
@@ -467,9 +482,9 @@ mod tests {
             ("APTIX_TEMPERATURE", "0.3"),
             ("APTIX_STATELESS", "false"),
         ]);
-        let flags = SettingsArgs {
+        let flags = Layer {
             temperature: Some(0.4),
-            ..SettingsArgs::default()
+            ..Layer::default()
         };
         let settings = Settings::load(workspace.path(), &flags, &env).unwrap();
         let layer = &settings.configured;
@@ -547,9 +562,9 @@ mod tests {
         let text = message(&Layer::from_env(&env).unwrap_err());
         assert!(text.contains("APTIX_MODE") && text.contains("QA"), "{text}");
 
-        let flags = SettingsArgs {
+        let flags = Layer {
             base_url: Some("localhost:8080".into()),
-            ..SettingsArgs::default()
+            ..Layer::default()
         };
         let text = message(&Layer::from_flags(&flags).unwrap_err());
         assert!(text.contains("--base-url"), "{text}");
@@ -597,5 +612,40 @@ mod tests {
                 .iter()
                 .all(|mode| mode.system_prompt.as_deref() == Some("Be brief."))
         );
+    }
+
+    #[test]
+    fn every_flag_help_names_its_config_key_and_environment_variable() {
+        let texts = Layer::help_texts();
+        assert_eq!(texts.len(), KEYS.len());
+        for (key, help) in texts {
+            let help = help.replace('\n', " ").replace("  ", " ");
+            assert!(help.contains(&format!("config: {key}")), "{key}: {help}");
+            assert!(
+                help.contains(&format!("env: {}", env_var(key))),
+                "{key}: {help}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_cli_docs_list_every_key_and_its_variable() {
+        let docs = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
+        )
+        .unwrap();
+        for key in KEYS {
+            assert!(
+                docs.contains(&format!("`{key}`")),
+                "docs/cli.md does not list `{key}`"
+            );
+            assert!(
+                docs.contains(&env_var(key)),
+                "docs/cli.md does not name {}",
+                env_var(key)
+            );
+            let flag = format!("--{}", key.replace('_', "-"));
+            assert!(docs.contains(&flag), "docs/cli.md does not show {flag}");
+        }
     }
 }

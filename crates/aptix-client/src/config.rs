@@ -26,14 +26,14 @@ use crate::retry::RetryPolicy;
 /// The official API's base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default whole-request timeout of a non-streaming call, per attempt (the SDKs' 10
 /// minutes: long generations are slow).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default longest silence between two chunks of a streamed reply.
-pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default time an unused keep-alive connection stays in the pool.
-pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Hosts that always need a key (suffix match on the base URL's host).
 const HOSTS_NEEDING_A_KEY: &[&str] = &[

@@ -14,7 +14,7 @@ use aptix_model::wire::ApiError;
 pub const MAX_RAW_BODY: usize = 2048;
 
 /// Longest excerpt of undecodable bytes kept in [`ClientError::Decode`], in bytes.
-pub const MAX_EXCERPT: usize = 160;
+pub(crate) const MAX_EXCERPT: usize = 160;
 
 /// Everything that can go wrong between a request and a decoded reply.
 #[derive(Debug, thiserror::Error)]

@@ -116,12 +116,8 @@ mod transport;
 
 #[cfg(feature = "http")]
 pub use chat::ChatCompletionsProvider;
-pub use config::{
-    AuthScheme, DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, OpenAiConfig, OpenAiConfigBuilder,
-    Timeouts,
-};
-pub use error::{ClientError, MAX_EXCERPT, MAX_RAW_BODY, TimeoutKind, TransportPhase};
+pub use config::{AuthScheme, DEFAULT_BASE_URL, OpenAiConfig, OpenAiConfigBuilder, Timeouts};
+pub use error::{ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase};
 pub use fake::{CallKind, FakeProvider, FakeReply, RecordedCall};
 #[cfg(feature = "http")]
 pub use openai::OpenAiProvider;

@@ -12,7 +12,7 @@ use crate::IndexError;
 /// they are listed so the list stays right when hidden files are turned on. `bin` is
 /// deliberately absent: .NET writes build output there, but Cargo keeps source in
 /// `src/bin/` (and .NET's output is mostly binary, which is skipped anyway).
-pub const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
+pub(crate) const DEFAULT_EXCLUDED_DIRS: &[&str] = &[
     "target",
     "node_modules",
     "dist",

@@ -99,9 +99,8 @@ mod tokenizer;
 mod walk;
 
 pub use chunker::chunk_file;
-pub use config::{ChunkingConfig, DEFAULT_EXCLUDED_DIRS, IndexConfig};
+pub use config::{ChunkingConfig, IndexConfig};
 pub use error::IndexError;
 pub use index::{APTIX_DIR, WorkspaceIndex};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};
 pub use search::{SearchQuery, SearchResults};
-pub use walk::APTIX_IGNORE_FILE;

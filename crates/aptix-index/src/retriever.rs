@@ -1,9 +1,8 @@
-//! [`aptix_rag::Retriever`] for the workspace index: search, drop overlapping chunks
-//! (`aptix_rag::dedupe_overlapping`), pack to the o200k token budget (`aptix_rag::pack`).
+//! [`aptix_rag::Retriever`] for the workspace index: search, then
+//! `aptix_rag::select_context` (overlaps, chunk count, the o200k token budget), the rule
+//! the orchestrator applies to every retriever's answer.
 
-use aptix_rag::{
-    RagError, Retrieval, RetrievalQuery, Retriever, TokenCounter, dedupe_overlapping, pack,
-};
+use aptix_rag::{RagError, Retrieval, RetrievalQuery, Retriever, TokenCounter, select_context};
 use async_trait::async_trait;
 
 use crate::search::SearchQuery;
@@ -22,11 +21,9 @@ impl WorkspaceIndex {
             limit: query.max_chunks.max(1).saturating_mul(OVERFETCH),
         };
         let results = self.search(&search)?;
-        let mut ranked = dedupe_overlapping(results.hits);
-        ranked.truncate(query.max_chunks);
         let counter =
             TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
-        let packed = pack(ranked, query.token_budget, &counter);
+        let packed = select_context(Vec::new(), results.hits, query, &counter);
         Ok(Retrieval {
             chunks: packed.kept,
             warnings: results.warnings,

@@ -11,7 +11,7 @@ use crate::IndexConfig;
 use crate::progress::{SkipReason, SkippedFile};
 
 /// The workspace's own ignore file, in `.gitignore` syntax.
-pub const APTIX_IGNORE_FILE: &str = ".aptixignore";
+pub(crate) const APTIX_IGNORE_FILE: &str = ".aptixignore";
 
 /// A file the walk found, before it is read.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::LazyLock;
 
 use aptix_mapping::{
-    StreamFold, StreamFolder, TurnContext, map_folded, map_response, map_response_body,
+    SseBodyFold, StreamFold, TurnContext, map_folded, map_response, map_response_body,
 };
 use aptix_model::wire::{Response, StreamEvent};
 use divan::counter::BytesCount;
@@ -270,7 +270,7 @@ const CHUNKINGS: [Chunking; 2] = [Chunking::Kib1, Chunking::Kib16];
 
 /// Decodes, folds and maps; returns the events folded and the deltas emitted.
 fn fold(chunks: &[&[u8]]) -> (u64, usize) {
-    let mut folder = StreamFolder::new();
+    let mut folder = SseBodyFold::new();
     let mut deltas = Vec::with_capacity(64);
     let mut emitted = 0;
     for chunk in chunks {

@@ -15,7 +15,7 @@ use std::error::Error;
 use std::fs;
 use std::io::{self, Read, Write};
 
-use aptix_mapping::{StreamFolder, TurnContext, map_capture};
+use aptix_mapping::{SseBodyFold, TurnContext, map_capture};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let bytes = match std::env::args_os().nth(1) {
@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // For a stream, show the text as a terminal would have shown it while it arrived.
     if bytes.starts_with(b"event:") || bytes.starts_with(b"data:") {
-        let mut folder = StreamFolder::new();
+        let mut folder = SseBodyFold::new();
         let mut stderr = io::stderr().lock();
         for chunk in bytes.chunks(64) {
             for delta in folder.feed(chunk) {

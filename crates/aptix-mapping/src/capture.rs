@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
+use crate::context::{Mapped, TurnContext};
 use crate::map::{error_body, map_folded, map_mapping_error, map_response_body};
-use crate::stream::StreamFolder;
-use crate::turn::{Mapped, TurnContext};
+use crate::stream::SseBodyFold;
 
 /// Maps a captured `/v1/responses` reply without knowing what it is: an SSE stream
 /// (its first line is an SSE field or comment), an error body (a JSON object with an
@@ -16,7 +16,7 @@ use crate::turn::{Mapped, TurnContext};
 /// neither `code` nor `type` gets the code `http_error`.
 pub fn map_capture(bytes: &[u8], turn: &TurnContext) -> Mapped {
     if looks_like_sse(bytes) {
-        let mut folder = StreamFolder::new();
+        let mut folder = SseBodyFold::new();
         folder.feed(bytes);
         return match folder.finish() {
             Ok(folded) => map_folded(&folded, turn),

@@ -22,7 +22,7 @@
 //! - **Streams.** `aptix-sse` frames `text/event-stream` bytes into events;
 //!   [`StreamFold`] folds them into the final response, emitting [`StreamDelta`]s
 //!   (text, refusal, tool call start, arguments, reasoning summary, error, done) as they
-//!   arrive; [`StreamFolder`] drives both over byte chunks; [`map_folded`] maps the
+//!   arrive; [`SseBodyFold`] drives both over byte chunks; [`map_folded`] maps the
 //!   result. The envelope of a folded stream is the envelope of its final response.
 //! - **Captures.** [`map_capture`] maps a saved body of unknown kind (`aptix inspect`).
 //!
@@ -94,20 +94,20 @@
 #![deny(clippy::indexing_slicing)]
 
 mod capture;
+mod context;
 mod error;
 mod fold;
 mod map;
 mod stream;
-mod turn;
 mod warning;
 
 pub use capture::map_capture;
+pub use context::{Mapped, TurnContext};
 pub use error::MappingError;
 pub use fold::{FoldedStream, StreamDelta, StreamFold};
 pub use map::{
     map_error_body, map_folded, map_mapping_error, map_response, map_response_body,
     map_stream_error, map_transport_failure,
 };
-pub use stream::StreamFolder;
-pub use turn::{Mapped, TurnContext};
+pub use stream::SseBodyFold;
 pub use warning::MappingWarning;

@@ -1,4 +1,4 @@
-//! [`StreamFolder`]: the SSE decoder and the fold together, bytes in, deltas out.
+//! [`SseBodyFold`]: the SSE decoder and the fold together, bytes in, deltas out.
 //!
 //! For callers that hold the raw body: `aptix inspect` on an `.sse` capture, tests, and
 //! benchmarks. The HTTP client frames the connection's bytes with the same decoder
@@ -12,7 +12,7 @@ use aptix_sse::{SseDecoder, SseError, SseEvent};
 /// Decodes a `text/event-stream` body fed in chunks of any size and folds its events.
 ///
 /// ```
-/// use aptix_mapping::{StreamFolder, TurnContext, map_folded};
+/// use aptix_mapping::{SseBodyFold, TurnContext, map_folded};
 ///
 /// let body = concat!(
 ///     "event: response.created\n",
@@ -20,7 +20,7 @@ use aptix_sse::{SseDecoder, SseError, SseEvent};
 ///     "event: response.completed\n",
 ///     "data: {\"type\":\"response.completed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[]}}\n\n",
 /// );
-/// let mut folder = StreamFolder::new();
+/// let mut folder = SseBodyFold::new();
 /// for chunk in body.as_bytes().chunks(7) {
 ///     folder.feed(chunk);
 /// }
@@ -30,12 +30,12 @@ use aptix_sse::{SseDecoder, SseError, SseEvent};
 /// # Ok::<(), aptix_mapping::MappingError>(())
 /// ```
 #[derive(Debug, Default)]
-pub struct StreamFolder {
+pub struct SseBodyFold {
     decoder: SseDecoder,
     fold: StreamFold,
 }
 
-impl StreamFolder {
+impl SseBodyFold {
     /// A folder with the default SSE event size limit.
     pub fn new() -> Self {
         Self::default()
@@ -43,7 +43,7 @@ impl StreamFolder {
 
     /// A folder around a configured decoder (another event size limit).
     pub fn with_decoder(decoder: SseDecoder) -> Self {
-        StreamFolder {
+        SseBodyFold {
             decoder,
             fold: StreamFold::new(),
         }

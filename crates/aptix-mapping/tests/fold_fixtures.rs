@@ -9,7 +9,7 @@
 //! so that the deltas alone must rebuild the text and the arguments.
 
 use aptix_mapping::{
-    FoldedStream, MappingError, MappingWarning, StreamDelta, StreamFolder, TurnContext, map_folded,
+    FoldedStream, MappingError, MappingWarning, SseBodyFold, StreamDelta, TurnContext, map_folded,
     map_response, map_response_body,
 };
 use aptix_model::contract::AgentExecuteResponse;
@@ -20,7 +20,7 @@ use serde_json::Value;
 type Folded = (Vec<StreamDelta>, Result<FoldedStream, MappingError>);
 
 fn fold(chunks: &[&[u8]]) -> Folded {
-    let mut folder = StreamFolder::new();
+    let mut folder = SseBodyFold::new();
     let mut deltas = Vec::new();
     for chunk in chunks {
         folder.feed_into(chunk, &mut deltas);

@@ -9,7 +9,7 @@
 //! runs every case whole and one byte at a time and requires the same result.
 
 use aptix_mapping::{
-    StreamDelta, StreamFolder, TurnContext, map_folded, map_mapping_error, map_response,
+    SseBodyFold, StreamDelta, TurnContext, map_folded, map_mapping_error, map_response,
 };
 use serde_json::{Value, json};
 
@@ -41,7 +41,7 @@ struct Expect {
 fn check(case: &str, body: &str, expect: Expect) {
     let turn = TurnContext::new("session-1", "turn-1");
     let run = |chunk_size: usize| {
-        let mut folder = StreamFolder::new();
+        let mut folder = SseBodyFold::new();
         let mut deltas = Vec::new();
         for chunk in body.as_bytes().chunks(chunk_size.max(1)) {
             folder.feed_into(chunk, &mut deltas);

@@ -7,7 +7,7 @@
 //! final response.
 
 use aptix_mapping::{
-    Mapped, StreamDelta, StreamFolder, TurnContext, map_capture, map_error_body, map_folded,
+    Mapped, SseBodyFold, StreamDelta, TurnContext, map_capture, map_error_body, map_folded,
     map_mapping_error, map_response, map_response_body,
 };
 use aptix_model::contract::{AgentExecuteResponse, Kind};
@@ -329,7 +329,7 @@ fn body_of(events: &[&str], with_names: bool) -> String {
 fn fold_and_map(body: &[u8], cuts: &[Index]) -> (Vec<StreamDelta>, Mapped) {
     let mut points: Vec<usize> = cuts.iter().map(|cut| cut.index(body.len() + 1)).collect();
     points.sort_unstable();
-    let mut folder = StreamFolder::new();
+    let mut folder = SseBodyFold::new();
     let mut deltas = Vec::new();
     let mut start = 0;
     for point in points.into_iter().chain([body.len()]) {

@@ -70,6 +70,10 @@ pub enum OrchestratorError {
     /// with an invalid name, a stored history that breaks the pairing rules, ...).
     #[error("the provider request could not be built")]
     Request(#[from] aptix_request::RequestError),
+    /// The `[CONTEXT]` block could not be prepared (the o200k token tables, which ship
+    /// inside the binary, failed to load).
+    #[error("the context block could not be prepared")]
+    Context(#[source] aptix_rag::RagError),
     /// The configuration is inconsistent (an unknown default mode, duplicate tools).
     #[error("invalid orchestrator configuration: {0}")]
     Config(String),

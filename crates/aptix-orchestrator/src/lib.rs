@@ -72,9 +72,9 @@ mod error;
 mod inputs;
 mod matching;
 mod orchestrator;
-pub mod session;
+mod session;
 pub mod solve;
-pub mod store;
+mod store;
 mod tools;
 mod turn;
 

@@ -16,7 +16,7 @@ use aptix_model::wire::{
     ContentPart, CreateResponseRequest, ErrorBody, Input, InputItem, MessageContent, OutputItem,
     Response, Role,
 };
-use aptix_rag::{RetrievalQuery, ScoredChunk, render_context_block};
+use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block, select_context};
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock};
 use futures_util::StreamExt;
 
@@ -31,7 +31,7 @@ use crate::session::{
 use crate::tools::function_tool;
 
 /// The first request of a turn, with what was learnt preparing it.
-pub(crate) struct Prepared {
+pub(crate) struct FirstRequest {
     pub body: CreateResponseRequest,
     pub sources: Vec<SourceRef>,
     pub warnings: Vec<String>,
@@ -114,7 +114,7 @@ impl Orchestrator {
         &self,
         request: &AgentExecuteRequest,
         state: &mut SessionState,
-    ) -> Result<Prepared, OrchestratorError> {
+    ) -> Result<FirstRequest, OrchestratorError> {
         let mode = self.mode_of(state);
         let mut warnings = Vec::new();
         match request {
@@ -137,22 +137,42 @@ impl Orchestrator {
                 }
                 let inputs = prepare_inputs(&turn.files, &turn.images);
                 warnings.extend(inputs.warnings);
-                let mut chunks: Vec<ScoredChunk> = inputs.chunks;
-                if let (Some(retriever), Some(instruction)) = (&self.retriever, &turn.instruction) {
-                    let query = RetrievalQuery {
-                        text: instruction.as_str().to_owned(),
-                        scope: turn.scope_conditions().to_vec(),
-                        token_budget: self.config.context_token_budget,
-                        max_chunks: self.config.max_chunks,
-                    };
+                let query = RetrievalQuery {
+                    text: turn
+                        .instruction
+                        .as_ref()
+                        .map(|i| i.as_str().to_owned())
+                        .unwrap_or_default(),
+                    scope: turn.scope_conditions().to_vec(),
+                    token_budget: self.config.context_token_budget,
+                    max_chunks: self.config.max_chunks,
+                };
+                let mut retrieved = Vec::new();
+                if let Some(retriever) = &self.retriever
+                    && !query.text.is_empty()
+                {
                     match retriever.retrieve(&query).await {
                         Ok(found) => {
                             warnings.extend(found.warnings);
-                            chunks.extend(found.chunks);
+                            retrieved = found.chunks;
                         }
                         Err(error) => warnings.push(format!("retrieval failed: {error}")),
                     }
                 }
+                let attached = inputs.chunks.len();
+                let offered = attached + retrieved.len();
+                let packed = match TokenCounter::o200k() {
+                    Ok(counter) => select_context(inputs.chunks, retrieved, &query, &counter),
+                    Err(error) => return Err(OrchestratorError::Context(error)),
+                };
+                let left_out = offered - packed.kept.len();
+                if left_out > 0 {
+                    warnings.push(format!(
+                        "{left_out} of {offered} context chunk(s) were left out to keep the context within {} tokens (or {} chunks)",
+                        query.token_budget, query.max_chunks
+                    ));
+                }
+                let chunks: Vec<ScoredChunk> = packed.kept;
                 let sources = chunks.iter().map(source_ref).collect();
                 let mut builder = self
                     .request_builder(state, &mode)
@@ -168,7 +188,7 @@ impl Orchestrator {
                 }
                 let mut body = builder.build()?;
                 append_to_user_message(&mut body, inputs.parts);
-                Ok(Prepared {
+                Ok(FirstRequest {
                     body,
                     sources,
                     warnings,
@@ -221,7 +241,7 @@ impl Orchestrator {
                     .request_builder(state, &mode)
                     .tool_outputs(outputs)
                     .build()?;
-                Ok(Prepared {
+                Ok(FirstRequest {
                     body,
                     sources: Vec::new(),
                     warnings,

@@ -11,7 +11,7 @@
 //! would buy nothing measurable.
 
 /// The tag for files this table does not know.
-pub const UNKNOWN_LANGUAGE: &str = "text";
+pub(crate) const UNKNOWN_LANGUAGE: &str = "text";
 
 /// Whole file names that say more than their extension (or have none).
 ///

@@ -10,9 +10,10 @@
 //! - [`Retriever`]: the seam between the orchestrator and any store of chunks
 //!   (the embedded `aptix-index`, or a server-backed one). It takes a
 //!   [`RetrievalQuery`] (instruction, AGN-034 scope conditions, token budget) and
-//!   returns a [`Retrieval`] of ranked chunks. Implementations filter with
-//!   [`chunk_matches`], remove overlaps with [`dedupe_overlapping`] and fit the budget
-//!   with [`pack`].
+//!   returns a [`Retrieval`] of ranked chunks. Whatever a retriever returns,
+//!   [`select_context`] decides what reaches the model: the one home of the scope,
+//!   overlap ([`dedupe_overlapping`]), chunk-count and budget ([`pack`]) rules, with
+//!   the user's attachments counted against the same budget.
 //! - [`render_context_block`]: the exact `[CONTEXT]` text AGN-002 specifies, counted by
 //!   [`TokenCounter`] (o200k_base) when packing.
 //!
@@ -93,14 +94,16 @@ mod pack;
 mod render;
 mod retriever;
 mod select;
+// Text escaping shared with `aptix-request`'s blocks; not part of the API.
+#[doc(hidden)]
 pub mod text;
 mod tokens;
 
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
 pub use error::RagError;
-pub use language::{UNKNOWN_LANGUAGE, language_for_path};
-pub use pack::{Packed, pack};
+pub use language::language_for_path;
+pub use pack::{Packed, pack, select_context};
 pub use render::{render_context_block, render_context_block_into};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
-pub use select::{chunk_matches, dedupe_overlapping};
+pub use select::dedupe_overlapping;
 pub use tokens::TokenCounter;

@@ -1,7 +1,8 @@
 //! Packing ranked chunks into a token budget; the rule is documented on [`pack`].
 
 use crate::render::{CONTEXT_HEADER, write_section};
-use crate::{ChunkId, ScoredChunk, TokenCounter};
+use crate::select::{chunk_matches, dedupe_overlapping};
+use crate::{ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
 
 /// The outcome of [`pack`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -89,6 +90,66 @@ pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> 
         }
     }
     packed
+}
+
+/// What reaches the `[CONTEXT]` block of a turn, whoever retrieved it: the one home of
+/// the scope, overlap, chunk-count and budget rules.
+///
+/// `attachments` (files the user attached, already chunked) come first, in the order
+/// given, and count against the budget like everything else. `retrieved` is a
+/// retriever's answer, best first; a retriever may already have applied any of these
+/// rules, and applying them again changes nothing, so a custom retriever that ignores
+/// the scope or returns far more than the budget is still held to it:
+///
+/// 1. retrieved chunks that fail the query's scope conditions are dropped
+///    ([`ScopeCondition::accepts`](aptix_model::contract::ScopeCondition::accepts));
+/// 2. chunks repeating lines of a better-placed one are dropped ([`dedupe_overlapping`]);
+/// 3. at most `query.max_chunks` retrieved chunks are considered;
+/// 4. the rest is [`pack`]ed into `query.token_budget` o200k tokens, rank order kept.
+///
+/// ```
+/// use aptix_rag::{Chunk, ChunkId, LineSpan, RetrievalQuery, ScoredChunk, TokenCounter};
+///
+/// let chunk = |id: &str| ScoredChunk {
+///     chunk: Chunk {
+///         id: ChunkId::new(id),
+///         path: format!("src/{id}.rs"),
+///         lines: LineSpan::new(1, 40).expect("valid span"),
+///         language: "rust".into(),
+///         content: "fn f() { let x = 1; }\n".repeat(40),
+///         metadata: Default::default(),
+///     },
+///     score: 1.0,
+/// };
+/// let query = RetrievalQuery {
+///     text: "f".into(),
+///     scope: Vec::new(),
+///     token_budget: 1_000,
+///     max_chunks: 40,
+/// };
+/// let counter = TokenCounter::o200k()?;
+/// let retrieved: Vec<_> = (0..30).map(|n| chunk(&format!("c{n}"))).collect();
+/// let packed = aptix_rag::select_context(Vec::new(), retrieved, &query, &counter);
+/// assert!(packed.tokens <= 1_000);
+/// assert!(packed.kept.len() < 30);
+/// # Ok::<(), aptix_rag::RagError>(())
+/// ```
+pub fn select_context(
+    attachments: Vec<ScoredChunk>,
+    retrieved: Vec<ScoredChunk>,
+    query: &RetrievalQuery,
+    counter: &TokenCounter,
+) -> Packed {
+    let retrieved: Vec<ScoredChunk> = retrieved
+        .into_iter()
+        .filter(|scored| chunk_matches(&scored.chunk, &query.scope))
+        .collect();
+    let mut candidates = attachments;
+    let attached = candidates.len();
+    candidates.extend(retrieved);
+    let mut candidates = dedupe_overlapping(candidates);
+    candidates.truncate(attached.saturating_add(query.max_chunks));
+    pack(candidates, query.token_budget, counter)
 }
 
 #[cfg(test)]

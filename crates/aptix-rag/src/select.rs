@@ -17,7 +17,7 @@ use crate::{Chunk, LineSpan, ScoredChunk};
 /// Each condition is checked by [`ScopeCondition::accepts`] against
 /// [`Chunk::metadata_value`] for its key; a chunk without that key passes `!=` and
 /// `does_not_contain` and fails `==` and `contains`.
-pub fn chunk_matches(chunk: &Chunk, scope: &[ScopeCondition]) -> bool {
+pub(crate) fn chunk_matches(chunk: &Chunk, scope: &[ScopeCondition]) -> bool {
     scope
         .iter()
         .all(|condition| condition.accepts(chunk.metadata_value(&condition.key)))

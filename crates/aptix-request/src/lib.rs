@@ -13,7 +13,7 @@
 //!   [`build`](RequestBuilder::build) validates everything and returns the wire
 //!   [`CreateResponseRequest`](aptix_model::wire::CreateResponseRequest) or a
 //!   [`RequestError`].
-//! - [`ToolOutput`] / [`ToolOutcome`]: one executed call's result or error, sent as a
+//! - [`ToolOutput`] / [`ToolReply`]: one executed call's result or error, sent as a
 //!   `function_call_output` item and, by default, shown in the `[TOOL_RESULTS]` block
 //!   ([`render_tool_results_block`]).
 //! - [`parse_tools_json`]: AGN-003's `ToolsJson`, checked element by element.
@@ -80,7 +80,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-mod build;
+mod assemble;
 mod builder;
 mod error;
 mod history;
@@ -91,12 +91,9 @@ mod tool_results;
 mod tools;
 mod usage_block;
 
-pub use build::{
-    MAX_METADATA_KEY_CHARS, MAX_METADATA_PAIRS, MAX_METADATA_VALUE_CHARS, MIN_MAX_OUTPUT_TOKENS,
-};
 pub use builder::{Continuation, RequestBuilder};
 pub use error::{RequestError, ToolProblem};
-pub use tool_output::{MAX_CALL_ID_CHARS, MAX_OUTPUT_BYTES, ToolOutcome, ToolOutput};
-pub use tool_results::{TOOL_RESULTS_HEADER, render_tool_results_block};
+pub use tool_output::{MAX_OUTPUT_BYTES, ToolOutput, ToolReply};
+pub use tool_results::render_tool_results_block;
 pub use tools::parse_tools_json;
-pub use usage_block::{DELIMITER_PREFIX, ToolUsageBlock, USAGE_BLOCK_BEGIN, USAGE_BLOCK_END};
+pub use usage_block::ToolUsageBlock;

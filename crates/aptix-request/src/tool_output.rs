@@ -9,7 +9,7 @@ use aptix_model::wire::{FunctionCallOutput, InputItem};
 use crate::error::RequestError;
 
 /// The longest `call_id` the API accepts (`FunctionCallOutputItemParam.call_id`).
-pub const MAX_CALL_ID_CHARS: usize = 64;
+pub(crate) const MAX_CALL_ID_CHARS: usize = 64;
 /// The longest string `output` the API accepts for one `function_call_output` (10 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 10 * 1024 * 1024;
 
@@ -24,12 +24,12 @@ pub struct ToolOutput {
     /// How long the tool ran, when measured; shown in the `[TOOL_RESULTS]` block only.
     pub execution_ms: Option<u64>,
     /// What the tool produced.
-    pub outcome: ToolOutcome,
+    pub outcome: ToolReply,
 }
 
 /// What a tool call produced: exactly one of a result or an error (AGN-034 section 5).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolOutcome {
+pub enum ToolReply {
     /// The tool succeeded; its result as JSON text. It must parse as JSON, and is sent
     /// to the model exactly as given.
     Result(String),
@@ -44,7 +44,7 @@ impl ToolOutput {
             call_id: call_id.into(),
             tool_name: None,
             execution_ms: None,
-            outcome: ToolOutcome::Result(result_json.into()),
+            outcome: ToolReply::Result(result_json.into()),
         }
     }
 
@@ -54,7 +54,7 @@ impl ToolOutput {
             call_id: call_id.into(),
             tool_name: None,
             execution_ms: None,
-            outcome: ToolOutcome::Error(message.into()),
+            outcome: ToolReply::Error(message.into()),
         }
     }
 
@@ -80,8 +80,8 @@ impl ToolOutput {
     /// reading prose.
     pub fn output_text(&self) -> String {
         match &self.outcome {
-            ToolOutcome::Result(json) => json.clone(),
-            ToolOutcome::Error(message) => serde_json::json!({ "error": message }).to_string(),
+            ToolReply::Result(json) => json.clone(),
+            ToolReply::Error(message) => serde_json::json!({ "error": message }).to_string(),
         }
     }
 
@@ -107,11 +107,11 @@ pub(crate) fn check_tool_outputs(outputs: &[ToolOutput]) -> Result<(), RequestEr
             });
         }
         let bytes = match &output.outcome {
-            ToolOutcome::Result(json) => {
+            ToolReply::Result(json) => {
                 check_result_json(&output.call_id, json)?;
                 json.len()
             }
-            ToolOutcome::Error(message) => {
+            ToolReply::Error(message) => {
                 if crate::text::is_blank(message) {
                     return Err(RequestError::BlankToolError {
                         call_id: output.call_id.clone(),

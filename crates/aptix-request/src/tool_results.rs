@@ -37,10 +37,10 @@
 //!   sections.
 
 use crate::text::{push_fenced, push_single_line};
-use crate::tool_output::{ToolOutcome, ToolOutput};
+use crate::tool_output::{ToolOutput, ToolReply};
 
 /// The block's first line, followed by one blank line.
-pub const TOOL_RESULTS_HEADER: &str = "[TOOL_RESULTS]";
+pub(crate) const TOOL_RESULTS_HEADER: &str = "[TOOL_RESULTS]";
 
 /// Renders the `[TOOL_RESULTS]` block for `outputs`, or `None` when there are none.
 ///
@@ -79,7 +79,7 @@ pub fn render_tool_results_block(outputs: &[ToolOutput]) -> Option<String> {
 
 fn outcome_text(output: &ToolOutput) -> &str {
     match &output.outcome {
-        ToolOutcome::Result(text) | ToolOutcome::Error(text) => text,
+        ToolReply::Result(text) | ToolReply::Error(text) => text,
     }
 }
 
@@ -93,8 +93,8 @@ fn push_section(out: &mut String, number: usize, output: &ToolOutput) {
         push_single_line(out, name);
     }
     let (status, tag) = match output.outcome {
-        ToolOutcome::Result(_) => ("ok", "json"),
-        ToolOutcome::Error(_) => ("error", "text"),
+        ToolReply::Result(_) => ("ok", "json"),
+        ToolReply::Error(_) => ("error", "text"),
     };
     let _ = write!(out, "\nStatus: {status}\n");
     if let Some(ms) = output.execution_ms {

@@ -27,11 +27,11 @@
 use crate::text::{is_line_terminator, needs_escape, push_unicode_escape};
 
 /// The block's first line.
-pub const USAGE_BLOCK_BEGIN: &str = "<<<APTIX_SERVER_TOOL_USAGE_METADATA_BEGIN>>>";
+pub(crate) const USAGE_BLOCK_BEGIN: &str = "<<<APTIX_SERVER_TOOL_USAGE_METADATA_BEGIN>>>";
 /// The block's last line.
-pub const USAGE_BLOCK_END: &str = "<<<APTIX_SERVER_TOOL_USAGE_METADATA_END>>>";
+pub(crate) const USAGE_BLOCK_END: &str = "<<<APTIX_SERVER_TOOL_USAGE_METADATA_END>>>";
 /// The prefix every delimiter line starts with; usage-text lines never do.
-pub const DELIMITER_PREFIX: &str = "<<<APTIX_";
+pub(crate) const DELIMITER_PREFIX: &str = "<<<APTIX_";
 
 /// Builds the tool-usage block from (tool name, usage text) pairs, in the order added.
 ///

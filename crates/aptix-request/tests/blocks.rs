@@ -3,7 +3,7 @@
 //! and get back exactly what went in, whatever the (untrusted) texts hold: fences and
 //! delimiters inside them cannot close a section or the block.
 
-use aptix_request::{ToolOutcome, ToolOutput, ToolUsageBlock, render_tool_results_block};
+use aptix_request::{ToolOutput, ToolReply, ToolUsageBlock, render_tool_results_block};
 use proptest::prelude::*;
 
 #[test]
@@ -198,9 +198,9 @@ fn tool_output() -> impl Strategy<Value = ToolOutput> {
             execution_ms,
             // Rendering does not validate, so any text works as a "result" here.
             outcome: if ok {
-                ToolOutcome::Result(text)
+                ToolReply::Result(text)
             } else {
-                ToolOutcome::Error(text)
+                ToolReply::Error(text)
             },
         })
 }
@@ -331,8 +331,8 @@ proptest! {
         prop_assert_eq!(sections.len(), outputs.len());
         for (section, output) in sections.iter().zip(&outputs) {
             let (status, tag, text) = match &output.outcome {
-                ToolOutcome::Result(text) => ("ok", "json", text),
-                ToolOutcome::Error(text) => ("error", "text", text),
+                ToolReply::Result(text) => ("ok", "json", text),
+                ToolReply::Error(text) => ("error", "text", text),
             };
             prop_assert_eq!(&section.call_id, &output.call_id);
             prop_assert_eq!(&section.tool, &output.tool_name);

@@ -9,7 +9,7 @@ mod common;
 use aptix_model::wire::{
     ContentPart, FunctionCall, FunctionTool, InputItem, InputMessage, ReasoningItem, Role,
 };
-use aptix_request::{Continuation, RequestBuilder, ToolOutcome, ToolOutput};
+use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolReply};
 use common::spec::create_response_problems;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -58,8 +58,8 @@ fn tool_output(call_id: impl Strategy<Value = String>) -> impl Strategy<Value = 
         prop::option::of(text(&["read_file", "get_weather"], &[])),
         prop::option::of(any::<u64>()),
         prop_oneof![
-            4 => text(&["{}", "[1,2]", "{\"a\":\"```\"}", "null"], &["{", ""]).prop_map(ToolOutcome::Result),
-            2 => text(&["timed out", "not found\r\nat line 2"], &[" "]).prop_map(ToolOutcome::Error),
+            4 => text(&["{}", "[1,2]", "{\"a\":\"```\"}", "null"], &["{", ""]).prop_map(ToolReply::Result),
+            2 => text(&["timed out", "not found\r\nat line 2"], &[" "]).prop_map(ToolReply::Error),
         ],
     )
         .prop_map(|(call_id, tool_name, execution_ms, outcome)| ToolOutput {

@@ -3,10 +3,10 @@
 
 use aptix_model::wire::ResponseStatus;
 
-use super::error::stream_error_code;
+use super::failure::stream_error_code;
 use super::response::map_response;
+use crate::context::{Mapped, TurnContext};
 use crate::fold::FoldedStream;
-use crate::turn::{Mapped, TurnContext};
 
 /// Maps a folded stream. The envelope is the one [`map_response`] gives for the final
 /// response (with the final response's JSON as sent as `rawResponseJson`, when the

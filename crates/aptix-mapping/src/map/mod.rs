@@ -10,16 +10,16 @@
 //! Split by concept: output items (`items`), finish reason and kind (`finish`), usage
 //! (`usage`), failures (`error`), the response as a whole (`response`, `folded`).
 
-mod error;
+mod failure;
 mod finish;
 mod folded;
 mod items;
 mod response;
 mod usage;
 
-pub use error::{map_error_body, map_mapping_error, map_stream_error, map_transport_failure};
+pub use failure::{map_error_body, map_mapping_error, map_stream_error, map_transport_failure};
 pub use folded::map_folded;
 pub use response::{map_response, map_response_body};
 
-pub(crate) use error::{error_body, stream_error_code};
+pub(crate) use failure::{error_body, stream_error_code};
 pub(crate) use finish::finish_reason;

@@ -3,12 +3,12 @@
 use aptix_model::contract::Kind;
 use aptix_model::wire::{Response, ResponseStatus};
 
-use super::error::excerpt;
+use super::failure::excerpt;
 use super::finish::finish_reason;
 use super::items::extract;
 use super::usage::usage;
+use crate::context::{Mapped, TurnContext};
 use crate::error::MappingError;
-use crate::turn::{Mapped, TurnContext};
 use crate::warning::MappingWarning;
 
 /// `errorCode` of a `failed` response whose `error` has no code.

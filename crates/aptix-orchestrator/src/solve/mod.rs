@@ -63,7 +63,7 @@ pub use error::{AttemptLog, SolveError};
 pub use support::schema_support;
 
 /// Attempts per Request by default: the first and two re-asks.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// How a Request is solved.
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@ use super::error::SchemaError;
 use super::handler::{HandlerRegistry, Processed, process};
 use super::strategy::{GENERATE_RESPONSE, SchemaSupport, Strategy};
 use super::strict::{RemovedKeyword, normalize_strict};
-use crate::MIN_MAX_OUTPUT_TOKENS;
+use crate::assemble::MIN_MAX_OUTPUT_TOKENS;
 use crate::tools::{check_function_tools, is_valid_name};
 
 /// Request fields the schema Request sets itself, which an extra option may not name.

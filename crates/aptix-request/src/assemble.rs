@@ -27,13 +27,13 @@ use crate::tool_results::render_tool_results_block;
 use crate::tools::{check_function_tools, is_valid_name};
 
 /// The API's smallest `max_output_tokens`.
-pub const MIN_MAX_OUTPUT_TOKENS: u64 = 16;
+pub(crate) const MIN_MAX_OUTPUT_TOKENS: u64 = 16;
 /// The API's largest number of metadata pairs.
-pub const MAX_METADATA_PAIRS: usize = 16;
+pub(crate) const MAX_METADATA_PAIRS: usize = 16;
 /// The API's longest metadata key, in characters.
-pub const MAX_METADATA_KEY_CHARS: usize = 64;
+pub(crate) const MAX_METADATA_KEY_CHARS: usize = 64;
 /// The API's longest metadata value, in characters.
-pub const MAX_METADATA_VALUE_CHARS: usize = 512;
+pub(crate) const MAX_METADATA_VALUE_CHARS: usize = 512;
 
 impl RequestBuilder {
     /// Checks every input and assembles the request body.

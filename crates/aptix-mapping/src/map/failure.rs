@@ -13,8 +13,8 @@ use aptix_model::contract::Kind;
 use aptix_model::wire::{ApiError, ErrorEvent};
 use serde_json::{Map, Value};
 
+use crate::context::{Mapped, TurnContext};
 use crate::error::MappingError;
-use crate::turn::{Mapped, TurnContext};
 use crate::warning::MappingWarning;
 
 /// Characters of a body kept in an excerpt.
