@@ -1,5 +1,6 @@
 //! Project automation. `cargo xtask ci` runs everything CI checks, in the order that
-//! fails fastest: formatting, lints, layering, tests, doc tests, docs.
+//! fails fastest: formatting, lints, layering, unused dependencies, tests, doc tests,
+//! docs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,7 +9,13 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Crates that must stay pure: no network stack and no async runtime underneath.
-const CORE_CRATES: &[&str] = &["aptix-model", "aptix-rag", "aptix-request", "aptix-mapping"];
+const CORE_CRATES: &[&str] = &[
+    "aptix-sse",
+    "aptix-model",
+    "aptix-rag",
+    "aptix-request",
+    "aptix-mapping",
+];
 /// Packages that must never appear under a core crate.
 const BANNED_UNDER_CORE: &[&str] = &["reqwest", "hyper", "tokio", "axum", "rusqlite", "tantivy"];
 /// Packages that must not appear under `aptix-client` built without its `http` feature.
@@ -21,7 +28,9 @@ fn main() -> Result<()> {
         Some("layering") => layering(),
         _ => {
             eprintln!("usage: cargo xtask <ci|layering>");
-            eprintln!("  ci        formatting, clippy, layering, tests, doc tests, rustdoc");
+            eprintln!(
+                "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"
+            );
             eprintln!("  layering  check that core crates pull in no network stack or runtime");
             bail!("unknown or missing task")
         }
@@ -41,6 +50,7 @@ fn ci() -> Result<()> {
         "warnings",
     ])?;
     layering()?;
+    unused_dependencies()?;
     if has_nextest() {
         cargo(&[
             "nextest",
@@ -106,6 +116,22 @@ fn check_tree(krate: &str, extra: &[&str], banned: &[&str]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Every dependency a manifest declares is used (`cargo machete`, which `.ci/run`
+/// installs): a dependency nobody uses still costs every build.
+fn unused_dependencies() -> Result<()> {
+    let installed = Command::new(cargo_bin())
+        .args(["machete", "--version"])
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false);
+    if !installed {
+        bail!(
+            "cargo-machete is required for the unused-dependency check: cargo install cargo-machete --locked"
+        );
+    }
+    cargo(&["machete"])
 }
 
 fn has_nextest() -> bool {

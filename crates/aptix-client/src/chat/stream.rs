@@ -13,9 +13,8 @@
 //! Items are closed at the end rather than when the next one starts, because some
 //! servers interleave the fragments of parallel tool calls. A body that ends after a
 //! `finish_reason` but without `[DONE]` is finished as if `[DONE]` had come; one that
-//! ends before any `finish_reason` gets no terminal event, which the
-//! [`EventStream`](crate::EventStream) reports as
-//! [`ClientError::StreamEnded`].
+//! ends before any `finish_reason` gets no terminal event, which the stream fold above
+//! (`aptix-mapping`) reports as a stream cut short.
 
 use std::collections::BTreeMap;
 
