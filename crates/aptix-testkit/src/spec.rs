@@ -14,7 +14,6 @@
 //! does match both ambiguous branches (so the workaround is still needed).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jsonschema::{Registry, Validator};
@@ -22,13 +21,10 @@ use serde_json::{Value, json};
 
 const SPEC_URI: &str = "https://aptix.invalid/openai-openapi";
 
-/// Where the spec is read from.
-pub(crate) fn spec_path() -> PathBuf {
-    aptix_testkit::spec_path()
-}
+pub use crate::spec_path;
 
 /// The spec as JSON, read once per process.
-pub(crate) fn spec() -> &'static Value {
+pub fn spec() -> &'static Value {
     static SPEC: OnceLock<Value> = OnceLock::new();
     SPEC.get_or_init(|| {
         let path = spec_path();
@@ -52,7 +48,7 @@ fn registry() -> &'static Registry<'static> {
 
 /// A validator for `#/components/schemas/<name>` inside the spec document, compiled
 /// once per process (property tests validate hundreds of bodies).
-pub(crate) fn validator(name: &str) -> Arc<Validator> {
+pub fn validator(name: &str) -> Arc<Validator> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Validator>>>> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Mutex::default)
@@ -70,7 +66,7 @@ pub(crate) fn validator(name: &str) -> Arc<Validator> {
 }
 
 /// The errors of `instance` against the named schema, as readable lines.
-pub(crate) fn errors(name: &str, instance: &Value) -> Vec<String> {
+pub fn errors(name: &str, instance: &Value) -> Vec<String> {
     validator(name)
         .iter_errors(instance)
         .map(|error| format!("{} at {}", error, error.instance_path()))
@@ -78,7 +74,7 @@ pub(crate) fn errors(name: &str, instance: &Value) -> Vec<String> {
 }
 
 /// Asserts that `body` is a valid `CreateResponse` (see [`create_response_problems`]).
-pub(crate) fn assert_valid_create_response(label: &str, body: &Value) {
+pub fn assert_valid_create_response(label: &str, body: &Value) {
     let problems = create_response_problems(body);
     assert!(problems.is_empty(), "{label}: {problems:#?}\n{body:#}");
 }
@@ -88,7 +84,7 @@ pub(crate) fn assert_valid_create_response(label: &str, body: &Value) {
 /// pass it), the body with `input` emptied must validate, and each input item must
 /// validate against the schema of its kind (and, for a typed message, against both
 /// ambiguous branches).
-pub(crate) fn create_response_problems(body: &Value) -> Vec<String> {
+pub fn create_response_problems(body: &Value) -> Vec<String> {
     let Some(object) = body.as_object() else {
         return vec!["body is not an object".into()];
     };
@@ -155,7 +151,7 @@ fn with_recorded_wire_defaults(item: &Value) -> Value {
 }
 
 /// The spec schema an input item of this kind must satisfy.
-pub(crate) fn item_schema(item: &Value) -> Option<&'static str> {
+pub fn item_schema(item: &Value) -> Option<&'static str> {
     match (item["type"].as_str(), item["role"].as_str()) {
         (Some("message"), Some("assistant")) => Some("OutputMessage"),
         (Some("message"), _) => Some("InputMessage"),
@@ -167,7 +163,7 @@ pub(crate) fn item_schema(item: &Value) -> Option<&'static str> {
 }
 
 /// Every property name `CreateResponse` defines, through its `allOf` and `$ref`s.
-pub(crate) fn create_response_properties() -> &'static BTreeSet<String> {
+pub fn create_response_properties() -> &'static BTreeSet<String> {
     static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
     NAMES.get_or_init(|| {
         let mut names = BTreeSet::new();
