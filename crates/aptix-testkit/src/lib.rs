@@ -54,9 +54,8 @@ pub fn read_fixture_text(name: &str) -> String {
 /// vacuously.
 pub fn fixture_names(suffix: &str) -> Vec<String> {
     let dir = fixtures_dir();
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|error| {
-        panic!("fixture folder {} is required: {error}", dir.display())
-    });
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("fixture folder {} is required: {error}", dir.display()));
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .filter_map(|entry| entry.file_name().into_string().ok())

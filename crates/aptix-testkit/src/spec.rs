@@ -29,7 +29,10 @@ pub fn spec() -> &'static Value {
     SPEC.get_or_init(|| {
         let path = spec_path();
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
-            panic!("the OpenAPI spec is required at {}: {error}", path.display())
+            panic!(
+                "the OpenAPI spec is required at {}: {error}",
+                path.display()
+            )
         });
         serde_json::from_str(&text)
             .unwrap_or_else(|error| panic!("{} is not valid JSON: {error}", path.display()))
