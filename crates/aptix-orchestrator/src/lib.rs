@@ -73,7 +73,6 @@ mod inputs;
 mod matching;
 mod orchestrator;
 pub mod session;
-pub mod solve;
 pub mod store;
 mod tools;
 mod turn;

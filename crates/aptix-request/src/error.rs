@@ -230,9 +230,6 @@ pub enum RequestError {
         /// Its 0-based position in the history.
         index: usize,
     },
-    /// A schema-constrained Request could not be prepared (see [`crate::schema`]).
-    #[error(transparent)]
-    Schema(#[from] crate::schema::SchemaError),
 }
 
 /// What is wrong with one tool definition.

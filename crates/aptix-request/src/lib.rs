@@ -86,7 +86,6 @@ mod build;
 mod builder;
 mod error;
 mod history;
-pub mod schema;
 mod settings;
 mod text;
 mod tool_output;
