@@ -2,7 +2,7 @@
 //! (a `state`, a `file` reference and a `require_fields` message among plain ones), for
 //! each strategy, prints the exact `/v1/responses` body of each, then judges two
 //! canned replies and prints the re-ask that follows the bad one. Runs offline:
-//! `cargo run -p aptix-request --example schema_request`.
+//! `cargo run -p aptix-schema --example schema_request`.
 
 use aptix_model::wire::Response;
 use aptix_schema::{

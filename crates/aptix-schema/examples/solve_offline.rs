@@ -1,7 +1,7 @@
 //! Solves schema-constrained Requests against a scripted provider: a typed answer on
 //! the native strategy, then an answer that breaks the schema, is re-asked with its
 //! errors, and is accepted the second time, with usage summed over both attempts.
-//! Runs offline: `cargo run -p aptix-orchestrator --example solve_offline`.
+//! Runs offline: `cargo run -p aptix-schema --example solve_offline`.
 
 use aptix_client::{Capabilities, FakeProvider};
 use aptix_model::wire::Response;
