@@ -109,7 +109,7 @@ pub enum AttemptProblem {
     },
     /// The answer is JSON that breaks the schema.
     Invalid {
-        /// Every violation found (at most [`MAX_VIOLATIONS`]).
+        /// Every violation found (at most 50).
         violations: Vec<Violation>,
     },
 }

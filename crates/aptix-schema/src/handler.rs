@@ -148,8 +148,9 @@ pub(crate) fn text_message(role: Role, text: String) -> InputMessage {
 
 /// The handlers of a Request, by content type.
 ///
-/// [`HandlerRegistry::default`] holds the built-in handlers (see
-/// [`handlers`](super::handlers)); [`HandlerRegistry::empty`] none.
+/// [`HandlerRegistry::default`] holds the built-in handlers (`state`, `file`,
+/// `require_fields` and `config`, described in `docs/schema-request.md`);
+/// [`HandlerRegistry::empty`] none.
 #[derive(Clone)]
 pub struct HandlerRegistry {
     handlers: BTreeMap<String, Arc<dyn ContentHandler>>,
