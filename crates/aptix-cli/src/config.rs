@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
+use aptix_request::{ModelParams, check_model_settings};
 use clap::ValueEnum as _;
 use serde::Deserialize;
 
@@ -289,19 +290,26 @@ impl Layer {
                 ))
             })?);
         }
-        if let Some(temperature) = self.temperature
-            && !(0.0..=2.0).contains(&temperature)
-        {
-            return Err(usage(format!(
-                "{} {temperature} is out of range: expected 0 to 2",
-                name("temperature")
-            )));
-        }
-        if self.max_output_tokens == Some(0) {
-            return Err(usage(format!(
-                "{} must be at least 1",
-                name("max_output_tokens")
-            )));
+        // The request builder's own rule, so a value accepted here is never rejected
+        // when the request is built.
+        for (key, settings) in [
+            (
+                "temperature",
+                ModelParams {
+                    temperature: self.temperature,
+                    ..ModelParams::default()
+                },
+            ),
+            (
+                "max_output_tokens",
+                ModelParams {
+                    max_output_tokens: self.max_output_tokens,
+                    ..ModelParams::default()
+                },
+            ),
+        ] {
+            check_model_settings(&settings)
+                .map_err(|error| usage(format!("invalid {}: {error}", name(key))))?;
         }
         self.system_prompt = self
             .system_prompt
@@ -548,7 +556,7 @@ mod tests {
 
         let path = write(dir.path(), "aptix.toml", "temperature = 7.0\n");
         let text = message(&Layer::from_file(&path).unwrap_err());
-        assert!(text.contains("out of range"), "{text}");
+        assert!(text.contains("temperature 7 is outside 0..=2"), "{text}");
 
         let path = write(dir.path(), "aptix.toml", "model = \n");
         let text = message(&Layer::from_file(&path).unwrap_err());
@@ -576,7 +584,7 @@ mod tests {
         let path = write(
             dir.path(),
             "aptix.toml",
-            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 5\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\n",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\n",
         );
         let from_file = Layer::from_file(&path).unwrap().unwrap();
         let vars: Vec<(String, String)> = [
@@ -586,7 +594,7 @@ mod tests {
             ("stateless", "yes"),
             ("mode", "qa"),
             ("temperature", "1"),
-            ("max_output_tokens", "5"),
+            ("max_output_tokens", "64"),
             ("reasoning_effort", "low"),
             ("context_token_budget", "9"),
             ("system_prompt", "Be brief."),

@@ -11,8 +11,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use aptix_client::chat::{ChatOptions, to_chat_request};
 use aptix_client::{FakeProvider, ResponsesProvider};
-use aptix_orchestrator::solve::{schema_support, solve_value};
-use aptix_request::schema::{HandlerRegistry, SchemaRequest, prepare};
+use aptix_schema::{HandlerRegistry, SchemaRequest, prepare, schema_support, solve_value};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 

@@ -86,9 +86,6 @@ pub enum OrchestratorError {
         #[source]
         source: serde_json::Error,
     },
-    /// A schema-constrained Request gave no solution (see [`crate::solve`]).
-    #[error(transparent)]
-    Solve(#[from] crate::solve::SolveError),
 }
 
 impl OrchestratorError {

@@ -73,7 +73,6 @@ mod inputs;
 mod matching;
 mod orchestrator;
 mod session;
-pub mod solve;
 mod store;
 mod tools;
 mod turn;

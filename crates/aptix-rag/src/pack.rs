@@ -102,7 +102,9 @@ pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> 
 /// the scope or returns far more than the budget is still held to it:
 ///
 /// 1. retrieved chunks that fail the query's scope conditions are dropped
-///    ([`ScopeCondition::accepts`](aptix_model::contract::ScopeCondition::accepts));
+///    ([`ScopeCondition::accepts`](aptix_model::contract::ScopeCondition::accepts)); a
+///    condition on a key that no retrieved chunk carries is one the store does not know,
+///    and is ignored (the index warns about it);
 /// 2. chunks repeating lines of a better-placed one are dropped ([`dedupe_overlapping`]);
 /// 3. at most `query.max_chunks` retrieved chunks are considered;
 /// 4. the rest is [`pack`]ed into `query.token_budget` o200k tokens, rank order kept.
@@ -140,9 +142,21 @@ pub fn select_context(
     query: &RetrievalQuery,
     counter: &TokenCounter,
 ) -> Packed {
+    // A condition on a key no candidate carries is one the store does not know: it is
+    // ignored, as the index ignores it (with a warning) inside its query.
+    let known: Vec<_> = query
+        .scope
+        .iter()
+        .filter(|condition| {
+            retrieved
+                .iter()
+                .any(|scored| scored.chunk.metadata_value(&condition.key).is_some())
+        })
+        .cloned()
+        .collect();
     let retrieved: Vec<ScoredChunk> = retrieved
         .into_iter()
-        .filter(|scored| chunk_matches(&scored.chunk, &query.scope))
+        .filter(|scored| chunk_matches(&scored.chunk, &known))
         .collect();
     let mut candidates = attachments;
     let attached = candidates.len();

@@ -117,6 +117,33 @@ pub fn push_fence_tag(out: &mut String, info: &str) {
     }));
 }
 
+/// Appends `content` inside a backtick fence tagged `tag`, ending with the closing fence
+/// and a newline.
+///
+/// The fence is one backtick longer than the longest run in the content, and at least
+/// three: CommonMark closes a fence only with a run at least as long as the opening one,
+/// so nothing inside can close it early, whichever reader (a Markdown parser or a model)
+/// looks at it. Line ends are normalised to `\n` so the closing fence is always on a
+/// line of its own; unlike a `[CONTEXT]` chunk, content that already ends with a line
+/// end gets no second one. Used by the request blocks (`[TOOL_RESULTS]`) and the
+/// schema Request's `state` content.
+pub fn push_fenced(out: &mut String, tag: &str, content: &str) {
+    let scan = scan_content(content);
+    push_fence(out, scan.fence_len);
+    push_fence_tag(out, tag);
+    out.push('\n');
+    if scan.has_carriage_return {
+        push_normalised_lines(out, content);
+    } else {
+        out.push_str(content);
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    push_fence(out, scan.fence_len);
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

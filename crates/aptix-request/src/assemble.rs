@@ -15,19 +15,18 @@ use std::collections::BTreeMap;
 
 use aptix_model::wire::{
     ContentPart, CreateResponseRequest, Input, InputItem, InputMessage, JsonSchemaFormat,
-    ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice,
+    ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice, ToolChoiceMode,
 };
 
 use crate::builder::{Continuation, RequestBuilder};
 use crate::error::RequestError;
 use crate::history::check_pairing;
+use crate::settings::{ModelParams, check_model_settings};
 use crate::text::{is_blank, needs_escape};
 use crate::tool_output::check_tool_outputs;
 use crate::tool_results::render_tool_results_block;
 use crate::tools::{check_function_tools, is_valid_name};
 
-/// The API's smallest `max_output_tokens`.
-pub(crate) const MIN_MAX_OUTPUT_TOKENS: u64 = 16;
 /// The API's largest number of metadata pairs.
 pub(crate) const MAX_METADATA_PAIRS: usize = 16;
 /// The API's longest metadata key, in characters.
@@ -38,21 +37,31 @@ pub(crate) const MAX_METADATA_VALUE_CHARS: usize = 512;
 impl RequestBuilder {
     /// Checks every input and assembles the request body.
     ///
-    /// Fails, with a [`RequestError`] naming the bad input, when: the model is blank;
-    /// the mode is blank, spans lines or holds `]`; the instruction is blank and there
-    /// are no tool results; the temperature is outside `0..=2`; `max_output_tokens` is
-    /// below 16; metadata exceeds 16 pairs, 64-character keys or 512-character values;
+    /// Fails, with a [`RequestError`] naming the bad input, when: the model is blank,
+    /// the temperature is outside `0..=2`, `top_p` outside `0..=1` or
+    /// `max_output_tokens` below 16 (the rule of
+    /// [`check_model_settings`](crate::check_model_settings)); the mode is blank, spans
+    /// lines or holds `]`; the instruction is blank and there are no tool results (or,
+    /// with [`messages`](RequestBuilder::messages), there are neither messages nor tool
+    /// results); metadata exceeds 16 pairs, 64-character keys or 512-character values;
     /// a `json_schema` format name is invalid; a previous response id is empty or holds
     /// whitespace; stateless history is empty or breaks the call pairing rules; tool
     /// results come on an initial request, or any of them is invalid (call id, duplicate,
     /// malformed JSON, blank error, size); a function tool is invalid or duplicated; or
-    /// the forced tool is not among the tools sent.
+    /// the forced tool is not among the tools sent, or a tool call is required and no
+    /// tools are sent.
     pub fn build(self) -> Result<CreateResponseRequest, RequestError> {
         self.check_settings()?;
         self.check_continuation()?;
         check_tool_outputs(&self.tool_outputs)?;
-        if is_blank(&self.instruction) && self.tool_outputs.is_empty() {
-            return Err(RequestError::BlankInstruction);
+        match &self.messages {
+            None if is_blank(&self.instruction) && self.tool_outputs.is_empty() => {
+                return Err(RequestError::BlankInstruction);
+            }
+            Some(messages) if messages.is_empty() && self.tool_outputs.is_empty() => {
+                return Err(RequestError::EmptyMessages);
+            }
+            _ => {}
         }
         check_function_tools(self.tools.iter().enumerate().filter_map(
             |(index, tool)| match tool {
@@ -82,11 +91,14 @@ impl RequestBuilder {
             system_prompt,
             tool_usage_block,
             temperature,
+            top_p,
+            messages,
             mode,
             instruction,
             continuation,
             tools,
             forced_tool: _,
+            require_tool_call: _,
             tool_outputs,
             tool_results_block,
             context_block,
@@ -97,10 +109,12 @@ impl RequestBuilder {
             parallel_tool_calls,
             reasoning_effort,
             text_format,
+            extra,
             resend_tools_on_continuation: _,
         } = self;
         let outputs = tool_outputs.iter().map(|output| output.to_input_item());
         let (mut items, previous_response_id) = match continuation {
+            Continuation::Initial if messages.is_some() => (Vec::new(), None),
             Continuation::Initial => (
                 vec![system_message(
                     base_system_prompt,
@@ -116,17 +130,21 @@ impl RequestBuilder {
                 (history, None)
             }
         };
-        let results_block = if tool_results_block {
-            render_tool_results_block(&tool_outputs)
+        if let Some(messages) = messages {
+            items.extend(messages.into_iter().map(InputItem::Message));
         } else {
-            None
-        };
-        items.push(user_message(
-            &mode,
-            &instruction,
-            context_block,
-            results_block,
-        ));
+            let results_block = if tool_results_block {
+                render_tool_results_block(&tool_outputs)
+            } else {
+                None
+            };
+            items.push(user_message(
+                &mode,
+                &instruction,
+                context_block,
+                results_block,
+            ));
+        }
         CreateResponseRequest {
             model,
             input: Input::Items(items),
@@ -136,6 +154,7 @@ impl RequestBuilder {
             tool_choice,
             parallel_tool_calls,
             temperature,
+            top_p,
             max_output_tokens,
             stream,
             store,
@@ -149,27 +168,20 @@ impl RequestBuilder {
                 verbosity: None,
                 extra: BTreeMap::new(),
             }),
+            extra,
             ..CreateResponseRequest::default()
         }
     }
 
     fn check_settings(&self) -> Result<(), RequestError> {
-        if is_blank(&self.model) {
-            return Err(RequestError::BlankModel);
-        }
-        check_mode(&self.mode)?;
-        if let Some(value) = self.temperature
-            && !(0.0..=2.0).contains(&value)
-        {
-            return Err(RequestError::InvalidTemperature { value });
-        }
-        if let Some(value) = self.max_output_tokens
-            && value < MIN_MAX_OUTPUT_TOKENS
-        {
-            return Err(RequestError::MaxOutputTokensTooSmall {
-                value,
-                minimum: MIN_MAX_OUTPUT_TOKENS,
-            });
+        check_model_settings(&ModelParams {
+            model: Some(&self.model),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            max_output_tokens: self.max_output_tokens,
+        })?;
+        if self.messages.is_none() {
+            check_mode(&self.mode)?;
         }
         check_metadata(&self.metadata)?;
         if let Some(TextFormat::JsonSchema(JsonSchemaFormat { name, .. })) = &self.text_format
@@ -204,7 +216,14 @@ impl RequestBuilder {
 
     fn tool_choice(&self, sends_tools: bool) -> Result<Option<ToolChoice>, RequestError> {
         if is_blank(&self.forced_tool) {
-            return Ok(None);
+            return match (
+                self.require_tool_call,
+                sends_tools && !self.tools.is_empty(),
+            ) {
+                (false, _) => Ok(None),
+                (true, true) => Ok(Some(ToolChoice::Mode(ToolChoiceMode::Required))),
+                (true, false) => Err(RequestError::ToolCallRequiredWithoutTools),
+            };
         }
         let name = &self.forced_tool;
         if !sends_tools {

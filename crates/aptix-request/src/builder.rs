@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use aptix_model::wire::{FunctionTool, InputItem, TextFormat, Tool};
+use aptix_model::wire::{FunctionTool, InputItem, InputMessage, TextFormat, Tool};
+use serde_json::Value;
 
 use crate::tool_output::ToolOutput;
 
@@ -54,11 +55,14 @@ pub struct RequestBuilder {
     pub(crate) system_prompt: String,
     pub(crate) tool_usage_block: String,
     pub(crate) temperature: Option<f64>,
+    pub(crate) top_p: Option<f64>,
+    pub(crate) messages: Option<Vec<InputMessage>>,
     pub(crate) mode: String,
     pub(crate) instruction: String,
     pub(crate) continuation: Continuation,
     pub(crate) tools: Vec<Tool>,
     pub(crate) forced_tool: String,
+    pub(crate) require_tool_call: bool,
     pub(crate) tool_outputs: Vec<ToolOutput>,
     pub(crate) tool_results_block: bool,
     pub(crate) context_block: String,
@@ -69,6 +73,7 @@ pub struct RequestBuilder {
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) reasoning_effort: String,
     pub(crate) text_format: Option<TextFormat>,
+    pub(crate) extra: BTreeMap<String, Value>,
     pub(crate) resend_tools_on_continuation: bool,
 }
 
@@ -82,11 +87,14 @@ impl RequestBuilder {
             system_prompt: String::new(),
             tool_usage_block: String::new(),
             temperature: None,
+            top_p: None,
+            messages: None,
             mode: String::new(),
             instruction: String::new(),
             continuation: Continuation::Initial,
             tools: Vec::new(),
             forced_tool: String::new(),
+            require_tool_call: false,
             tool_outputs: Vec::new(),
             tool_results_block: true,
             context_block: String::new(),
@@ -97,6 +105,7 @@ impl RequestBuilder {
             parallel_tool_calls: None,
             reasoning_effort: String::new(),
             text_format: None,
+            extra: BTreeMap::new(),
             resend_tools_on_continuation: false,
         }
     }
@@ -129,6 +138,25 @@ impl RequestBuilder {
     #[must_use]
     pub fn temperature(mut self, temperature: impl Into<Option<f64>>) -> RequestBuilder {
         self.temperature = temperature.into();
+        self
+    }
+
+    /// Nucleus sampling in `0..=1`; omitted from the body when `None`.
+    #[must_use]
+    pub fn top_p(mut self, top_p: impl Into<Option<f64>>) -> RequestBuilder {
+        self.top_p = top_p.into();
+        self
+    }
+
+    /// Sends `messages`, as given and in order, in place of AGN-003's system and user
+    /// messages: for a conversation that is already a list of messages with roles (the
+    /// schema-constrained Request of `aptix-schema`). The base and per-request system
+    /// prompts, the tool-usage block, the mode, the instruction, the `[CONTEXT]` block
+    /// and the `[TOOL_RESULTS]` block are then not used; the continuation's items (the
+    /// replayed history, the `function_call_output` items) still come first.
+    #[must_use]
+    pub fn messages(mut self, messages: impl IntoIterator<Item = InputMessage>) -> RequestBuilder {
+        self.messages = Some(messages.into_iter().collect());
         self
     }
 
@@ -204,6 +232,15 @@ impl RequestBuilder {
         self
     }
 
+    /// Requires the model to call some tool (`tool_choice: "required"`) without naming
+    /// one. A [forced tool](Self::force_tool) takes precedence; either needs the request
+    /// to send tools.
+    #[must_use]
+    pub fn require_tool_call(mut self, required: bool) -> RequestBuilder {
+        self.require_tool_call = required;
+        self
+    }
+
     /// Adds the results of the previous response's tool calls, in order.
     #[must_use]
     pub fn tool_outputs(mut self, outputs: impl IntoIterator<Item = ToolOutput>) -> RequestBuilder {
@@ -275,6 +312,19 @@ impl RequestBuilder {
     #[must_use]
     pub fn text_format(mut self, format: impl Into<Option<TextFormat>>) -> RequestBuilder {
         self.text_format = format.into();
+        self
+    }
+
+    /// Adds request fields the builder has no setter for (`service_tier`,
+    /// `prompt_cache_key`, ...), sent as given; a key set twice keeps its last value.
+    /// A key must not name a field the builder sets itself: the body would hold it
+    /// twice.
+    #[must_use]
+    pub fn extra_fields(
+        mut self,
+        fields: impl IntoIterator<Item = (String, Value)>,
+    ) -> RequestBuilder {
+        self.extra.extend(fields);
         self
     }
 }

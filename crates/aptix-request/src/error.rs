@@ -29,6 +29,12 @@ pub enum RequestError {
         /// The value given.
         value: f64,
     },
+    /// `top_p` was outside `0..=1` or not a number.
+    #[error("top_p {value} is outside 0..=1")]
+    InvalidTopP {
+        /// The value given.
+        value: f64,
+    },
     /// `max_output_tokens` was below the API's minimum.
     #[error("max_output_tokens {value} is below the minimum of {minimum}")]
     MaxOutputTokensTooSmall {
@@ -128,6 +134,13 @@ pub enum RequestError {
         /// The forced tool name.
         name: String,
     },
+    /// A tool call is required on a request that sends no tools.
+    #[error("a tool call is required but the request sends no tools")]
+    ToolCallRequiredWithoutTools,
+    /// Messages were given in place of the instruction, but none, and there are no tool
+    /// results either: the request would carry nothing.
+    #[error("the request's messages are empty and there are no tool results")]
+    EmptyMessages,
     /// Tool results on an initial request: there are no calls they could answer.
     #[error("{count} tool results given on an initial request, which has no calls to answer")]
     ToolResultsOnInitialRequest {
@@ -217,9 +230,6 @@ pub enum RequestError {
         /// Its 0-based position in the history.
         index: usize,
     },
-    /// A schema-constrained Request could not be prepared (see [`crate::schema`]).
-    #[error(transparent)]
-    Schema(#[from] crate::schema::SchemaError),
 }
 
 /// What is wrong with one tool definition.

@@ -18,6 +18,8 @@
 //!   ([`render_tool_results_block`]).
 //! - [`parse_tools_json`]: AGN-003's `ToolsJson`, checked element by element.
 //! - [`ToolUsageBlock`]: the AGN-005 delimited usage block for the system message.
+//! - [`check_model_settings`]: the one rule for model, temperature, `top_p` and
+//!   `max_output_tokens`, shared by the builder, `aptix-schema` and the CLI.
 //!
 //! # Design decisions
 //!
@@ -84,7 +86,7 @@ mod assemble;
 mod builder;
 mod error;
 mod history;
-pub mod schema;
+mod settings;
 mod text;
 mod tool_output;
 mod tool_results;
@@ -93,7 +95,8 @@ mod usage_block;
 
 pub use builder::{Continuation, RequestBuilder};
 pub use error::{RequestError, ToolProblem};
+pub use settings::{MIN_MAX_OUTPUT_TOKENS, ModelParams, check_model_settings};
 pub use tool_output::{MAX_OUTPUT_BYTES, ToolOutput, ToolReply};
 pub use tool_results::render_tool_results_block;
-pub use tools::parse_tools_json;
+pub use tools::{is_valid_name, parse_tools_json};
 pub use usage_block::ToolUsageBlock;

@@ -4,39 +4,14 @@
 //! requests: the "blank means absent" rule and a fenced block that ends in exactly one
 //! line end.
 
-pub(crate) use aptix_rag::text::{needs_escape, push_single_line, push_unicode_escape};
-use aptix_rag::text::{push_fence, push_fence_tag, push_normalised_lines, scan_content};
+pub(crate) use aptix_rag::text::{
+    needs_escape, push_fenced, push_single_line, push_unicode_escape,
+};
 
 /// Whether an optional text input counts as absent: AGN-003 omits a part whose text is
 /// "null/empty/whitespace".
 pub(crate) fn is_blank(text: &str) -> bool {
     text.trim().is_empty()
-}
-
-/// Appends `content` inside a backtick fence tagged `tag`, ending with the closing fence
-/// and a newline.
-///
-/// The fence is one backtick longer than the longest run in the content, and at least
-/// three: CommonMark closes a fence only with a run at least as long as the opening one,
-/// so nothing inside can close it early, whichever reader (a Markdown parser or a model)
-/// looks at it. Line ends are normalised to `\n` so the closing fence is always on a
-/// line of its own; unlike a `[CONTEXT]` chunk, content that already ends with a line
-/// end gets no second one.
-pub(crate) fn push_fenced(out: &mut String, tag: &str, content: &str) {
-    let scan = scan_content(content);
-    push_fence(out, scan.fence_len);
-    push_fence_tag(out, tag);
-    out.push('\n');
-    if scan.has_carriage_return {
-        push_normalised_lines(out, content);
-    } else {
-        out.push_str(content);
-    }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    push_fence(out, scan.fence_len);
-    out.push('\n');
 }
 
 /// Characters after which a new line starts, for any reasonable reader: the ASCII line

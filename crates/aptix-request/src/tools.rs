@@ -175,9 +175,9 @@ fn check_name(name: &str) -> Result<(), ToolProblem> {
     }
 }
 
-/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the API's rule for function and
-/// schema names.
-pub(crate) fn is_valid_name(name: &str) -> bool {
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the API's rule for function tool
+/// and `json_schema` format names.
+pub fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()

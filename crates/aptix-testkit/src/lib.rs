@@ -6,9 +6,11 @@
 //! part of OpenAI's OpenAPI description the request tests validate against, under
 //! `tests/fixtures/spec/` (made by `scripts/trim-spec.py`). A clone needs nothing beside
 //! it. A missing fixture is a test failure with a message saying where it was looked
-//! for, never a silent skip.
+//! for, never a silent skip. [`spec`] validates request bodies against that description.
 
 use std::path::{Path, PathBuf};
+
+pub mod spec;
 
 /// The repository root (the folder holding the workspace `Cargo.toml`).
 pub fn repository_root() -> PathBuf {

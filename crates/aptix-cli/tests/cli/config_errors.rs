@@ -113,3 +113,46 @@ fn bad_values_name_their_flag_or_variable() {
     let output = run(&["--api", "grpc"], None);
     assert_eq!(code(&output), 2, "clap's usage errors exit with 2 as well");
 }
+
+#[test]
+fn max_output_tokens_below_the_api_minimum_is_refused_with_the_builders_message() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--max-output-tokens",
+            "15",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("--max-output-tokens"), "{text}");
+    // The exact text of RequestError::MaxOutputTokensTooSmall: one rule, one message.
+    let builder_message = aptix_request::RequestError::MaxOutputTokensTooSmall {
+        value: 15,
+        minimum: aptix_request::MIN_MAX_OUTPUT_TOKENS,
+    }
+    .to_string();
+    assert!(text.contains(&builder_message), "{text}");
+    assert!(output.stdout.is_empty(), "nothing is built or printed");
+
+    let output = sandbox
+        .aptix()
+        .env("APTIX_MAX_OUTPUT_TOKENS", "16")
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "16 is the minimum: {}", stderr(&output));
+}

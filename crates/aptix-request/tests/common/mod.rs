@@ -4,7 +4,7 @@
 // Each test binary includes this module and uses a different part of it.
 #![allow(dead_code)]
 
-pub(crate) mod spec;
+pub(crate) use aptix_testkit::spec;
 
 use aptix_model::wire::FunctionTool;
 use aptix_rag::{Chunk, ChunkId, LineSpan, render_context_block};

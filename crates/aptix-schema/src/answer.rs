@@ -1,0 +1,352 @@
+//! Reading a reply: [`Prepared::evaluate`] turns a wire `Response` into a [`Verdict`]:
+//! an accepted solution, a rejected attempt (fed back to the model), or a reason to
+//! stop asking.
+//!
+//! The order of the checks is the order of what they mean: a failed response, a
+//! refusal and a truncated response end the Request (asking again would not help, or
+//! would be asking the model to override its refusal); ordinary tool calls end it too
+//! (the caller has to run them). Only then is the answer read: from the first
+//! `generate_response` call's arguments (tool strategy) or from the message text (the
+//! others), parsed as JSON (JSON-mode replies may wrap it in a fenced block) and
+//! validated against the schema, with every violation reported.
+
+use std::fmt;
+
+use aptix_model::wire::{ContentPart, FunctionCall, OutputItem, Response, ResponseStatus};
+use serde_json::Value;
+
+use super::plan::Prepared;
+use super::strategy::{GENERATE_RESPONSE, Strategy};
+
+/// The most schema violations recorded for one attempt.
+pub(crate) const MAX_VIOLATIONS: usize = 50;
+
+/// What a reply means for the Request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// A JSON value that satisfies the schema.
+    Accepted(Value),
+    /// No usable answer; the failure is fed back to the model.
+    Rejected(AttemptFailure),
+    /// Asking again would not help.
+    Stopped(StopReason),
+}
+
+/// Why a Request stopped before an accepted answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The response failed (`status: "failed"`).
+    #[error("the response failed ({}): {message}", code.as_deref().unwrap_or("no code"))]
+    Failed {
+        /// The error's code.
+        code: Option<String>,
+        /// The error's message.
+        message: String,
+    },
+    /// The model refused to answer.
+    #[error("the model refused to answer: {refusal}")]
+    Refused {
+        /// The refusal text.
+        refusal: String,
+    },
+    /// The response stopped early (`status: "incomplete"`), so its JSON is cut short.
+    #[error("the response is incomplete ({})", reason.as_deref().unwrap_or("no reason given"))]
+    Incomplete {
+        /// `incomplete_details.reason` (`max_output_tokens`, `content_filter`).
+        reason: Option<String>,
+    },
+    /// The model called ordinary tools instead of answering; the caller runs them.
+    #[error("the model called {} tools instead of answering", calls.len())]
+    ToolCalls {
+        /// The calls, in order.
+        calls: Vec<FunctionCall>,
+    },
+}
+
+/// One attempt whose reply was not an acceptable answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptFailure {
+    /// The attempt's 1-based number.
+    pub attempt: u32,
+    /// What was wrong.
+    pub problem: AttemptProblem,
+    /// What the model replied, replayed when re-asking.
+    pub reply: Reply,
+}
+
+impl AttemptFailure {
+    /// Each error as one line: one per violation, else one for the problem.
+    pub fn errors(&self) -> Vec<String> {
+        match &self.problem {
+            AttemptProblem::Invalid { violations } => {
+                violations.iter().map(ToString::to_string).collect()
+            }
+            other => vec![other.to_string()],
+        }
+    }
+}
+
+impl fmt::Display for AttemptFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attempt {}: {}", self.attempt, self.problem)
+    }
+}
+
+/// What was wrong with an attempt's reply.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AttemptProblem {
+    /// The reply held no answer where the strategy expects one.
+    NoAnswer {
+        /// What was expected (`a call of generate_response`, `a JSON answer`).
+        expected: String,
+    },
+    /// The answer is not JSON.
+    NotJson {
+        /// What the JSON parser reported.
+        message: String,
+    },
+    /// The answer is JSON that breaks the schema.
+    Invalid {
+        /// Every violation found (at most 50).
+        violations: Vec<Violation>,
+    },
+}
+
+impl fmt::Display for AttemptProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptProblem::NoAnswer { expected } => {
+                write!(f, "the reply holds no answer: expected {expected}")
+            }
+            AttemptProblem::NotJson { message } => {
+                write!(f, "the answer is not valid JSON: {message}")
+            }
+            AttemptProblem::Invalid { violations } => match violations.len() {
+                1 => f.write_str("the answer breaks the schema in 1 place"),
+                count => write!(f, "the answer breaks the schema in {count} places"),
+            },
+        }
+    }
+}
+
+/// One place where an answer breaks the schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the answer, `""` for the whole answer.
+    pub instance_path: String,
+    /// What the validator reported.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "/"
+        } else {
+            &self.instance_path
+        };
+        write!(f, "at {at}: {}", self.message)
+    }
+}
+
+/// What the model replied in a rejected attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Message text.
+    Text(String),
+    /// A `generate_response` call.
+    Call(FunctionCall),
+    /// Nothing usable.
+    Nothing,
+}
+
+impl Prepared {
+    /// Judges the reply to attempt number `attempt` (1-based).
+    pub fn evaluate(&self, response: &Response, attempt: u32) -> Verdict {
+        if let Some(stop) = stop_reason(response) {
+            return Verdict::Stopped(stop);
+        }
+        let calls: Vec<&FunctionCall> = response
+            .output
+            .iter()
+            .filter_map(|item| match item {
+                OutputItem::FunctionCall(call) => Some(call),
+                _ => None,
+            })
+            .collect();
+        let answer_call = (self.strategy == Strategy::ToolCall)
+            .then(|| calls.iter().find(|call| call.name == GENERATE_RESPONSE))
+            .flatten();
+        let reject = |problem, reply| {
+            Verdict::Rejected(AttemptFailure {
+                attempt,
+                problem,
+                reply,
+            })
+        };
+        let (reply, parsed) = if let Some(call) = answer_call {
+            let parsed = serde_json::from_str::<Value>(&call.arguments);
+            (
+                Reply::Call((*call).clone()),
+                parsed.map_err(|error| error.to_string()),
+            )
+        } else if !calls.is_empty() {
+            return Verdict::Stopped(StopReason::ToolCalls {
+                calls: calls.into_iter().cloned().collect(),
+            });
+        } else {
+            let text = message_text(response);
+            let expected = if self.strategy == Strategy::ToolCall {
+                Some(format!("a call of {GENERATE_RESPONSE}"))
+            } else if text.trim().is_empty() {
+                Some("a JSON answer".to_owned())
+            } else {
+                None
+            };
+            if let Some(expected) = expected {
+                let reply = if text.trim().is_empty() {
+                    Reply::Nothing
+                } else {
+                    Reply::Text(text)
+                };
+                return reject(AttemptProblem::NoAnswer { expected }, reply);
+            }
+            let parsed = if self.strategy.injects_schema() {
+                parse_lenient(&text)
+            } else {
+                serde_json::from_str::<Value>(text.trim()).map_err(|error| error.to_string())
+            };
+            (Reply::Text(text), parsed)
+        };
+        let value = match parsed {
+            Ok(value) => value,
+            Err(message) => return reject(AttemptProblem::NotJson { message }, reply),
+        };
+        let violations: Vec<Violation> = self
+            .validator
+            .iter_errors(&value)
+            .take(MAX_VIOLATIONS)
+            .map(|error| Violation {
+                instance_path: error.instance_path().to_string(),
+                message: error.to_string(),
+            })
+            .collect();
+        if violations.is_empty() {
+            Verdict::Accepted(value)
+        } else {
+            reject(AttemptProblem::Invalid { violations }, reply)
+        }
+    }
+}
+
+/// A reason to stop that the response itself carries.
+fn stop_reason(response: &Response) -> Option<StopReason> {
+    match &response.status {
+        Some(ResponseStatus::Failed) => {
+            let error = response.error.clone().unwrap_or_default();
+            return Some(StopReason::Failed {
+                code: error.code,
+                message: error.message,
+            });
+        }
+        Some(ResponseStatus::Incomplete) => {
+            return Some(StopReason::Incomplete {
+                reason: response
+                    .incomplete_details
+                    .as_ref()
+                    .and_then(|details| details.reason.as_ref())
+                    .map(|reason| reason.as_str().to_owned()),
+            });
+        }
+        _ => {}
+    }
+    let refusals: Vec<&str> = message_parts(response)
+        .filter_map(|part| match part {
+            ContentPart::Refusal(refusal) => Some(refusal.refusal.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!refusals.is_empty()).then(|| StopReason::Refused {
+        refusal: refusals.join("\n\n"),
+    })
+}
+
+fn message_parts(response: &Response) -> impl Iterator<Item = &ContentPart> {
+    response.output.iter().flat_map(|item| match item {
+        OutputItem::Message(message) => message.content.as_slice(),
+        _ => &[],
+    })
+}
+
+/// Every `output_text` of every message, concatenated: a JSON answer split across
+/// parts is one document again.
+fn message_text(response: &Response) -> String {
+    message_parts(response)
+        .filter_map(|part| match part {
+            ContentPart::OutputText(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// JSON from a JSON-mode reply: the whole text, or else the first fenced code block
+/// (```` ```json ```` or a bare fence). The error is the whole text's, which says what
+/// a caller expects to hear.
+pub(crate) fn parse_lenient(text: &str) -> Result<Value, String> {
+    let whole = serde_json::from_str::<Value>(text.trim());
+    match whole {
+        Ok(value) => Ok(value),
+        Err(error) => fenced_block(text)
+            .and_then(|inner| serde_json::from_str::<Value>(inner).ok())
+            .ok_or_else(|| error.to_string()),
+    }
+}
+
+/// The content of the first fenced code block: from the line after an opening run of
+/// three or more backticks to the next line that is a run at least as long.
+fn fenced_block(text: &str) -> Option<&str> {
+    let mut offset = 0;
+    let mut opening: Option<(usize, usize)> = None;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        let ticks = trimmed.bytes().take_while(|&byte| byte == b'`').count();
+        match opening {
+            None if ticks >= 3 => opening = Some((ticks, offset + line.len())),
+            Some((open, start)) if ticks >= open && ticks == trimmed.len() => {
+                return text.get(start..offset);
+            }
+            _ => {}
+        }
+        offset += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_mode_tolerates_one_fenced_block() {
+        let cases = [
+            ("{\"a\":1}", Some(serde_json::json!({"a": 1}))),
+            ("  {\"a\":1}\n", Some(serde_json::json!({"a": 1}))),
+            (
+                "Here:\n```json\n{\"a\":1}\n```\nDone.",
+                Some(serde_json::json!({"a": 1})),
+            ),
+            ("```\n[1,2]\n```", Some(serde_json::json!([1, 2]))),
+            (
+                "````json\n{\"s\":\"```\"}\n````",
+                Some(serde_json::json!({"s": "```"})),
+            ),
+            ("```json\n{\"a\":\n", None),
+            ("no json here", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_lenient(text).ok(), expected, "text {text:?}");
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! [`AttemptLog`]: what the attempts of one Request cost and found, kept in a
+//! [`SchemaError`](crate::SchemaError) when the Request gives no solution.
+
+use aptix_model::contract::LlmUsage;
+
+use crate::answer::AttemptFailure;
+
+/// What the attempts of one Request did: how many were sent, what was wrong with each
+/// rejected one, and the tokens they used together.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AttemptLog {
+    /// Attempts sent, including the last.
+    pub attempts: u32,
+    /// Every rejected attempt's failure, in order.
+    pub failures: Vec<AttemptFailure>,
+    /// Token usage summed over every attempt that got a reply.
+    pub usage: LlmUsage,
+}
+
+impl AttemptLog {
+    /// Every error of every rejected attempt, one line each, prefixed with the attempt.
+    pub fn error_lines(&self) -> Vec<String> {
+        self.failures
+            .iter()
+            .flat_map(|failure| {
+                failure
+                    .errors()
+                    .into_iter()
+                    .map(move |error| format!("attempt {}: {error}", failure.attempt))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,319 @@
+//! Reading replies and re-asking: which replies are accepted, rejected (with every
+//! error) or end the Request, and the exact body of the attempt after a rejection.
+
+use aptix_model::wire::Response;
+use aptix_schema::{
+    AttemptProblem, HandlerRegistry, Prepared, Reply, SchemaRequest, SchemaSupport, StopReason,
+    Strategy, Verdict, Violation, prepare,
+};
+use aptix_testkit::spec::assert_valid_create_response;
+use serde_json::{Value, json};
+
+fn prepared(strategy: Strategy) -> Prepared {
+    let request = SchemaRequest::new(
+        "m",
+        json!({
+            "type": "object",
+            "properties": {
+                "capital": {"type": "string", "minLength": 2},
+                "population": {"type": "integer", "minimum": 0}
+            },
+            "required": ["capital"]
+        }),
+    )
+    .user("Capital of France?");
+    prepare(
+        request,
+        &HandlerRegistry::default(),
+        &SchemaSupport::full(),
+        Some(strategy),
+    )
+    .expect("prepares")
+}
+
+fn response(output: Value) -> Response {
+    serde_json::from_value(json!({"id": "resp_1", "status": "completed", "output": output}))
+        .expect("a response")
+}
+
+fn message(text: &str) -> Value {
+    json!([{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}])
+}
+
+fn call(name: &str, arguments: &str) -> Value {
+    json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name, "arguments": arguments})
+}
+
+fn errors_of(verdict: &Verdict) -> Vec<String> {
+    match verdict {
+        Verdict::Rejected(failure) => failure.errors(),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_valid_answer_is_accepted_in_every_strategy() {
+    let answer = r#"{"capital": "Paris", "population": 2100000}"#;
+    for (strategy, output) in [
+        (Strategy::NativeSchema, message(answer)),
+        (Strategy::JsonObject, message(answer)),
+        (
+            Strategy::PromptOnly,
+            message(&format!("Sure:\n```json\n{answer}\n```")),
+        ),
+        (
+            Strategy::ToolCall,
+            json!([call("generate_response", answer)]),
+        ),
+    ] {
+        let verdict = prepared(strategy).evaluate(&response(output), 1);
+        assert_eq!(
+            verdict,
+            Verdict::Accepted(json!({"capital": "Paris", "population": 2_100_000})),
+            "{strategy:?}"
+        );
+    }
+}
+
+#[test]
+fn strict_strategies_accept_null_for_optional_properties_and_json_mode_does_not() {
+    let answer = message(r#"{"capital": "Paris", "population": null}"#);
+    for strategy in [Strategy::NativeSchema, Strategy::ToolCall] {
+        let output = match strategy {
+            Strategy::ToolCall => json!([call(
+                "generate_response",
+                r#"{"capital": "Paris", "population": null}"#
+            )]),
+            _ => answer.clone(),
+        };
+        assert!(matches!(
+            prepared(strategy).evaluate(&response(output), 1),
+            Verdict::Accepted(_)
+        ));
+    }
+    // The JSON-mode prompt shows the schema as given, where an optional property is
+    // omitted, not null.
+    let verdict = prepared(Strategy::JsonObject).evaluate(&response(answer), 1);
+    assert_eq!(
+        errors_of(&verdict),
+        ["at /population: null is not of type \"integer\""]
+    );
+}
+
+#[test]
+fn every_violation_is_reported_with_its_pointer_even_of_removed_keywords() {
+    let verdict = prepared(Strategy::NativeSchema).evaluate(
+        &response(message(r#"{"capital": "P", "population": -3, "extra": 1}"#)),
+        2,
+    );
+    let Verdict::Rejected(failure) = &verdict else {
+        panic!("expected a rejection, got {verdict:?}");
+    };
+    assert_eq!(failure.attempt, 2);
+    let AttemptProblem::Invalid { violations } = &failure.problem else {
+        panic!("expected violations, got {:?}", failure.problem);
+    };
+    let mut pointers: Vec<&str> = violations
+        .iter()
+        .map(|v| v.instance_path.as_str())
+        .collect();
+    pointers.sort_unstable();
+    // `minLength` is not sent in strict mode but is still checked.
+    assert_eq!(pointers, ["", "/capital", "/population"]);
+    assert_eq!(
+        failure.reply,
+        Reply::Text(r#"{"capital": "P", "population": -3, "extra": 1}"#.into())
+    );
+    assert!(
+        errors_of(&verdict)
+            .iter()
+            .all(|line| line.starts_with("at /"))
+    );
+}
+
+#[test]
+fn unusable_replies_are_rejected_with_what_was_expected() {
+    let cases = [
+        (
+            Strategy::NativeSchema,
+            message("   "),
+            "the reply holds no answer: expected a JSON answer",
+        ),
+        (
+            Strategy::NativeSchema,
+            message("```json\n{\"capital\":\"Paris\"}\n```"),
+            "the answer is not valid JSON",
+        ),
+        (
+            Strategy::JsonObject,
+            message("Paris"),
+            "the answer is not valid JSON",
+        ),
+        (
+            Strategy::ToolCall,
+            message("Paris"),
+            "expected a call of generate_response",
+        ),
+        (
+            Strategy::ToolCall,
+            json!([call("generate_response", "{\"capital\":")]),
+            "the answer is not valid JSON",
+        ),
+        (Strategy::NativeSchema, json!([]), "expected a JSON answer"),
+    ];
+    for (strategy, output, expected) in cases {
+        let errors = errors_of(&prepared(strategy).evaluate(&response(output.clone()), 1));
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].contains(expected),
+            "{strategy:?} {output}: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn refusals_failures_truncation_and_tool_calls_end_the_request() {
+    let refusal = json!([{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot help with that."}]}]);
+    let verdict = prepared(Strategy::NativeSchema).evaluate(&response(refusal), 1);
+    assert_eq!(
+        verdict,
+        Verdict::Stopped(StopReason::Refused {
+            refusal: "I cannot help with that.".into()
+        })
+    );
+
+    let failed: Response = serde_json::from_value(json!({
+        "id": "resp_2", "status": "failed", "output": [],
+        "error": {"code": "server_error", "message": "The server had an error."}
+    }))
+    .expect("a response");
+    assert_eq!(
+        prepared(Strategy::NativeSchema).evaluate(&failed, 1),
+        Verdict::Stopped(StopReason::Failed {
+            code: Some("server_error".into()),
+            message: "The server had an error.".into()
+        })
+    );
+
+    let incomplete: Response = serde_json::from_value(json!({
+        "id": "resp_3", "status": "incomplete", "output": message("{\"capital\": \"Pa"),
+        "incomplete_details": {"reason": "max_output_tokens"}
+    }))
+    .expect("a response");
+    assert_eq!(
+        prepared(Strategy::NativeSchema).evaluate(&incomplete, 1),
+        Verdict::Stopped(StopReason::Incomplete {
+            reason: Some("max_output_tokens".into())
+        })
+    );
+
+    for strategy in [Strategy::NativeSchema, Strategy::ToolCall] {
+        let verdict = prepared(strategy).evaluate(&response(json!([call("get_weather", "{}")])), 1);
+        assert!(
+            matches!(&verdict, Verdict::Stopped(StopReason::ToolCalls { calls }) if calls[0].name == "get_weather"),
+            "{strategy:?}: {verdict:?}"
+        );
+    }
+}
+
+#[test]
+fn a_rejected_text_answer_is_replayed_with_the_errors_as_a_user_message() {
+    let mut prepared = prepared(Strategy::NativeSchema);
+    let Verdict::Rejected(failure) = prepared.evaluate(&response(message(r#"{"capital": 3}"#)), 1)
+    else {
+        panic!("expected a rejection");
+    };
+    prepared.reask(&failure);
+    let body = serde_json::to_value(prepared.body()).expect("serialises");
+    assert_valid_create_response("re-ask", &body);
+    assert_eq!(
+        body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Capital of France?"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "{\"capital\": 3}", "annotations": []}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text":
+                "Your previous answer was rejected:\n- at /: \"population\" is a required property\n- at /capital: 3 is not of type \"string\"\n\nAnswer again with a JSON value that conforms to the schema and corrects every error listed."}]}
+        ])
+    );
+    assert_eq!(body["text"]["format"]["type"], "json_schema");
+    assert!(body.get("previous_response_id").is_none());
+}
+
+#[test]
+fn a_rejected_call_is_replayed_with_the_errors_as_its_output() {
+    let mut prepared = prepared(Strategy::ToolCall);
+    let Verdict::Rejected(failure) =
+        prepared.evaluate(&response(json!([call("generate_response", "{}")])), 1)
+    else {
+        panic!("expected a rejection");
+    };
+    prepared.reask(&failure);
+    let body = serde_json::to_value(prepared.body()).expect("serialises");
+    assert_valid_create_response("re-ask", &body);
+    let input = body["input"].as_array().expect("items");
+    assert_eq!(input.len(), 4);
+    assert_eq!(
+        input[2],
+        json!({"type": "function_call", "call_id": "call_1", "name": "generate_response", "arguments": "{}"})
+    );
+    assert_eq!(
+        input[3],
+        json!({"type": "function_call_output", "call_id": "call_1", "output":
+            "Your previous answer was rejected:\n- at /: \"capital\" is a required property\n- at /: \"population\" is a required property\n\nCall generate_response again with arguments that correct every error listed."})
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "name": "generate_response"})
+    );
+}
+
+#[test]
+fn a_reply_without_an_answer_is_followed_by_the_feedback_alone() {
+    let mut prepared = prepared(Strategy::JsonObject);
+    let Verdict::Rejected(failure) = prepared.evaluate(&response(json!([])), 1) else {
+        panic!("expected a rejection");
+    };
+    assert_eq!(failure.reply, Reply::Nothing);
+    prepared.reask(&failure);
+    let input = serde_json::to_value(&prepared.body().input).expect("serialises");
+    assert_eq!(input.as_array().map(Vec::len), Some(3));
+    assert_eq!(input[2]["role"], "user");
+}
+
+#[test]
+fn long_error_lists_are_cut_in_the_feedback_but_kept_in_the_failure() {
+    let properties: serde_json::Map<String, Value> = (0..30)
+        .map(|index| (format!("f{index:02}"), json!({"type": "integer"})))
+        .collect();
+    let names: Vec<String> = properties.keys().cloned().collect();
+    let request = SchemaRequest::new(
+        "m",
+        json!({"type": "object", "properties": properties, "required": names}),
+    )
+    .user("Numbers");
+    let mut prepared = prepare(
+        request,
+        &HandlerRegistry::default(),
+        &SchemaSupport::full(),
+        None,
+    )
+    .expect("prepares");
+    let Verdict::Rejected(failure) = prepared.evaluate(&response(message("{}")), 1) else {
+        panic!("expected a rejection");
+    };
+    assert_eq!(failure.errors().len(), 30);
+    prepared.reask(&failure);
+    let input = serde_json::to_value(&prepared.body().input).expect("serialises");
+    let feedback = input[2]["content"][0]["text"].as_str().expect("text");
+    assert_eq!(feedback.matches("\n- at").count(), 20);
+    assert!(feedback.contains("- and 10 more errors"));
+}
+
+#[test]
+fn violations_read_as_sentences() {
+    let violation = Violation {
+        instance_path: String::new(),
+        message: "\"a\" is a required property".into(),
+    };
+    assert_eq!(violation.to_string(), "at /: \"a\" is a required property");
+}

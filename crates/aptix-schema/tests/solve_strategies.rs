@@ -1,0 +1,276 @@
+//! Solving against scripted providers of each capability profile: the strategy chosen,
+//! what is sent for it, and the answer read back; plus a recorded real exchange replayed.
+
+use aptix_client::{Capabilities, FakeProvider};
+use aptix_model::wire::{FunctionTool, Response};
+use aptix_schema::{SchemaError, SolveOptions, solve_value, solve_value_with};
+use aptix_schema::{SchemaRequest, SchemaSupport, StopReason, Strategy};
+use serde_json::{Value, json};
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"capital": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["capital"]
+    })
+}
+
+fn request() -> SchemaRequest {
+    SchemaRequest::new("gpt-4o-mini", schema())
+        .system("You are a geography assistant.")
+        .user("Capital of France?")
+}
+
+fn weather_tool() -> FunctionTool {
+    FunctionTool {
+        name: "get_weather".into(),
+        description: None,
+        parameters: Some(
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        strict: true,
+    }
+}
+
+fn response(output: Value) -> Response {
+    serde_json::from_value(json!({
+        "id": "resp_1", "status": "completed", "output": output,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    }))
+    .expect("a response")
+}
+
+fn text_reply(text: &str) -> Response {
+    response(
+        json!([{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}]),
+    )
+}
+
+fn call_reply(name: &str, arguments: &str) -> Response {
+    response(
+        json!([{"type": "function_call", "call_id": "call_1", "name": name, "arguments": arguments}]),
+    )
+}
+
+/// The reply each strategy answers with.
+fn reply_for(strategy: Strategy) -> Response {
+    match strategy {
+        Strategy::NativeSchema => text_reply(r#"{"capital":"Paris","population":null}"#),
+        Strategy::ToolCall => {
+            call_reply("generate_response", r#"{"capital":"Paris","population":2}"#)
+        }
+        Strategy::JsonObject => text_reply(r#"{"capital":"Paris"}"#),
+        Strategy::PromptOnly => text_reply("Here it is:\n```json\n{\"capital\":\"Paris\"}\n```"),
+    }
+}
+
+/// What identifies a strategy in the body sent.
+fn shape(body: &Value) -> (Value, Value) {
+    (
+        body["text"]["format"]["type"].clone(),
+        body["tool_choice"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn each_capability_profile_gets_its_strategy() {
+    let no_native = Capabilities {
+        native_json_schema: false,
+        json_schema_with_tools: false,
+        ..Capabilities::openai_responses()
+    };
+    let no_mix = Capabilities {
+        json_schema_with_tools: false,
+        ..Capabilities::openai_responses()
+    };
+    let cases = [
+        (
+            "openai",
+            Capabilities::openai_responses(),
+            false,
+            Strategy::NativeSchema,
+            (json!("json_schema"), Value::Null),
+        ),
+        (
+            "chat bridge",
+            Capabilities::chat_completions(),
+            false,
+            Strategy::NativeSchema,
+            (json!("json_schema"), Value::Null),
+        ),
+        (
+            "openai with tools",
+            Capabilities::openai_responses(),
+            true,
+            Strategy::NativeSchema,
+            (json!("json_schema"), Value::Null),
+        ),
+        (
+            "tools only",
+            no_native,
+            false,
+            Strategy::ToolCall,
+            (
+                Value::Null,
+                json!({"type": "function", "name": "generate_response"}),
+            ),
+        ),
+        (
+            "no schema with tools",
+            no_mix,
+            true,
+            Strategy::ToolCall,
+            (Value::Null, json!("required")),
+        ),
+        (
+            "no schema with tools, none sent",
+            no_mix,
+            false,
+            Strategy::NativeSchema,
+            (json!("json_schema"), Value::Null),
+        ),
+        (
+            "unknown server",
+            Capabilities::default(),
+            false,
+            Strategy::PromptOnly,
+            (Value::Null, Value::Null),
+        ),
+    ];
+    for (label, capabilities, with_tools, strategy, expected_shape) in cases {
+        let provider = FakeProvider::new().with_capabilities(capabilities);
+        provider.push_response(reply_for(strategy));
+        let mut request = request();
+        if with_tools {
+            request = request.tools([weather_tool()]);
+        }
+        let solution = solve_value(&provider, request).await.expect(label);
+        assert_eq!(solution.strategy, strategy, "{label}");
+        assert_eq!(solution.value["capital"], "Paris", "{label}");
+        assert_eq!(solution.attempts, 1);
+        let sent = serde_json::to_value(&provider.requests()[0]).expect("serialises");
+        assert_eq!(shape(&sent), expected_shape, "{label}");
+    }
+}
+
+#[tokio::test]
+async fn a_strategy_or_the_support_can_be_forced_per_call() {
+    for strategy in [
+        Strategy::NativeSchema,
+        Strategy::ToolCall,
+        Strategy::JsonObject,
+        Strategy::PromptOnly,
+    ] {
+        let provider = FakeProvider::new().with_capabilities(Capabilities::default());
+        provider.push_response(reply_for(strategy));
+        let options = SolveOptions {
+            strategy: Some(strategy),
+            ..SolveOptions::default()
+        };
+        let solution = solve_value_with(&provider, request(), &options)
+            .await
+            .expect("solves");
+        assert_eq!(solution.strategy, strategy);
+    }
+
+    let provider = FakeProvider::new().with_capabilities(Capabilities::default());
+    provider.push_response(reply_for(Strategy::JsonObject));
+    let options = SolveOptions {
+        support: Some(SchemaSupport {
+            json_object: true,
+            ..SchemaSupport::default()
+        }),
+        ..SolveOptions::default()
+    };
+    let solution = solve_value_with(&provider, request(), &options)
+        .await
+        .expect("solves");
+    assert_eq!(solution.strategy, Strategy::JsonObject);
+    let sent = serde_json::to_value(&provider.requests()[0]).expect("serialises");
+    assert_eq!(sent["text"]["format"], json!({"type": "json_object"}));
+}
+
+#[tokio::test]
+async fn tools_on_a_provider_without_function_tools_are_refused_before_sending() {
+    let provider = FakeProvider::new().with_capabilities(Capabilities::default());
+    let result = solve_value(&provider, request().tools([weather_tool()])).await;
+    assert!(matches!(
+        result,
+        Err(SchemaError::ToolsUnsupported { count: 1 })
+    ));
+    assert!(provider.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_call_of_an_ordinary_tool_ends_the_request_with_the_calls() {
+    let provider = FakeProvider::new();
+    provider.push_response(call_reply("get_weather", "{}"));
+    let result = solve_value(&provider, request().tools([weather_tool()])).await;
+    match result {
+        Err(SchemaError::Stopped {
+            attempt: 1,
+            reason: StopReason::ToolCalls { calls },
+            log,
+        }) => {
+            assert_eq!(calls[0].name, "get_weather");
+            assert_eq!(log.usage.total_tokens, 15);
+        }
+        other => panic!("expected the tool calls, got {other:?}"),
+    }
+}
+
+/// The recorded real exchange of `text.format` json_schema: what Aptix sends for the
+/// same schema and message is the recorded request with `strict` stated, and the
+/// recorded reply is accepted with its usage.
+#[tokio::test]
+async fn a_recorded_structured_output_exchange_replays() {
+    let recorded_request: Value = serde_json::from_str(&aptix_testkit::read_fixture_text(
+        "request_structured_output_json_schema.json",
+    ))
+    .expect("fixture");
+    let recorded_response: Response = serde_json::from_str(&aptix_testkit::read_fixture_text(
+        "response_structured_output_json_schema.json",
+    ))
+    .expect("fixture");
+    let format = &recorded_request["text"]["format"];
+    let request = SchemaRequest::new("gpt-4o-mini", format["schema"].clone())
+        .name(format["name"].as_str().expect("a name"))
+        .user(
+            recorded_request["input"][0]["content"][0]["text"]
+                .as_str()
+                .expect("a text"),
+        );
+
+    let provider = FakeProvider::new();
+    provider.push_response(recorded_response);
+    let solution = solve_value(&provider, request).await.expect("solves");
+
+    let mut expected = recorded_request.clone();
+    expected["text"]["format"]["strict"] = json!(true);
+    let sent = serde_json::to_value(&provider.requests()[0]).expect("serialises");
+    assert_eq!(sent, expected);
+    assert_eq!(
+        solution.value,
+        json!({"animal_data_list": ["Lion", "Elephant", "Giraffe", "Kangaroo", "Penguin"]})
+    );
+    assert_eq!(
+        (
+            solution.usage.prompt_tokens,
+            solution.usage.completion_tokens,
+            solution.usage.total_tokens
+        ),
+        (48, 23, 71)
+    );
+    assert_eq!(
+        solution.response_id,
+        "resp_061da245a7ef797a0068c9ef386e848196b217d1784fb33d18"
+    );
+}
+
+#[test]
+fn the_solve_future_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    let provider = FakeProvider::new();
+    let future = solve_value(&provider, request());
+    assert_send(&future);
+}
