@@ -104,7 +104,7 @@ async fn a_retriever_returning_far_more_than_the_budget_is_packed_to_it() {
     let block = context_block(&text);
     let counter = TokenCounter::o200k().unwrap();
     let chunks = block.matches("=== CHUNK").count();
-    assert!(chunks >= 1 && chunks < 30, "{chunks} chunks sent");
+    assert!((1..30).contains(&chunks), "{chunks} chunks sent");
     // The block is the rest of the message from `[CONTEXT]` on; it may be followed by
     // nothing else here, so its tokens bound the context.
     assert!(
