@@ -69,7 +69,9 @@ pub struct IndexConfig {
     /// Files with a line longer than this are skipped as minified or generated.
     /// Default 16 KiB.
     pub max_line_bytes: usize,
-    /// Folder names skipped anywhere in the tree. Default [`DEFAULT_EXCLUDED_DIRS`].
+    /// Folder names skipped anywhere in the tree. Default: build output and tool folders
+    /// (`target`, `node_modules`, `dist`, `build`, `out`, `obj`, `__pycache__`, `.venv`,
+    /// `venv`) and version-control and Aptix folders (`.git`, `.hg`, `.svn`, `.aptix`).
     pub excluded_dirs: Vec<String>,
     /// Whether hidden files and folders (names starting with `.`) are indexed.
     /// Default false.
