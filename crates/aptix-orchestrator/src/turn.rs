@@ -17,7 +17,7 @@ use aptix_model::wire::{
     Response, Role,
 };
 use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block, select_context};
-use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock};
+use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 use futures_util::StreamExt;
 
 use crate::OrchestratorError;
@@ -64,16 +64,39 @@ impl Orchestrator {
         self.config.stateless || !self.provider.capabilities().previous_response_id
     }
 
-    fn continuation(&self, state: &SessionState) -> Continuation {
+    /// How the request continues the session. A replayed history goes through the one
+    /// normalisation at the send boundary (`normalize_history`): whatever built it, every
+    /// call is sent with exactly one output; each repair is a warning.
+    fn continuation(
+        &self,
+        state: &SessionState,
+        outputs: &[ToolOutput],
+        warnings: &mut Vec<String>,
+    ) -> Continuation {
         match &state.last_response_id {
             None => Continuation::Initial,
-            Some(_) if self.stateless() => Continuation::Stateless(state.history.clone()),
+            Some(_) if self.stateless() => {
+                let answered: Vec<&str> = outputs.iter().map(|o| o.call_id.as_str()).collect();
+                let (history, repairs) = normalize_history(state.history.clone(), &answered);
+                warnings.extend(
+                    repairs
+                        .iter()
+                        .map(|repair| format!("the replayed history was repaired: {repair}")),
+                );
+                Continuation::Stateless(history)
+            }
             Some(id) => Continuation::PreviousResponse(id.clone()),
         }
     }
 
     /// A builder with the session's settings, the mode's prompt and tools.
-    fn request_builder(&self, state: &SessionState, mode: &Mode) -> RequestBuilder {
+    fn request_builder(
+        &self,
+        state: &SessionState,
+        mode: &Mode,
+        outputs: Vec<ToolOutput>,
+        warnings: &mut Vec<String>,
+    ) -> RequestBuilder {
         let mut usage = ToolUsageBlock::new();
         let mut builder = RequestBuilder::new(state.model.model.clone())
             .base_system_prompt(self.config.base_system_prompt.clone())
@@ -82,7 +105,8 @@ impl Orchestrator {
             .temperature(state.model.temperature)
             .max_output_tokens(state.model.max_output_tokens)
             .resend_tools_on_continuation(self.config.resend_tools_on_continuation)
-            .continuation(self.continuation(state));
+            .continuation(self.continuation(state, &outputs, warnings))
+            .tool_outputs(outputs);
         if let Some(effort) = &state.model.reasoning_effort {
             builder = builder.reasoning_effort(effort.clone());
         }
@@ -175,14 +199,13 @@ impl Orchestrator {
                 let chunks: Vec<ScoredChunk> = packed.kept;
                 let sources = chunks.iter().map(source_ref).collect();
                 let mut builder = self
-                    .request_builder(state, &mode)
+                    .request_builder(state, &mode, outputs, &mut warnings)
                     .instruction(
                         turn.instruction
                             .as_ref()
                             .map(|i| i.as_str().to_owned())
                             .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
-                    )
-                    .tool_outputs(outputs);
+                    );
                 if let Some(block) = render_context_block(&chunks) {
                     builder = builder.context_block(block);
                 }
@@ -238,8 +261,7 @@ impl Orchestrator {
                     );
                 }
                 let body = self
-                    .request_builder(state, &mode)
-                    .tool_outputs(outputs)
+                    .request_builder(state, &mode, outputs, &mut warnings)
                     .build()?;
                 Ok(FirstRequest {
                     body,
@@ -386,8 +408,7 @@ impl Orchestrator {
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
             body = self
-                .request_builder(&state, &mode)
-                .tool_outputs(outputs)
+                .request_builder(&state, &mode, outputs, &mut warnings)
                 .build()?;
         }
     }
