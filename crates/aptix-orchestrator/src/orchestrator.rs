@@ -200,6 +200,11 @@ impl Orchestrator {
         &self.config
     }
 
+    /// The session store turns are kept in (a service reads sessions from it).
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
     /// Validates an AGN-034 request given as JSON bytes, then runs it.
     pub async fn execute_json(
         &self,
