@@ -28,10 +28,10 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
         .collect::<Result<Vec<_>, _>>()?;
     let workspace = workspace::resolve(args.workspace.as_deref())?;
     let index = index::open(&workspace)?;
-    if index.is_stale().unwrap_or(true) {
-        if let Err(error) = index::refresh(&index) {
-            warn(&format!("{error:#}; searching the index as it is"));
-        }
+    if index.is_stale().unwrap_or(true)
+        && let Err(error) = index::refresh(&index)
+    {
+        warn(&format!("{error:#}; searching the index as it is"));
     }
     let results = index.search(
         &SearchQuery::new(args.query.clone())

@@ -296,6 +296,14 @@ const CODE_EXTENSIONS: &[&str] = &[
     "dart", "r", "jl", "zig", "nim", "sh", "bash", "zsh", "ps1", "groovy", "vue", "svelte", "sql",
 ];
 
+/// Whether `extension` (lower case, no dot) is one of code, prose or configuration:
+/// `sse.rs` in a question names a file, `e.g` does not.
+pub(crate) fn is_known_extension(extension: &str) -> bool {
+    CODE_EXTENSIONS.contains(&extension)
+        || DOCS_EXTENSIONS.contains(&extension)
+        || CONFIG_EXTENSIONS.contains(&extension)
+}
+
 /// The kind of the file at `path` (workspace-relative, `/`-separated).
 pub fn classify(path: &str) -> FileKind {
     let lower = path.to_ascii_lowercase();

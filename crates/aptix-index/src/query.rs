@@ -44,6 +44,10 @@ pub(crate) struct QueryTerm {
     pub(crate) weight: f32,
     /// Whether it is the whole term of an identifier.
     pub(crate) identifier: bool,
+    /// Whether it comes from a word that names a place in the tree: a path
+    /// (`axum/src/routing`, `sse.rs`) or the area prefix of a subject line
+    /// (`routing: ...`, `fix(sse): ...`), which should match file paths above all.
+    pub(crate) path_like: bool,
 }
 
 /// What [`analyse`] makes of an instruction.
@@ -60,7 +64,7 @@ pub(crate) fn analyse(text: &str) -> Analysis {
     let mut terms: Vec<QueryTerm> = Vec::new();
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let mut wanted_kinds = Vec::new();
-    let mut add = |term: String, weight: f32, identifier: bool| {
+    let mut add = |term: String, weight: f32, identifier: bool, path_like: bool| {
         *counts.entry(term.clone()).or_insert(0) += 1;
         match terms.iter_mut().find(|t| t.term == term) {
             Some(existing) => {
@@ -68,15 +72,17 @@ pub(crate) fn analyse(text: &str) -> Analysis {
                     existing.weight = weight;
                 }
                 existing.identifier |= identifier;
+                existing.path_like |= path_like;
             }
             None => terms.push(QueryTerm {
                 term,
                 weight,
                 identifier,
+                path_like,
             }),
         }
     };
-    for (word, in_code) in words(text) {
+    for (word, in_code, area) in words(text) {
         let lower = word.to_ascii_lowercase();
         for (keys, kind) in KIND_WORDS {
             if keys.contains(&lower.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -86,12 +92,13 @@ pub(crate) fn analyse(text: &str) -> Analysis {
             }
         }
         let identifier = in_code || is_identifier(word);
+        let path_like = area || is_path_like(word);
         for tokens in tokenizer::word_tokens(word) {
             for (position, token) in tokens.into_iter().enumerate() {
                 if position == 0 && identifier {
-                    add(token, IDENTIFIER_WEIGHT, true);
+                    add(token, IDENTIFIER_WEIGHT, true, path_like);
                 } else if !is_stop_word(&token) {
-                    add(token, 1.0, false);
+                    add(token, 1.0, false, path_like);
                 }
             }
         }
@@ -179,9 +186,10 @@ const KIND_WORDS: &[(&[&str], FileKind)] = &[
 
 /// The words of the instruction that survive the noise filters, each with whether it
 /// stood in backticks or a kept code block.
-fn words(text: &str) -> Vec<(&str, bool)> {
+fn words(text: &str) -> Vec<(&str, bool, bool)> {
     let mut out = Vec::new();
     let mut fence: Option<(String, bool)> = None; // (marker, keep the block)
+    let mut subject_seen = false;
     let lines: Vec<&str> = text.lines().collect();
     let mut index = 0;
     while index < lines.len() {
@@ -192,7 +200,11 @@ fn words(text: &str) -> Vec<(&str, bool)> {
             if trimmed.starts_with(marker.as_str()) && trimmed.trim_end() == marker.as_str() {
                 fence = None;
             } else if *keep {
-                out.extend(line_words(line, true));
+                out.extend(
+                    line_words(line, true)
+                        .into_iter()
+                        .map(|(w, c)| (w, c, false)),
+                );
             }
             continue;
         }
@@ -214,9 +226,70 @@ fn words(text: &str) -> Vec<(&str, bool)> {
         if is_prompt_line(trimmed) || is_trailer(trimmed) {
             continue;
         }
-        out.extend(line_words(line, false));
+        let area = if subject_seen {
+            ""
+        } else {
+            subject_seen = !trimmed.is_empty();
+            area_prefix(trimmed)
+        };
+        let area_end = area.len();
+        let offset = line.len() - trimmed.len();
+        for (word, code) in line_words(line, false) {
+            // The word lies in the area prefix when it starts before the prefix ends.
+            let start = word.as_ptr() as usize - line.as_ptr() as usize;
+            out.push((word, code, area_end > 0 && start < offset + area_end));
+        }
     }
     out
+}
+
+/// Conventional-commit types, which are not areas: `fix(sse):` names the area `sse`.
+const CHANGE_TYPES: &[&str] = &[
+    "fix", "feat", "feature", "chore", "docs", "doc", "refactor", "perf", "test", "tests", "build",
+    "ci", "style", "revert", "bug", "bugfix", "hotfix", "breaking",
+];
+
+/// The area a subject line starts with, `routing` in `routing: omit the header` and
+/// `sse` in `fix(sse): skip ...`; empty when there is none. At most three words before
+/// a colon, and not a conventional-commit type alone.
+fn area_prefix(subject: &str) -> &str {
+    let Some(colon) = subject
+        .find(": ")
+        .or_else(|| subject.strip_suffix(':').map(str::len))
+    else {
+        return "";
+    };
+    let prefix = &subject[..colon];
+    if prefix.split_whitespace().count() > 3 || prefix.contains('`') {
+        return "";
+    }
+    let type_name = prefix
+        .split('(')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('!');
+    if CHANGE_TYPES.contains(&type_name.to_ascii_lowercase().as_str()) {
+        // `fix(sse)`: only the scope in parentheses is an area.
+        return match (prefix.find('('), prefix.rfind(')')) {
+            (Some(open), Some(close)) if open < close => prefix,
+            _ => "",
+        };
+    }
+    prefix
+}
+
+/// A path or a file name: `axum/src/routing`, `routing/mod.rs`, `sse.rs`.
+fn is_path_like(word: &str) -> bool {
+    let core = word.trim_matches(|c: char| "()[]{}<>,;:!?\"'*`".contains(c) || c == '.');
+    if core.contains("::") {
+        return false;
+    }
+    if core.contains('/') {
+        return core.chars().any(char::is_alphabetic);
+    }
+    core.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty() && crate::kind::is_known_extension(&extension.to_ascii_lowercase())
+    })
 }
 
 /// Info strings of fenced blocks that hold sessions and output, not code.
@@ -324,7 +397,8 @@ fn is_noise(word: &str) -> bool {
     if is_hash(core) {
         return true;
     }
-    is_issue_reference(core)
+    let bracketed = word.trim_matches(|c: char| ",.;:!?\"'()".contains(c));
+    is_issue_reference(core) || is_issue_reference(bracketed)
 }
 
 /// 7 to 64 hex digits with at least one digit and one letter.
@@ -368,12 +442,12 @@ fn is_identifier(word: &str) -> bool {
         return core.chars().any(char::is_alphabetic);
     }
     let chars: Vec<char> = core.chars().collect();
-    // A dot between word characters: `foo.bar`, `file.rs`.
-    let dotted = chars.windows(3).any(|w| {
-        w.get(1) == Some(&'.')
-            && w.first().is_some_and(|c| c.is_alphanumeric())
-            && w.get(2).is_some_and(|c| c.is_alphabetic())
-    });
+    // Dots between names: `foo.bar`, `file.rs` (not "e.g" or "3.14").
+    let segments: Vec<&str> = core.split('.').collect();
+    let dotted = segments.len() > 1
+        && segments.iter().all(|segment| {
+            segment.len() >= 2 && segment.chars().next().is_some_and(char::is_alphabetic)
+        });
     // A lower-case letter followed by an upper-case one: `camelCase`, `CamelCase`.
     let camel = chars.windows(2).any(|w| {
         w.first().is_some_and(|c| c.is_lowercase()) && w.get(1).is_some_and(|c| c.is_uppercase())

@@ -1,6 +1,10 @@
 //! The last step of a search: a deterministic order, contiguous chunks of one file
 //! merged, and a cap on chunks per file.
 //!
+//! - **File evidence**: a file with several matching chunks is more likely the one
+//!   meant than a file with one; each chunk gains [`FILE_EVIDENCE`] times the scores of
+//!   up to [`FILE_EVIDENCE_CHUNKS`] other chunks of its file among the candidates (what
+//!   whole-file ranking gets for free, without losing chunk precision).
 //! - **Determinism**: scores are rounded to [`SCORE_QUANTUM`] and ties broken by path,
 //!   then first line, so two indexes of the same tree give the same order whatever the
 //!   order of their documents (segment layout, merge history).
@@ -12,6 +16,7 @@
 //!   used only when nothing else is left (one large file no longer fills the context).
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use aptix_rag::{Chunk, LineSpan, ScoredChunk};
 
@@ -19,6 +24,16 @@ use crate::store;
 
 /// At most this many chunks (after merging) of one file before the other files' chunks.
 pub(crate) const MAX_CHUNKS_PER_FILE: usize = 3;
+
+/// How much the other matching chunks of a file add to each of its chunks.
+pub(crate) const FILE_EVIDENCE: f32 = 0.4;
+/// How many other chunks of a file count toward [`FILE_EVIDENCE`].
+pub(crate) const FILE_EVIDENCE_CHUNKS: usize = 5;
+
+/// Contiguous chunks are merged only while the result stays this small, so that a
+/// merged run still fits a context budget (a file of small matching windows would
+/// otherwise become one chunk too large to pack).
+pub(crate) const MAX_MERGED_BYTES: usize = 12 * 1024;
 
 /// Scores are compared at this resolution, so that float noise from a different
 /// summation order never decides a tie.
@@ -43,11 +58,13 @@ pub(crate) fn finish(mut hits: Vec<ScoredChunk>, limit: usize) -> Vec<ScoredChun
         hit.score = quantize(hit.score);
     }
     hits.sort_by(compare);
+    add_file_evidence(&mut hits);
+    hits.sort_by(compare);
     let mut kept: Vec<ScoredChunk> = Vec::with_capacity(hits.len());
     for hit in hits {
         absorb(&mut kept, hit);
     }
-    let mut per_file: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut per_file: HashMap<&str, usize> = HashMap::new();
     let mut first = Vec::with_capacity(kept.len());
     let mut later = Vec::new();
     for (position, hit) in kept.iter().enumerate() {
@@ -65,6 +82,37 @@ pub(crate) fn finish(mut hits: Vec<ScoredChunk>, limit: usize) -> Vec<ScoredChun
         .into_iter()
         .filter_map(|position| slots.get_mut(position).and_then(Option::take))
         .collect()
+}
+
+/// Adds to each chunk's score [`FILE_EVIDENCE`] times the scores of the best
+/// [`FILE_EVIDENCE_CHUNKS`] other chunks of its file among `hits` (sorted best first).
+fn add_file_evidence(hits: &mut [ScoredChunk]) {
+    let mut by_file: HashMap<&str, Vec<f32>> = HashMap::new();
+    for hit in hits.iter() {
+        let scores = by_file.entry(hit.chunk.path.as_str()).or_default();
+        if scores.len() <= FILE_EVIDENCE_CHUNKS {
+            scores.push(hit.score);
+        }
+    }
+    let bonus: Vec<f32> = hits
+        .iter()
+        .map(|hit| {
+            let best = by_file
+                .get(hit.chunk.path.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            // The file's best scores without this chunk's own (one equal score is it).
+            let mut sum: f32 = best.iter().sum();
+            if best.contains(&hit.score) {
+                sum -= hit.score;
+            } else {
+                sum -= best.last().copied().unwrap_or(0.0);
+            }
+            FILE_EVIDENCE * sum.max(0.0)
+        })
+        .collect();
+    for (hit, bonus) in hits.iter_mut().zip(bonus) {
+        hit.score = quantize(hit.score + bonus);
+    }
 }
 
 /// Adds `hit` to `kept` (best first), merged into a kept chunk of the same file that it
@@ -113,10 +161,12 @@ fn absorb(kept: &mut Vec<ScoredChunk>, hit: ScoredChunk) {
     }
 }
 
-/// Whether one chunk starts on the line after the other ends.
+/// Whether one chunk starts on the line after the other ends, and both together are
+/// at most [`MAX_MERGED_BYTES`].
 fn touches(a: &Chunk, b: &Chunk) -> bool {
-    a.lines.end().checked_add(1) == Some(b.lines.start())
-        || b.lines.end().checked_add(1) == Some(a.lines.start())
+    let adjacent = a.lines.end().checked_add(1) == Some(b.lines.start())
+        || b.lines.end().checked_add(1) == Some(a.lines.start());
+    adjacent && a.content.len() + b.content.len() < MAX_MERGED_BYTES
 }
 
 /// The chunk covering both (which [`touches`] each other), metadata of `better`, symbols
@@ -233,16 +283,44 @@ mod tests {
             ],
             10,
         );
-        assert_eq!(spans(&ranked), ["a.rs:1-30", "b.rs:1-5", "a.rs:40-50"]);
+        // b.rs has one chunk; a.rs's other matches count for each of its chunks.
+        assert_eq!(spans(&ranked), ["a.rs:1-30", "a.rs:40-50", "b.rs:1-5"]);
         let merged = &ranked[0].chunk;
         let expected: Vec<String> = (1..=30).map(|line| format!("line {line}")).collect();
         assert_eq!(merged.content, expected.join("\n"));
-        assert_eq!(ranked[0].score, 9.0);
+        assert!(ranked[0].score > ranked[1].score);
         assert_eq!(
             merged.id,
             store::chunk_id("a.rs", 1, 30, &merged.content),
             "a merged chunk gets the id of its new span and content"
         );
+    }
+
+    #[test]
+    fn a_file_with_several_matching_chunks_outranks_a_single_slightly_better_one() {
+        let ranked = finish(
+            vec![
+                hit("lone.rs", 1, 5, 10.0),
+                hit("many.rs", 1, 5, 9.0),
+                hit("many.rs", 20, 25, 4.0),
+                hit("many.rs", 40, 45, 3.0),
+            ],
+            10,
+        );
+        assert_eq!(ranked[0].chunk.path, "many.rs");
+        assert_eq!(ranked[1].chunk.path, "lone.rs");
+        assert_eq!(ranked[0].score, quantize(9.0 + FILE_EVIDENCE * 7.0));
+    }
+
+    #[test]
+    fn merging_stops_before_a_chunk_grows_too_large() {
+        let mut a = hit("a.rs", 1, 2, 9.0);
+        a.chunk.content = "x".repeat(MAX_MERGED_BYTES / 2);
+        let mut b = hit("a.rs", 3, 4, 8.0);
+        b.chunk.content = "y".repeat(MAX_MERGED_BYTES / 2);
+        let c = hit("a.rs", 5, 6, 7.0);
+        let ranked = finish(vec![a, b, c], 10);
+        assert_eq!(spans(&ranked), ["a.rs:1-2", "a.rs:3-6"]);
     }
 
     #[test]
@@ -255,7 +333,8 @@ mod tests {
         ];
         let mut reversed = hits.clone();
         reversed.reverse();
-        let expected = ["c.rs:1-5", "a.rs:10-20", "a.rs:30-40", "b.rs:1-5"];
+        // a.rs's two chunks support each other (3 + 0.4 * 3 each), ahead of c.rs.
+        let expected = ["a.rs:10-20", "a.rs:30-40", "c.rs:1-5", "b.rs:1-5"];
         assert_eq!(spans(&finish(hits, 10)), expected);
         assert_eq!(spans(&finish(reversed, 10)), expected);
     }

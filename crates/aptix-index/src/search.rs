@@ -42,10 +42,15 @@ use crate::rank;
 use crate::store::{self, Fields, KIND_CHUNK, KIND_CODE_FIELD, SCOPE_KEYS};
 use crate::tokenizer;
 
-/// How much more a term counts when it names a definition in the chunk.
-const SYMBOL_BOOST: f32 = 1.5;
-/// How much a term counts when it appears in the chunk's path.
-const PATH_BOOST: f32 = 0.5;
+/// How much a term counts when it names a definition in the chunk (on top of its
+/// occurrence in the text).
+const SYMBOL_BOOST: f32 = 1.0;
+/// How much a term counts when it appears in the chunk's path. A path is short and
+/// names what the whole file is about, so a match there counts more than one in text.
+const PATH_BOOST: f32 = 1.5;
+/// How much a term counts in the path when the question names a path or an area with
+/// it (`axum-core/macros: ...`, `fix(sse): ...`, `routing/mod.rs`).
+const PATH_LIKE_BOOST: f32 = 3.0;
 
 /// How many more hits than asked for are scored in full, so that merging and the
 /// per-file cap still leave enough.
@@ -179,7 +184,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         }
     }
     let hits = rank::finish(hits, limit);
-    let terms: Vec<String> = chosen.into_iter().map(|(term, _)| term).collect();
+    let terms: Vec<String> = chosen.into_iter().map(|(term, _, _)| term).collect();
     let matches = hits.iter().map(|hit| explain(hit, &terms)).collect();
     Ok(SearchResults {
         hits,
@@ -226,9 +231,9 @@ fn choose_terms(
     analysis: &Analysis,
     stats: &ExactStats<'_>,
     fields: &Fields,
-) -> tantivy::Result<Vec<(String, f32)>> {
+) -> tantivy::Result<Vec<(String, f32, bool)>> {
     let documents = stats.corpus.chunks.max(1) as f32;
-    let mut scored: Vec<(f32, String, f32)> = Vec::with_capacity(analysis.terms.len());
+    let mut scored: Vec<(f32, String, f32, bool)> = Vec::with_capacity(analysis.terms.len());
     for term in &analysis.terms {
         let mut frequency = 0;
         for field in [fields.text, fields.symbol_text, fields.path_text] {
@@ -239,19 +244,24 @@ fn choose_terms(
         }
         let frequency = frequency as f32;
         let idf = (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln();
-        scored.push((term.weight * idf, term.term.clone(), term.weight));
+        scored.push((
+            term.weight * idf,
+            term.term.clone(),
+            term.weight,
+            term.path_like,
+        ));
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     scored.truncate(MAX_QUERY_TERMS);
     Ok(scored
         .into_iter()
-        .map(|(_, term, weight)| (term, weight))
+        .map(|(_, term, weight, path_like)| (term, weight, path_like))
         .collect())
 }
 
 /// BM25 over the text, boosted where the words name a symbol or a path, each term
 /// scaled by its weight.
-fn text_query(fields: &Fields, terms: &[(String, f32)]) -> Box<dyn Query> {
+fn text_query(fields: &Fields, terms: &[(String, f32, bool)]) -> Box<dyn Query> {
     let term_query = |field: Field, word: &str, boost: f32| -> (Occur, Box<dyn Query>) {
         let query = Box::new(TermQuery::new(
             Term::from_field_text(field, word),
@@ -260,10 +270,15 @@ fn text_query(fields: &Fields, terms: &[(String, f32)]) -> Box<dyn Query> {
         (Occur::Should, Box::new(BoostQuery::new(query, boost)))
     };
     let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 3);
-    for (word, weight) in terms {
+    for (word, weight, path_like) in terms {
         should.push(term_query(fields.text, word, *weight));
         should.push(term_query(fields.symbol_text, word, weight * SYMBOL_BOOST));
-        should.push(term_query(fields.path_text, word, weight * PATH_BOOST));
+        let path_boost = if *path_like {
+            PATH_LIKE_BOOST
+        } else {
+            PATH_BOOST
+        };
+        should.push(term_query(fields.path_text, word, weight * path_boost));
     }
     Box::new(BooleanQuery::new(should))
 }
