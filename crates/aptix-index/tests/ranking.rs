@@ -344,3 +344,47 @@ fn one_file_takes_at_most_three_of_the_top_slots() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_short_search_is_a_prefix_of_a_long_one() {
+    let root = TempDir::new().unwrap();
+    // One strong chunk in b.rs; a slightly weaker one in a.rs, whose file also has weak
+    // matches that rank below many one-chunk files. A short search must not rank a.rs
+    // and b.rs differently from a long one just because it scored fewer candidates.
+    write(
+        root.path(),
+        "src/b.rs",
+        &function("b_main", "invoice total invoice total", 3),
+    );
+    let mut a = function("a_main", "invoice total", 3);
+    for n in 0..6 {
+        a.push_str(&format!("/// total\npub fn a_weak_{n}() {{\n"));
+        for line in 0..30 {
+            a.push_str(&format!("    let x{line} = {line};\n"));
+        }
+        a.push_str("}\n\n");
+    }
+    write(root.path(), "src/a.rs", &a);
+    for n in 0..40 {
+        write(
+            root.path(),
+            &format!("src/filler_{n}.rs"),
+            &function(&format!("f_{n}"), "invoice total", 30),
+        );
+    }
+    let index = indexed(root.path());
+    let spans = |limit: usize| -> Vec<(String, String, f32)> {
+        index
+            .search(&SearchQuery::new("invoice total").with_limit(limit))
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|hit| (hit.chunk.path, hit.chunk.lines.to_string(), hit.score))
+            .collect()
+    };
+    let long = spans(100);
+    assert!(long.len() > 40, "{long:?}");
+    for limit in [1, 2, 5, 12] {
+        assert_eq!(spans(limit), long[..limit], "limit {limit}");
+    }
+}
