@@ -22,7 +22,7 @@
 //! a misspelt key should not silently empty the context).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
 use aptix_rag::ScoredChunk;
@@ -132,6 +132,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     let stats = ExactStats {
         searcher: &searcher,
         corpus: &corpus,
+        frequencies: Mutex::new(HashMap::new()),
     };
     let analysis = query::analyse(&query.text);
     let chosen =
@@ -367,9 +368,14 @@ fn live_doc_freq(searcher: &Searcher, term: &Term) -> tantivy::Result<u64> {
 }
 
 /// [`Bm25StatisticsProvider`] over live documents only.
+///
+/// Document frequencies are remembered for the search: choosing the terms and weighting
+/// the query ask for the same ones, and a term's count over a segment with deletions
+/// walks its postings.
 struct ExactStats<'a> {
     searcher: &'a Searcher,
     corpus: &'a CorpusStats,
+    frequencies: Mutex<HashMap<Term, u64>>,
 }
 
 impl Bm25StatisticsProvider for ExactStats<'_> {
@@ -382,7 +388,19 @@ impl Bm25StatisticsProvider for ExactStats<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        live_doc_freq(self.searcher, term)
+        if let Some(known) = self
+            .frequencies
+            .lock()
+            .ok()
+            .and_then(|known| known.get(term).copied())
+        {
+            return Ok(known);
+        }
+        let frequency = live_doc_freq(self.searcher, term)?;
+        if let Ok(mut known) = self.frequencies.lock() {
+            known.insert(term.clone(), frequency);
+        }
+        Ok(frequency)
     }
 }
 
