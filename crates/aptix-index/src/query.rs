@@ -249,6 +249,13 @@ const CHANGE_TYPES: &[&str] = &[
     "ci", "style", "revert", "bug", "bugfix", "hotfix", "breaking",
 ];
 
+/// Labels that end in a colon without naming a place in the tree.
+const NOT_AREAS: &[&str] = &[
+    "note", "notes", "question", "problem", "issue", "error", "warning", "bug", "todo", "hi",
+    "hello", "hey", "context", "goal", "task", "request", "help", "summary", "update", "wip",
+    "example", "e.g", "i.e", "ps", "nb", "tl;dr", "tldr", "edit", "why", "how", "what",
+];
+
 /// The area a subject line starts with, `routing` in `routing: omit the header` and
 /// `sse` in `fix(sse): skip ...`; empty when there is none. At most three words before
 /// a colon, and not a conventional-commit type alone.
@@ -268,8 +275,14 @@ fn area_prefix(subject: &str) -> &str {
         .next()
         .unwrap_or_default()
         .trim_end_matches('!');
-    if CHANGE_TYPES.contains(&type_name.to_ascii_lowercase().as_str()) {
-        // `fix(sse)`: only the scope in parentheses is an area.
+    let type_name = type_name.to_ascii_lowercase();
+    if NOT_AREAS.contains(&type_name.as_str()) || type_name.contains('[') {
+        // "Note: ...", "error[E0277]: ...": a label or a pasted message, not a place.
+        return "";
+    }
+    if CHANGE_TYPES.contains(&type_name.as_str()) {
+        // `fix(sse)`: an area only with a scope in parentheses (the word `fix(sse)` is
+        // one word, so its type counts as part of it).
         return match (prefix.find('('), prefix.rfind(')')) {
             (Some(open), Some(close)) if open < close => prefix,
             _ => "",
@@ -753,6 +766,30 @@ mod tests {
             [FileKind::Example, FileKind::Docs]
         );
         assert!(analyse("Fix Router::nest").wanted_kinds.is_empty());
+    }
+
+    #[test]
+    fn subject_areas_name_places_and_labels_do_not() {
+        assert_eq!(area_prefix("routing: omit the Allow header"), "routing");
+        assert_eq!(
+            area_prefix("axum-core/macros: avoid double calls"),
+            "axum-core/macros"
+        );
+        assert_eq!(area_prefix("fix(sse): skip chars"), "fix(sse)");
+        for subject in [
+            "fix: skip chars",
+            "Note: the router panics",
+            "error[E0277]: the trait bound is not satisfied",
+            "Make the router nest at the root: it panics now",
+            "No colon here",
+        ] {
+            assert_eq!(area_prefix(subject), "", "{subject}");
+        }
+        let analysis = analyse("routing: omit the header");
+        let routing = analysis.terms.iter().find(|t| t.term == "routing").unwrap();
+        assert!(routing.path_like);
+        let header = analysis.terms.iter().find(|t| t.term == "header").unwrap();
+        assert!(!header.path_like);
     }
 
     #[test]
