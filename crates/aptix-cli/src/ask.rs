@@ -4,9 +4,10 @@
 //! Chat Completions bridge) and the orchestrator configuration; sessions come from the
 //! workspace's SQLite store ([`crate::session`]); the workspace index is the retriever,
 //! refreshed first when stale (built on the first `ask` in a workspace). `--dry-run`
-//! swaps the provider for one that is never called, the store for a read-only view and
-//! the index for the one already on disk (not refreshed), so it needs no key, no network
-//! and writes nothing.
+//! swaps the provider for one that is never called and the store for a read-only view,
+//! so it needs no key and no network and writes no session; it refreshes the index like
+//! a real ask (the index is a cache of the workspace, not user data), so the body it
+//! prints is exactly the one that would be sent.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -136,31 +137,6 @@ fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
     Some(Arc::new(index))
 }
 
-/// The workspace index for a dry run: the one on disk, as it is (a dry run writes
-/// nothing), or none.
-fn index_as_is(workspace: &Path) -> Option<Arc<dyn Retriever>> {
-    if !index::exists(workspace) {
-        note(format_args!(
-            "no workspace index yet, so no [CONTEXT]; `aptix index` builds it (and `aptix ask` does on first use)"
-        ));
-        return None;
-    }
-    match index::open(workspace) {
-        Ok(index) => {
-            if index.is_stale().unwrap_or(true) {
-                note(format_args!(
-                    "the workspace index is stale and is shown as it is; `aptix ask` refreshes it first"
-                ));
-            }
-            Some(Arc::new(index))
-        }
-        Err(error) => {
-            warn(&format!("{error:#}; the dry run shows no [CONTEXT]"));
-            None
-        }
-    }
-}
-
 /// The instruction: the argument, or stdin for `-`.
 fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
     let text = if argument == "-" {
@@ -261,7 +237,8 @@ fn dry_run(
         settings.clone(),
     ));
     let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
-    if let Some(retriever) = index_as_is(workspace) {
+    // The same refreshed index as a real ask: a dry run shows exactly what would be sent.
+    if let Some(retriever) = fresh_index(workspace) {
         builder = builder.retriever(retriever);
     }
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
