@@ -36,6 +36,25 @@ pub trait ResponsesProvider: Send + Sync {
         Ok(EventStream::from_response(reply.meta, reply.response))
     }
 
+    /// Streams a background response (`background: true`, `store: true`) again from
+    /// after the event numbered `starting_after` (`GET /responses/{id}?stream=true&
+    /// starting_after=N`), for a caller whose stream was cut: the events continue where
+    /// the lost ones stopped, so nothing is shown twice.
+    ///
+    /// The default is [`ClientError::Unsupported`]: only a server that keeps responses
+    /// can resume them.
+    async fn resume_stream(
+        &self,
+        response_id: &str,
+        starting_after: Option<u64>,
+    ) -> Result<EventStream, ClientError> {
+        let _ = (response_id, starting_after);
+        Err(ClientError::Unsupported {
+            provider: "this provider",
+            feature: "resuming a background response's stream".to_owned(),
+        })
+    }
+
     /// What this provider can carry, so the layers above pick a strategy (native
     /// schema or a forced tool, `previous_response_id` or replayed history).
     fn capabilities(&self) -> Capabilities;
