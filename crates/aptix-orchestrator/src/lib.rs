@@ -72,12 +72,13 @@ mod error;
 mod inputs;
 mod matching;
 mod orchestrator;
+mod recovery;
 mod session;
 mod store;
 mod tools;
 mod turn;
 
-pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig};
+pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig, StreamRecovery};
 pub use error::OrchestratorError;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
