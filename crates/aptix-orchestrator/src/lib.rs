@@ -70,6 +70,7 @@
 mod config;
 mod error;
 mod inputs;
+mod lease;
 mod matching;
 mod orchestrator;
 mod recovery;
@@ -80,6 +81,7 @@ mod turn;
 
 pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig, StreamRecovery};
 pub use error::OrchestratorError;
+pub use lease::LeaseInfo;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
     CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,
