@@ -230,7 +230,8 @@ pub(crate) async fn stream_with_recovery(
         let next = attempt + 1;
         let wait = policy.wait_before(next, random_unit(next));
         let reason = cut.describe(seen.events);
-        tracing::warn!(
+        // INFO, not WARN: the caller is told through the sink and says it its own way.
+        tracing::info!(
             attempt = next,
             max_attempts,
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
