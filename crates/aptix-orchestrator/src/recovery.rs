@@ -151,7 +151,7 @@ async fn drain(
 }
 
 /// Whether an attempt ended this way may be tried again.
-fn recoverable(cut: &Cut, attempt: u32, seen: &Seen) -> bool {
+fn recoverable(cut: &Cut, seen: &Seen) -> bool {
     let connection_lost = |error: &ClientError| {
         matches!(
             error,
@@ -165,9 +165,10 @@ fn recoverable(cut: &Cut, attempt: u32, seen: &Seen) -> bool {
         )
     };
     match cut {
-        // The first request's own failure is the client's to retry; once recovering,
-        // a transient failure to get the stream back counts as one more cut attempt.
-        Cut::Open(error) => attempt > 1 && (error.is_retryable() || connection_lost(error)),
+        // Getting a stream (the first, or again) is the client's to retry: its policy
+        // sees the reply's headers (`retry-after`, `x-should-retry`) and has already
+        // given up when this error comes back.
+        Cut::Open(_) => false,
         Cut::Stream(error) => connection_lost(error),
         Cut::EndedEarly => !seen.error_event,
     }
@@ -210,13 +211,13 @@ pub(crate) async fn stream_with_recovery(
         };
         let resumable = background && fold.response_id().is_some();
         let safe = resumable || !seen.hosted_tool;
-        if !recoverable(&cut, attempt, &seen) || !safe || attempt >= max_attempts {
+        if !recoverable(&cut, &seen) || !safe || attempt >= max_attempts {
             let mut envelope = give_up(&cut, fold, &context);
             let mut notes = Vec::new();
             if attempt > 1 {
                 notes.push(format!("gave up after {attempt} attempts"));
             }
-            if !safe && recoverable(&cut, attempt, &seen) {
+            if !safe && recoverable(&cut, &seen) {
                 notes.push(
                     "not sent again: a hosted tool had already run in this model call".into(),
                 );

@@ -52,12 +52,21 @@ fn recovery() -> StreamRecovery {
 }
 
 async fn rig(script: Vec<Reply>, config: OrchestratorConfig) -> Rig {
+    rig_with_retries(script, config, RetryPolicy::never()).await
+}
+
+/// A rig whose HTTP client retries as `retry` says (fast waits, no jitter).
+async fn rig_with_retries(
+    script: Vec<Reply>,
+    config: OrchestratorConfig,
+    retry: RetryPolicy,
+) -> Rig {
     let server = FaultServer::start(script).await;
     let client = OpenAiConfig::builder()
         .base_url(server.base_url())
         .api_key("sk-test-recovery-0000")
         .stream_idle_timeout(Some(Duration::from_millis(400)))
-        .retry(RetryPolicy::never())
+        .retry(retry)
         .build()
         .unwrap();
     let provider = Arc::new(OpenAiProvider::new(client).unwrap());
@@ -298,4 +307,117 @@ async fn a_background_stream_cut_after_n_events_resumes_from_n_plus_one() {
             format!("/v1/responses/resp_bg?stream=true&starting_after={}", n - 1)
         );
     }
+}
+
+fn client_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(2),
+        jitter: false,
+        ..RetryPolicy::default()
+    }
+}
+
+#[tokio::test]
+async fn the_request_sent_again_gets_the_clients_own_retries() {
+    // Cut; the request sent again meets a 503 (retried by the client) and then a reset
+    // before the first byte (retried too), then the answer.
+    let script = vec![
+        cut_after(5, "resp_a"),
+        Reply::status(503, "text/plain", "overloaded"),
+        Reply::reset_before_head(),
+        whole("resp_b"),
+    ];
+    let rig = rig_with_retries(script, config(), client_retries()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
+    assert_eq!(envelope.text.as_deref(), Some(TEXT));
+    assert_eq!(
+        retries(&deltas).len(),
+        1,
+        "one stream retry, two HTTP retries"
+    );
+    assert_eq!(rig.server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn the_request_sent_again_honours_x_should_retry_false() {
+    let script = vec![
+        cut_after(5, "resp_a"),
+        Reply::json(
+            503,
+            &json!({"error": {"message": "not now", "type": "server_error", "code": "overloaded"}}),
+        )
+        .header("x-should-retry", "false"),
+        whole("resp_b"),
+    ];
+    let rig = rig_with_retries(script, config(), client_retries()).await;
+    let (envelope, _) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    assert_eq!(envelope.error_code.as_deref(), Some("overloaded"));
+    let message = envelope.error_message.unwrap();
+    assert!(message.contains("gave up after 2 attempts"), "{message}");
+    assert_eq!(rig.server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn response_failed_is_the_servers_verdict_and_not_retried() {
+    let mut failed = events("resp_a")[..4].to_vec();
+    failed.push(
+        json!({"type": "response.failed", "sequence_number": 4, "response": {
+        "id": "resp_a", "status": "failed", "output": [],
+        "error": {"code": "server_error", "message": "the model crashed"}}}),
+    );
+    let rig = rig(
+        vec![Reply::sse(sse_text(&failed)), whole("resp_b")],
+        config(),
+    )
+    .await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    assert_eq!(envelope.error_code.as_deref(), Some("server_error"));
+    assert!(retries(&deltas).is_empty());
+    assert_eq!(rig.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_event_is_a_warning_and_the_answer_stands() {
+    let all = events("resp_a");
+    let mut body = sse_text(&all[..4]);
+    body.push_str("event: response.output_text.delta\ndata: {not json\n\n");
+    body.push_str(&sse_text(&all[4..]));
+    let rig = rig(vec![Reply::sse(body)], config()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Ok);
+    assert_eq!(envelope.text.as_deref(), Some(TEXT));
+    assert!(retries(&deltas).is_empty());
+    assert!(
+        envelope
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("1 stream event could not be decoded and was skipped")),
+        "{:?}",
+        envelope.warnings
+    );
+}
+
+#[tokio::test]
+async fn an_event_over_the_size_limit_is_a_decode_error_and_not_retried() {
+    let all = events("resp_a");
+    let huge = format!(
+        "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"delta\":\"{}\"}}\n\n",
+        "x".repeat(17 * 1024 * 1024)
+    );
+    let reply = Reply::sse_steps(vec![
+        Step::Send(sse_text(&all[..4]).into_bytes()),
+        Step::Send(huge.into_bytes()),
+        Step::Send(sse_text(&all[4..]).into_bytes()),
+    ]);
+    let rig = rig(vec![reply, whole("resp_b")], config()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    assert_eq!(envelope.error_code.as_deref(), Some("decode_error"));
+    assert!(retries(&deltas).is_empty());
+    assert_eq!(rig.server.requests().len(), 1);
 }
