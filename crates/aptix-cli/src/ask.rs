@@ -439,6 +439,11 @@ fn report(
             if code == "invalid_api_key" {
                 note(format_args!("check OPENAI_API_KEY"));
             }
+            if code == "insufficient_quota" {
+                note(format_args!(
+                    "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"
+                ));
+            }
             if text_shown {
                 note(format_args!("the answer text above is incomplete"));
             }

@@ -262,10 +262,12 @@ impl HttpTransport {
                 }
             })
             .notify(|failed: &AttemptError, wait: Duration| {
+                let retry = attempts.load(Ordering::Relaxed);
                 tracing::warn!(
                     error = %failed.error,
                     wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                    "retrying"
+                    "{}",
+                    retry_note(&failed.error, wait, retry, policy.max_retries)
                 );
             })
             .await
@@ -374,6 +376,20 @@ impl HttpTransport {
             source: None,
         }
     }
+}
+
+/// What a retry warning says: "rate limited (429); retrying in 1.5s (retry 1 of 2)",
+/// or the failure itself for anything else.
+fn retry_note(error: &ClientError, wait: Duration, retry: u32, max_retries: u32) -> String {
+    let what = match error.status() {
+        Some(429) => "rate limited (429)".to_owned(),
+        Some(status) => format!("the server answered {status}"),
+        None => error.to_string(),
+    };
+    format!(
+        "{what}; retrying in {} (retry {retry} of {max_retries})",
+        crate::error::human_duration(wait)
+    )
 }
 
 /// Reads at most about `limit` bytes of a body: an error page can be large, and only
@@ -586,6 +602,30 @@ mod tests {
         assert_eq!(text.unwrap().message, "model not found");
         assert!(decode_error_body(b"<html>502</html>").is_none());
         assert!(decode_error_body(b"[1]").is_none());
+    }
+
+    #[test]
+    fn retry_warnings_say_rate_limited_and_when() {
+        let limited = ClientError::Status {
+            status: 429,
+            api_error: None,
+            raw_body: None,
+            request_id: None,
+            retry_after: None,
+        };
+        assert_eq!(
+            retry_note(&limited, Duration::from_millis(1500), 1, 2),
+            "rate limited (429); retrying in 1.5s (retry 1 of 2)"
+        );
+        let reset = ClientError::Transport {
+            phase: TransportPhase::Send,
+            message: "connection reset".into(),
+            source: None,
+        };
+        assert_eq!(
+            retry_note(&reset, Duration::from_secs(2), 2, 2),
+            "transport error while sending the request: connection reset; retrying in 2s (retry 2 of 2)"
+        );
     }
 
     #[test]

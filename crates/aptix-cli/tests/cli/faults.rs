@@ -315,3 +315,38 @@ async fn sigint_and_sigterm_release_the_session_at_once() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_quota_is_said_once_and_a_rate_limit_is_retried_with_its_wait() {
+    let quota = Reply::status(
+        429,
+        "application/json",
+        aptix_testkit::read_fixture("error_429_insufficient_quota.json"),
+    );
+    let server = FaultServer::start(vec![quota]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &[]).await;
+    assert_eq!(code(&output), 1);
+    assert_eq!(server.requests().len(), 1, "quota is not retried");
+    assert!(
+        stderr(&output).contains("out of quota"),
+        "{}",
+        stderr(&output)
+    );
+
+    let limited = Reply::status(
+        429,
+        "application/json",
+        aptix_testkit::read_fixture("error_429_rate_limit_exceeded.json"),
+    )
+    .header("retry-after-ms", "10");
+    let server = FaultServer::start(vec![limited, whole("resp_a")]).await;
+    let output = ask(&sandbox, &server, &[]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output), format!("{TEXT}\n"));
+    assert!(
+        stderr(&output).contains("rate limited (429); retrying in 10ms (retry 1 of 2)"),
+        "{}",
+        stderr(&output)
+    );
+}
