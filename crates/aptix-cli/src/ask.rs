@@ -62,6 +62,11 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         return crate::schema::run(provider.as_ref(), request, args.json, runtime);
     }
 
+    if settings.configured.background == Some(true) && settings.api() == ApiKind::Chat {
+        return Err(usage(
+            "background mode needs the responses api (a server that stores responses); it cannot be used with --api chat",
+        ));
+    }
     if args.dry_run {
         return dry_run(args, &request, &workspace, &settings, runtime);
     }
@@ -342,6 +347,13 @@ fn dry_run(
     let stream = !args.no_stream;
     // The providers decide `stream` by the call they make; show it as it will be sent.
     body.stream = stream.then_some(true);
+    // Streamed calls go out in background mode when configured (the orchestrator adds
+    // it as it sends them), so show it as it will be sent.
+    if stream && settings.orchestrator_config().background {
+        body.extra
+            .insert("background".to_owned(), serde_json::Value::Bool(true));
+        body.store = Some(true);
+    }
     let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
     let endpoint = format!(
         "{}/{}",

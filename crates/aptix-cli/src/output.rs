@@ -96,6 +96,10 @@ impl AnswerPrinter {
                 }
             }
             StreamDelta::Retrying { resumed, .. } => {
+                if !self.ends_with_newline {
+                    // The answer stopped mid-line: the note starts on a line of its own.
+                    let _ = writeln!(io::stderr().lock());
+                }
                 AnswerPrinter::note_retry(delta);
                 if !resumed {
                     self.restarting = true;
@@ -172,11 +176,9 @@ impl AnswerPrinter {
         } else {
             "asking again; text already shown is not printed twice"
         };
-        // On a new line: the answer text on stdout may have stopped mid-line.
-        let _ = writeln!(
-            io::stderr().lock(),
-            "\naptix: the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts})"
-        );
+        note(format_args!(
+            "the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts})"
+        ));
     }
 
     /// Prints a whole answer (the non-streamed case).

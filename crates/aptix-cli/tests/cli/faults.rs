@@ -350,3 +350,52 @@ async fn out_of_quota_is_said_once_and_a_rate_limit_is_retried_with_its_wait() {
         stderr(&output)
     );
 }
+
+#[test]
+fn background_mode_shows_in_the_dry_run_and_needs_the_responses_api() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--background", "--workspace"])
+        .arg(sandbox.workspace_arg())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let body = stdout_json(&output);
+    assert_eq!(
+        (body["background"].clone(), body["store"].clone()),
+        (json!(true), json!(true))
+    );
+    // Not streamed: background mode is for resuming streams, so it is not added.
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-stream",
+            "--background",
+            "--workspace",
+        ])
+        .arg(sandbox.workspace_arg())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(stdout_json(&output).get("background"), None);
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--background",
+            "--api",
+            "chat",
+            "--workspace",
+        ])
+        .arg(sandbox.workspace_arg())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("background mode needs the responses api"));
+}
