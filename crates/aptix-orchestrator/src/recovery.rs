@@ -165,9 +165,16 @@ fn recoverable(cut: &Cut, seen: &Seen) -> bool {
         )
     };
     match cut {
-        // Getting a stream (the first, or again) is the client's to retry: its policy
-        // sees the reply's headers (`retry-after`, `x-should-retry`) and has already
-        // given up when this error comes back.
+        // A server that went silent before the reply's head: nothing arrived, so
+        // nothing was shown and no hosted tool was seen; the client does not retry
+        // this (the server may be working on it), but a stall is what recovery is for.
+        Cut::Open(ClientError::Timeout {
+            kind: TimeoutKind::StreamIdle,
+            ..
+        }) => true,
+        // Getting a stream (the first, or again) is otherwise the client's to retry:
+        // its policy sees the reply's headers (`retry-after`, `x-should-retry`) and has
+        // already given up when this error comes back.
         Cut::Open(_) => false,
         Cut::Stream(error) => connection_lost(error),
         Cut::EndedEarly => !seen.error_event,

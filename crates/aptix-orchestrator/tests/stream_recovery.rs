@@ -421,3 +421,13 @@ async fn an_event_over_the_size_limit_is_a_decode_error_and_not_retried() {
     assert!(retries(&deltas).is_empty());
     assert_eq!(rig.server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_server_silent_before_the_head_is_recovered() {
+    let rig = rig(vec![Reply::stall_before_head(), whole("resp_b")], config()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
+    assert_eq!(envelope.text.as_deref(), Some(TEXT));
+    assert_eq!(retries(&deltas), [(2, 10, 0, false)]);
+    assert_eq!(rig.server.requests().len(), 2);
+}

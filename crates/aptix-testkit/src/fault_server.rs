@@ -33,8 +33,9 @@ pub enum Step {
 /// The scripted answer to one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
-    /// The status code; `None` closes the connection before sending anything (a reset
-    /// before the first byte).
+    /// The status code; `None` sends no head at all: the connection is closed at once
+    /// (a reset before the first byte), or held open silently when `steps` holds a
+    /// [`Step::Stall`].
     pub status: Option<u16>,
     /// Reply headers besides `transfer-encoding` and `connection`.
     pub headers: Vec<(String, String)>,
@@ -83,6 +84,16 @@ impl Reply {
             status: None,
             headers: Vec::new(),
             steps: Vec::new(),
+        }
+    }
+
+    /// Nothing is sent, not even the head, and the connection stays open until the
+    /// client gives up (a server that accepted the request and went silent).
+    pub fn stall_before_head() -> Reply {
+        Reply {
+            status: None,
+            headers: Vec::new(),
+            steps: vec![Step::Stall],
         }
     }
 
@@ -194,6 +205,10 @@ async fn serve(mut socket: TcpStream, shared: Arc<Mutex<Shared>>) {
         Reply::status(599, "text/plain", "the fault server's script is exhausted")
     });
     let Some(status) = reply.status else {
+        if reply.steps.contains(&Step::Stall) {
+            let mut sink = [0u8; 64];
+            while matches!(socket.read(&mut sink).await, Ok(n) if n > 0) {}
+        }
         return; // Dropping the socket closes it before any byte of a reply.
     };
     let mut head = format!("HTTP/1.1 {status} Fault\r\n");
