@@ -162,9 +162,68 @@ pub struct RateLimits {
     pub reset_tokens: Option<Duration>,
 }
 
+impl std::fmt::Display for RateLimits {
+    /// `requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)`:
+    /// what is known, for a person reading logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part =
+            |what: &str, remaining: Option<u64>, limit: Option<u64>, reset: Option<Duration>| {
+                let count = match (remaining, limit) {
+                    (Some(remaining), Some(limit)) => format!("{remaining}/{limit} left"),
+                    (Some(remaining), None) => format!("{remaining} left"),
+                    (None, Some(limit)) => format!("limit {limit}"),
+                    (None, None) => return None,
+                };
+                let reset = reset
+                    .map(|wait| format!(" (reset in {})", crate::error::human_duration(wait)))
+                    .unwrap_or_default();
+                Some(format!("{what} {count}{reset}"))
+            };
+        let parts: Vec<String> = [
+            part(
+                "requests",
+                self.remaining_requests,
+                self.limit_requests,
+                self.reset_requests,
+            ),
+            part(
+                "tokens",
+                self.remaining_tokens,
+                self.limit_tokens,
+                self.reset_tokens,
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            f.write_str("none reported")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_limits_read_as_what_is_left() {
+        let limits = RateLimits {
+            limit_requests: Some(60),
+            remaining_requests: Some(59),
+            reset_requests: Some(Duration::from_secs(1)),
+            remaining_tokens: Some(149_000),
+            limit_tokens: Some(150_000),
+            reset_tokens: Some(Duration::from_secs(360)),
+        };
+        assert_eq!(
+            limits.to_string(),
+            "requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)"
+        );
+        assert_eq!(RateLimits::default().to_string(), "none reported");
+    }
 
     #[test]
     fn the_trait_is_object_safe_send_and_sync() {

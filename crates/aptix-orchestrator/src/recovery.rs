@@ -210,6 +210,7 @@ pub(crate) async fn stream_with_recovery(
                 if let Some(id) = &stream.meta().request_id {
                     context.request_id = Some(id.clone());
                 }
+                log_rate_limits(stream.meta());
                 match drain(&mut stream, &mut fold, sink, &mut seen).await {
                     None => break,
                     Some(cut) => cut,
@@ -273,6 +274,13 @@ pub(crate) async fn stream_with_recovery(
         response: folded.response,
         mapped,
     })
+}
+
+/// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
+pub(crate) fn log_rate_limits(meta: &aptix_client::ReplyMeta) {
+    if let Some(limits) = &meta.rate_limits {
+        tracing::info!("rate limits: {limits}");
+    }
 }
 
 /// The error envelope of the last attempt.

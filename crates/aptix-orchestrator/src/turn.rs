@@ -401,6 +401,7 @@ impl Orchestrator {
                 .create(body)
                 .await
                 .map_err(|error| crate::recovery::error_envelope(&error, context))?;
+            crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();
             let mapped = map_response(&reply.response, None, &context);

@@ -399,3 +399,25 @@ fn background_mode_shows_in_the_dry_run_and_needs_the_responses_api() {
     assert_eq!(code(&output), 2);
     assert!(stderr(&output).contains("background mode needs the responses api"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_shows_the_rate_limits_of_the_last_reply() {
+    let reply = whole("resp_a")
+        .header("x-ratelimit-limit-requests", "60")
+        .header("x-ratelimit-remaining-requests", "59")
+        .header("x-ratelimit-reset-requests", "1s")
+        .header("x-ratelimit-limit-tokens", "150000")
+        .header("x-ratelimit-remaining-tokens", "149000")
+        .header("x-ratelimit-reset-tokens", "6m0s");
+    let server = FaultServer::start(vec![reply]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &["-v"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "rate limits: requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
