@@ -515,7 +515,12 @@ pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
         return bytes;
     };
     let needle = key_tail(secret).unwrap_or(secret);
-    if !contains_bytes(&bytes, needle.as_bytes()) {
+    // UTF-8 validation and `str::contains` are both vectorised; bodies are text.
+    let found = match std::str::from_utf8(&bytes) {
+        Ok(text) => text.contains(needle),
+        Err(_) => contains_bytes(&bytes, needle.as_bytes()),
+    };
+    if !found {
         return bytes;
     }
     let text = String::from_utf8_lossy(&bytes);
