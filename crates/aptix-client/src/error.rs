@@ -77,7 +77,7 @@ pub enum ClientError {
         position: usize,
         /// The decoder's message.
         message: String,
-        /// The bytes around the position, lossily as text, at most [`MAX_EXCERPT`].
+        /// The bytes around the position, lossily as text, at most 160 bytes.
         excerpt: String,
         /// The reply's `x-request-id`.
         request_id: Option<String>,
