@@ -217,7 +217,10 @@ pub(crate) async fn stream_with_recovery(
                 }
             }
         };
-        let resumable = background && fold.response_id().is_some();
+        // Resuming needs the response and where it stopped: without sequence numbers
+        // the resumed stream would start over and the fold could not skip what it had.
+        let resumable =
+            background && fold.response_id().is_some() && fold.last_sequence_number().is_some();
         let safe = resumable || !seen.hosted_tool;
         if !recoverable(&cut, &seen) || !safe || attempt >= max_attempts {
             let mut envelope = give_up(&cut, fold, &context);

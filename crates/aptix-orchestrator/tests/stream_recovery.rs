@@ -431,3 +431,37 @@ async fn a_server_silent_before_the_head_is_recovered() {
     assert_eq!(retries(&deltas), [(2, 10, 0, false)]);
     assert_eq!(rig.server.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn without_sequence_numbers_a_background_stream_is_sent_again_not_resumed() {
+    let unnumbered = |id: &str| -> Vec<Value> {
+        events(id)
+            .into_iter()
+            .map(|mut event| {
+                event.as_object_mut().unwrap().remove("sequence_number");
+                event
+            })
+            .collect()
+    };
+    let cut = Reply::sse_steps(vec![
+        Step::Send(sse_text(&unnumbered("resp_a")[..5]).into_bytes()),
+        Step::Reset,
+    ]);
+    let config = OrchestratorConfig {
+        background: true,
+        ..config()
+    };
+    let rig = rig(
+        vec![cut, Reply::sse(sse_text(&unnumbered("resp_b")))],
+        config,
+    )
+    .await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.text.as_deref(), Some(TEXT));
+    assert_eq!(retries(&deltas), [(2, 10, 5, false)]);
+    let requests = rig.server.requests();
+    assert_eq!(
+        (requests[0].method.as_str(), requests[1].method.as_str()),
+        ("POST", "POST")
+    );
+}
