@@ -4,10 +4,7 @@
 use std::time::Instant;
 
 use aptix_client::ClientError;
-use aptix_mapping::{
-    Mapped, StreamFold, TurnContext, map_error_body, map_folded, map_mapping_error, map_response,
-    map_transport_failure,
-};
+use aptix_mapping::{Mapped, TurnContext, map_error_body, map_response, map_transport_failure};
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, LlmUsage, SourceRef,
     ToolOutcome as ClientOutcome,
@@ -18,7 +15,6 @@ use aptix_model::wire::{
 };
 use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block, select_context};
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
-use futures_util::StreamExt;
 
 use crate::OrchestratorError;
 use crate::config::Mode;
@@ -425,7 +421,8 @@ impl Orchestrator {
                 .provider
                 .create(body)
                 .await
-                .map_err(|error| client_error_envelope(&error, context))?;
+                .map_err(|error| crate::recovery::error_envelope(&error, context))?;
+            crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();
             let mapped = map_response(&reply.response, None, &context);
@@ -434,35 +431,24 @@ impl Orchestrator {
                 mapped,
             });
         };
-        let mut stream = self
-            .provider
-            .stream(body)
-            .await
-            .map_err(|error| client_error_envelope(&error, context))?;
-        let mut context = context.clone();
-        context.request_id = stream.meta().request_id.clone();
-        let mut fold = StreamFold::new();
-        // The fold judges the events (an `error` event, a missing terminal one); the
-        // stream only reports the connection. Once the terminal event is in, the rest
-        // of the body is not read: dropping the stream releases the connection.
-        while !fold.is_finished() {
-            match stream.next().await {
-                Some(Ok(event)) => {
-                    if let Some(delta) = fold.apply_sse(&event) {
-                        sink(&delta);
-                    }
-                }
-                Some(Err(error)) => return Err(client_error_envelope(&error, &context)),
-                None => break,
-            }
-        }
-        let folded = fold
-            .finish()
-            .map_err(|error| map_mapping_error(&error, &context).envelope)?;
-        let mapped = map_folded(&folded, &context);
+        let background;
+        let body = if self.config.background {
+            background = crate::recovery::in_background(body);
+            &background
+        } else {
+            body
+        };
+        let streamed = crate::recovery::stream_with_recovery(
+            self.provider.as_ref(),
+            self.config.stream_recovery,
+            body,
+            &mut **sink,
+            context,
+        )
+        .await?;
         Ok(Reply {
-            response: folded.response,
-            mapped,
+            response: streamed.response,
+            mapped: streamed.mapped,
         })
     }
 

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use super::SessionStore;
 use crate::OrchestratorError;
+use crate::lease::LeaseInfo;
 use crate::session::{Scenario, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// Sessions, turns and leases in process memory.
@@ -126,5 +127,34 @@ impl SessionStore for InMemorySessionStore {
             inner.leases.remove(session_id);
         }
         Ok(())
+    }
+
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        let inner = self.lock();
+        let now = Instant::now();
+        Ok(inner
+            .leases
+            .get(session_id)
+            .map(|(holder, expires)| LeaseInfo {
+                holder: holder.clone(),
+                expires_in: expires.saturating_duration_since(now),
+            }))
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let mut inner = self.lock();
+        match inner.leases.get_mut(session_id) {
+            Some(lease) if lease.0 == stale_holder => {
+                *lease = (holder.to_owned(), Instant::now() + ttl);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
