@@ -185,7 +185,7 @@ async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T
 /// The workspace index for a real turn, refreshed first when stale. Retrieval is
 /// advisory: an index that cannot be opened is a warning and the turn goes on without
 /// context; one that cannot be refreshed is used as it is.
-fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+pub(crate) fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
     let first = !index::exists(workspace);
     let index = match index::open(workspace) {
         Ok(index) => index,
@@ -241,7 +241,7 @@ fn capabilities(settings: &Settings) -> Capabilities {
 
 /// The HTTP provider the settings describe. The key, organization and project come
 /// from the environment only.
-fn provider(
+pub(crate) fn provider(
     settings: &Settings,
     env: Env<'_>,
 ) -> Result<Arc<dyn ResponsesProvider>, anyhow::Error> {

@@ -46,6 +46,9 @@ pub(crate) enum Command {
     Search(SearchArgs),
     /// Map a captured /v1/responses body, error body or SSE stream to the envelope JSON
     Inspect(InspectArgs),
+    /// Serve the orchestrator over HTTP (POST /v1/agent/execute, JSON or server-sent
+    /// events) for editors, scripts and teams; see docs/serve.md
+    Serve(Box<crate::serve::ServeArgs>),
 }
 
 /// `aptix ask`.

@@ -15,6 +15,7 @@ mod inspect;
 mod output;
 mod schema;
 mod search;
+mod serve;
 mod session;
 mod workspace;
 
@@ -54,6 +55,12 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
         Command::Index(args) => index::run(args.path.as_deref()),
         Command::Search(args) => search::run(args),
         Command::Inspect(args) => inspect::run(&args.file),
+        Command::Serve(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            serve::run(args, &config::process_env, &runtime)
+        }
     }
 }
 

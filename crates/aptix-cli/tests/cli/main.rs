@@ -14,4 +14,5 @@ mod faults;
 mod index;
 mod inspect;
 mod schema;
+mod serve;
 mod support;

@@ -1,0 +1,151 @@
+//! `aptix serve` as a user runs it: refused on a non-loopback address without tokens,
+//! and a real process answering a turn over HTTP against a fake upstream, sharing its
+//! sessions with `aptix ask`, and stopping cleanly on SIGTERM.
+
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use aptix_testkit::fault_server::{FaultServer, Reply, sse_text, text_answer_events};
+use serde_json::{Value, json};
+
+use crate::support::{SECRET_KEY, Sandbox, code, stderr};
+
+#[test]
+fn a_non_loopback_address_without_tokens_is_refused_naming_tokens_file() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--workspace",
+            &sandbox.workspace_arg(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--tokens-file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm() {
+    let pieces = ["Stored ", "once."];
+    let answer = json!({
+        "id": "resp_serve", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Stored once."}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
+    });
+    let upstream = FaultServer::start(vec![
+        Reply::json(200, &answer),
+        Reply::sse(sse_text(&text_answer_events("resp_ask", &pieces))),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .args(["--base-url", &upstream.base_url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut up = false;
+    for _ in 0..200 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "aptix serve did not come up");
+
+    let envelope: Value = client
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .body(json!({"sessionId": "s-shared", "turnId": "t-1", "instruction": "How?"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(envelope["text"], "Stored once.", "{envelope}");
+    assert!(!envelope.to_string().contains(SECRET_KEY));
+
+    // The session started over HTTP is continued by `aptix ask`.
+    let mut ask = sandbox.aptix();
+    ask.env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--base-url", &upstream.base_url()])
+        .args([
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "--session",
+            "s-shared",
+        ])
+        .arg("And then?");
+    let output = tokio::task::spawn_blocking(move || ask.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("s-shared (continued)"),
+        "{}",
+        stderr(&output)
+    );
+    let requests = upstream.requests();
+    let second = requests[1].json().unwrap();
+    assert_eq!(second["previous_response_id"], "resp_serve", "{second}");
+
+    let pid = served.0.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut exited = None;
+    for _ in 0..200 {
+        if let Some(status) = served.0.try_wait().unwrap() {
+            exited = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = exited.expect("aptix serve stops on SIGTERM");
+    assert_eq!(status.code(), Some(0));
+    let mut log = String::new();
+    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(log.contains("stopping"), "{log}");
+    assert!(!log.contains(SECRET_KEY), "{log}");
+}
