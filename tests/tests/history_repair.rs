@@ -1,7 +1,8 @@
 //! The one normalisation at the send boundary, through the orchestrator: a stateless
 //! session whose stored history is broken (a turn cut short left a call unanswered, an
 //! older version stored a stray output, a reasoning item lost its follower) still sends
-//! a history the API accepts, and the envelope says what was repaired.
+//! a history the API accepts, and the envelope says what was repaired; and a reasoning
+//! model's items are replayed encrypted, without their server ids.
 
 use std::sync::Arc;
 
@@ -124,4 +125,64 @@ async fn a_broken_stored_history_is_sent_repaired_with_warnings() {
             envelope.warnings
         );
     }
+}
+
+/// Stateless replay with a reasoning model: every request asks for the encrypted
+/// reasoning (`store: false`, `include: ["reasoning.encrypted_content"]`), and the next
+/// request replays the reasoning item with its encrypted content and without the server
+/// item id (which names nothing a `store: false` provider kept).
+#[tokio::test]
+async fn reasoning_is_replayed_encrypted_and_without_its_server_id() {
+    let provider =
+        Arc::new(FakeProvider::new().with_capabilities(Capabilities::stateless_responses()));
+    let first: Response = serde_json::from_value(json!({
+        "id": "resp_1", "status": "completed", "model": "o4-mini",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"},
+            {"type": "message", "id": "msg_1", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Done."}]}
+        ]
+    }))
+    .unwrap();
+    let mut second = Response::with_id("resp_2");
+    second.status = Some(ResponseStatus::Completed);
+    provider.push_response(first).push_response(second);
+    let mut config = OrchestratorConfig::default();
+    config.model.reasoning_effort = Some("low".into());
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .config(config)
+            .build()
+            .unwrap();
+    for turn in ["t1", "t2"] {
+        orchestrator
+            .execute(
+                AgentExecuteRequest::from_json_value(
+                    &json!({"sessionId": "s1", "turnId": turn, "instruction": "think"}),
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let requests = provider.requests();
+    for request in &requests {
+        assert_eq!(request.store, Some(false));
+        assert_eq!(
+            request.include.as_deref(),
+            Some(&["reasoning.encrypted_content".to_owned()][..])
+        );
+    }
+    let Input::Items(items) = &requests[1].input else {
+        panic!("{:?}", requests[1].input)
+    };
+    let reasoning = items
+        .iter()
+        .find_map(|item| match item {
+            InputItem::Reasoning(reasoning) => Some(reasoning),
+            _ => None,
+        })
+        .expect("the reasoning item is replayed");
+    assert_eq!(reasoning.id, None);
+    assert_eq!(reasoning.encrypted_content.as_deref(), Some("gAAAA-opaque"));
 }

@@ -105,6 +105,12 @@ impl Orchestrator {
             .tool_outputs(outputs);
         if let Some(effort) = &state.model.reasoning_effort {
             builder = builder.reasoning_effort(effort.clone());
+            if self.stateless() {
+                // A reasoning model's items can be replayed without server state only
+                // with their encrypted content, which the API returns for
+                // `store: false` requests that ask for it.
+                builder = builder.store(false).include("reasoning.encrypted_content");
+            }
         }
         for tool in self.server_tools.iter().filter(|t| mode.allows(t.name())) {
             builder = builder.tools([function_tool(tool.as_ref())]);
@@ -483,6 +489,15 @@ impl Orchestrator {
                     || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
             })
             .map(OutputItem::to_input_item)
+            .map(|item| match item {
+                // Replayed without state, a server item id names nothing the provider
+                // kept (`Item with id rs_... not found`): the encrypted content carries it.
+                InputItem::Reasoning(mut reasoning) if stateless => {
+                    reasoning.id = None;
+                    InputItem::Reasoning(reasoning)
+                }
+                other => other,
+            })
             .collect();
         // A reasoning item must be followed by the item it preceded.
         while matches!(outputs.last(), Some(InputItem::Reasoning(_))) {

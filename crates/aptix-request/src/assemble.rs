@@ -105,6 +105,7 @@ impl RequestBuilder {
             stream,
             max_output_tokens,
             store,
+            include,
             metadata,
             parallel_tool_calls,
             reasoning_effort,
@@ -158,6 +159,7 @@ impl RequestBuilder {
             max_output_tokens,
             stream,
             store,
+            include: (!include.is_empty()).then_some(include),
             metadata: (!metadata.is_empty()).then_some(metadata),
             reasoning: (!is_blank(&reasoning_effort)).then_some(ReasoningConfig {
                 effort: Some(reasoning_effort),

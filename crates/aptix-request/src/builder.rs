@@ -69,6 +69,7 @@ pub struct RequestBuilder {
     pub(crate) stream: Option<bool>,
     pub(crate) max_output_tokens: Option<u64>,
     pub(crate) store: Option<bool>,
+    pub(crate) include: Vec<String>,
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) reasoning_effort: String,
@@ -101,6 +102,7 @@ impl RequestBuilder {
             stream: None,
             max_output_tokens: None,
             store: None,
+            include: Vec::new(),
             metadata: BTreeMap::new(),
             parallel_tool_calls: None,
             reasoning_effort: String::new(),
@@ -283,6 +285,18 @@ impl RequestBuilder {
     #[must_use]
     pub fn store(mut self, store: impl Into<Option<bool>>) -> RequestBuilder {
         self.store = store.into();
+        self
+    }
+
+    /// Asks for extra output (`include`), e.g. `reasoning.encrypted_content`, which a
+    /// stateless session needs to replay reasoning items. A value given twice is sent
+    /// once.
+    #[must_use]
+    pub fn include(mut self, item: impl Into<String>) -> RequestBuilder {
+        let item = item.into();
+        if !self.include.contains(&item) {
+            self.include.push(item);
+        }
         self
     }
 
