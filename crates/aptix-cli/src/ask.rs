@@ -18,9 +18,10 @@ use aptix_client::{
     Capabilities, ChatCompletionsProvider, ClientError, DEFAULT_BASE_URL, FakeProvider,
     OpenAiConfigBuilder, OpenAiProvider, ResponsesProvider,
 };
+use aptix_index::WorkspaceIndex;
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
-use aptix_orchestrator::{Orchestrator, OrchestratorError, SessionStore};
+use aptix_orchestrator::{Orchestrator, OrchestratorBuilder, OrchestratorError, SessionStore};
 use aptix_rag::Retriever;
 use serde_json::json;
 use tokio::runtime::Runtime;
@@ -79,9 +80,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     ));
     let mut builder =
         Orchestrator::builder(provider, Arc::clone(&store)).config(settings.orchestrator_config());
-    if let Some(retriever) = fresh_index(&workspace) {
-        builder = builder.retriever(retriever);
-    }
+    builder = with_index(builder, fresh_index(&workspace), tools(args, &settings));
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
 
     let existed = runtime
@@ -185,7 +184,7 @@ async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T
 /// The workspace index for a real turn, refreshed first when stale. Retrieval is
 /// advisory: an index that cannot be opened is a warning and the turn goes on without
 /// context; one that cannot be refreshed is used as it is.
-pub(crate) fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
+pub(crate) fn fresh_index(workspace: &Path) -> Option<WorkspaceIndex> {
     let first = !index::exists(workspace);
     let index = match index::open(workspace) {
         Ok(index) => index,
@@ -209,7 +208,30 @@ pub(crate) fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
             }
         }
     }
-    Some(Arc::new(index))
+    Some(index)
+}
+
+/// The orchestrator's retriever and, unless turned off, the built-in read-only tools
+/// over the same index.
+pub(crate) fn with_index(
+    mut builder: OrchestratorBuilder,
+    index: Option<WorkspaceIndex>,
+    tools: bool,
+) -> OrchestratorBuilder {
+    if let Some(index) = index {
+        if tools {
+            for tool in aptix_tools::builtin_tools(index.clone()) {
+                builder = builder.server_tool(tool);
+            }
+        }
+        builder = builder.retriever(Arc::new(index) as Arc<dyn Retriever>);
+    }
+    builder
+}
+
+/// Whether the built-in tools are offered: `--no-tools` over the settings.
+fn tools(args: &AskArgs, settings: &Settings) -> bool {
+    !args.no_tools && settings.tools()
 }
 
 /// The instruction: the argument, or stdin for `-`.
@@ -314,9 +336,7 @@ fn dry_run(
     ));
     let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
     // The same refreshed index as a real ask: a dry run shows exactly what would be sent.
-    if let Some(retriever) = fresh_index(workspace) {
-        builder = builder.retriever(retriever);
-    }
+    builder = with_index(builder, fresh_index(workspace), tools(args, settings));
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
     let mut body = runtime
         .block_on(orchestrator.dry_run(request))

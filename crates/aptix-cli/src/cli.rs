@@ -76,6 +76,11 @@ pub(crate) struct AskArgs {
     #[arg(long)]
     pub(crate) no_stream: bool,
 
+    /// Do not offer the model the built-in tools (search_code, read_file, list_files);
+    /// the same as `--tools false`
+    #[arg(long, conflicts_with = "tools")]
+    pub(crate) no_tools: bool,
+
     /// Print the final envelope as JSON on stdout instead of the answer text
     #[arg(long, conflicts_with = "dry_run")]
     pub(crate) json: bool,

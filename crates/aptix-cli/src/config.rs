@@ -150,6 +150,10 @@ settings! {
     /// (on another host, or where a dead process cannot be detected), e.g. 5m [config:
     /// lease_ttl, env: APTIX_LEASE_TTL]
     lease_ttl: HumanDuration, arg(value_name = "DURATION");
+    /// Offer the model the built-in read-only tools (search_code, read_file,
+    /// list_files) over the workspace; `--no-tools` or `false` turns them off [config:
+    /// tools, env: APTIX_TOOLS]
+    tools: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
 }
 
 /// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's
@@ -476,6 +480,11 @@ impl Settings {
         self.configured.stateless.unwrap_or(false)
     }
 
+    /// Whether the built-in tools are offered (on unless turned off).
+    pub(crate) fn tools(&self) -> bool {
+        self.configured.tools.unwrap_or(true)
+    }
+
     /// The HTTP client's timeouts and retries over `builder`: configured values only,
     /// the client's defaults otherwise.
     pub(crate) fn apply_client_settings(
@@ -714,7 +723,7 @@ mod tests {
         let path = write(
             dir.path(),
             "aptix.toml",
-            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\n",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\ntools = false\n",
         );
         let from_file = Layer::from_file(&path).unwrap().unwrap();
         let vars: Vec<(String, String)> = [
@@ -735,6 +744,7 @@ mod tests {
             ("stream_max_attempts", "3"),
             ("background", "on"),
             ("lease_ttl", "90s"),
+            ("tools", "off"),
         ]
         .iter()
         .map(|(key, value)| (env_var(key), (*value).to_owned()))

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use aptix_index::{HitMatch, SearchQuery, SearchResults};
-use aptix_model::contract::{ScopeCondition, ScopeOperator};
+use aptix_model::contract::ScopeCondition;
 use serde_json::json;
 
 use crate::cli::SearchArgs;
@@ -49,30 +49,10 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
     Ok(SUCCESS)
 }
 
-/// `key op value[,value...]`, e.g. `kind == source`, `path contains src/`.
+/// `key op value[,value...]`, e.g. `kind == source`, `path contains src/`: the model
+/// crate's parser, its error as a usage error naming the flag.
 pub(crate) fn parse_scope(text: &str) -> Result<ScopeCondition, anyhow::Error> {
-    let mut parts = text.trim().splitn(3, char::is_whitespace);
-    let (Some(key), Some(operator), Some(values)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(usage(format!(
-            "--scope {text:?}: expected `KEY OPERATOR VALUE[,VALUE...]`, e.g. `kind == source`"
-        )));
-    };
-    let Some(operator) = ScopeOperator::parse(operator) else {
-        return Err(usage(format!(
-            "--scope {text:?}: unknown operator {operator:?} (==, !=, contains, does_not_contain)"
-        )));
-    };
-    let values = values
-        .split(',')
-        .map(|value| value.trim().to_owned())
-        .filter(|value| !value.is_empty())
-        .collect();
-    Ok(ScopeCondition {
-        key: key.to_owned(),
-        operator,
-        values,
-    })
+    ScopeCondition::parse(text).map_err(|error| usage(format!("--scope: {error}")))
 }
 
 /// Files in the order of their best chunk, with that chunk's score and their chunk count.
@@ -175,23 +155,5 @@ fn why(matched: &HitMatch) -> String {
         "nothing".to_owned()
     } else {
         parts.join("; ")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scope_conditions_parse_from_the_command_line() {
-        let condition = parse_scope("kind == source,test").unwrap();
-        assert_eq!(condition.key, "kind");
-        assert_eq!(condition.operator, ScopeOperator::Equals);
-        assert_eq!(condition.values, ["source", "test"]);
-        let condition = parse_scope("path does_not_contain tests/").unwrap();
-        assert_eq!(condition.operator, ScopeOperator::DoesNotContain);
-        assert_eq!(condition.values, ["tests/"]);
-        assert!(parse_scope("kind source").is_err());
-        assert!(parse_scope("kind =~ source").is_err());
     }
 }

@@ -17,7 +17,7 @@ use aptix_server::{ServerConfig, Tokens, router, serve};
 use clap::Args;
 use tokio::runtime::Runtime;
 
-use crate::ask::{fresh_index, provider};
+use crate::ask::{fresh_index, provider, with_index};
 use crate::config::{Env, HumanDuration, Layer, Settings};
 use crate::exit::{SUCCESS, usage};
 use crate::output::{note, warn};
@@ -81,10 +81,10 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         Arc::new(open_store(&workspace)?),
         settings.clone(),
     ));
-    let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
-    if let Some(retriever) = fresh_index(&workspace) {
-        builder = builder.retriever(retriever);
-    }
+    let builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
+    // The workspace index is the retriever, and the built-in read-only tools (search_code,
+    // read_file, list_files) are offered unless the `tools` setting turns them off.
+    let builder = with_index(builder, fresh_index(&workspace), settings.tools());
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
     let config = ServerConfig {
         tokens,

@@ -118,6 +118,12 @@ impl WorkspaceIndex {
         &self.inner.root
     }
 
+    /// The workspace's files under the rules this index was built with, for listing and
+    /// reading them one at a time.
+    pub fn files(&self) -> crate::WorkspaceFiles {
+        crate::WorkspaceFiles::from_parts(self.inner.root.clone(), self.inner.config.clone())
+    }
+
     /// The `repo` metadata value of this workspace's chunks.
     pub fn repo(&self) -> &str {
         &self.inner.repo

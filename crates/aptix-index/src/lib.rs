@@ -87,6 +87,7 @@
 mod chunker;
 mod config;
 mod error;
+mod files;
 mod index;
 mod kind;
 mod language;
@@ -104,6 +105,7 @@ mod walk;
 pub use chunker::chunk_file;
 pub use config::{ChunkingConfig, IndexConfig};
 pub use error::IndexError;
+pub use files::{FileListing, WorkspaceFiles};
 pub use index::{APTIX_DIR, WorkspaceIndex};
 pub use kind::{FileKind, classify};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};

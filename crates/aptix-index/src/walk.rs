@@ -32,31 +32,8 @@ pub(crate) struct Walk {
 
 /// Walks `root` on `threads` threads.
 pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
-    let excluded = config.excluded_dirs.clone();
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .threads(threads)
-        .hidden(!config.include_hidden)
-        .follow_links(false)
-        // Ignore files apply whether or not the workspace is a git repository...
-        .require_git(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        // ...but the user's global git excludes do not: the index should be the same
-        // for everyone who indexes the same tree.
-        .git_global(false)
-        .ignore(true)
-        .parents(true)
-        .add_custom_ignore_filename(APTIX_IGNORE_FILE)
-        .filter_entry(move |entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && entry.depth() > 0
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| excluded.iter().any(|e| e == name)))
-        });
+    let mut builder = builder(root, config);
+    builder.threads(threads);
     let found = Mutex::new(Walk::default());
     builder.build_parallel().run(|| {
         Box::new(|entry| {
@@ -86,6 +63,37 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
     walk.candidates.sort_by(|a, b| a.path.cmp(&b.path));
     walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     walk
+}
+
+/// A walker from `start` with the index's rules: hidden entries (unless configured),
+/// `.gitignore`, `.ignore` and `.aptixignore` (in `start` and its parents), and the
+/// excluded folder names below `start`. Symbolic links are not followed.
+pub(crate) fn builder(start: &Path, config: &IndexConfig) -> WalkBuilder {
+    let excluded = config.excluded_dirs.clone();
+    let mut builder = WalkBuilder::new(start);
+    builder
+        .hidden(!config.include_hidden)
+        .follow_links(false)
+        // Ignore files apply whether or not the workspace is a git repository...
+        .require_git(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        // ...but the user's global git excludes do not: the index should be the same
+        // for everyone who indexes the same tree.
+        .git_global(false)
+        .ignore(true)
+        .parents(true)
+        .add_custom_ignore_filename(APTIX_IGNORE_FILE)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir
+                && entry.depth() > 0
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| excluded.iter().any(|e| e == name)))
+        });
+    builder
 }
 
 /// A regular file becomes a candidate (or a skip, when too large); anything else

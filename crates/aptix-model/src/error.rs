@@ -12,4 +12,12 @@ pub enum ModelError {
         /// What the JSON parser reported.
         message: String,
     },
+    /// A scope condition written as text (`KEY OPERATOR VALUE[,VALUE...]`) that is not one.
+    #[error("scope condition {text:?}: {reason}")]
+    Scope {
+        /// The text as given.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

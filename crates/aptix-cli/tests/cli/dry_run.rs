@@ -69,7 +69,13 @@ fn the_default_body_equals_the_orchestrators_and_needs_no_key() {
     let sandbox = Sandbox::new();
     let output = sandbox
         .aptix()
-        .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--workspace",
+            &sandbox.workspace_arg(),
+        ])
         .args(["--session", "s-dry", "--model", "gpt-test", INSTRUCTION])
         .output()
         .unwrap();
@@ -126,7 +132,14 @@ fn config_files_and_flags_shape_the_body_exactly_as_the_same_library_config() {
     );
     let output = sandbox
         .aptix()
-        .args(["ask", "--dry-run", "--no-stream", "--session", "s-dry"])
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--no-stream",
+            "--session",
+            "s-dry",
+        ])
         .args(["--workspace", &sandbox.workspace_arg(), INSTRUCTION])
         .output()
         .unwrap();
@@ -171,6 +184,7 @@ fn the_environment_beats_the_files_and_flags_beat_the_environment() {
         command.env("APTIX_MODEL", "env-model").args([
             "ask",
             "--dry-run",
+            "--no-tools",
             "--workspace",
             &sandbox.workspace_arg(),
         ]);
@@ -190,7 +204,15 @@ fn the_chat_bridge_body_is_the_translation_of_the_same_request() {
     let sandbox = Sandbox::new();
     let output = sandbox
         .aptix()
-        .args(["ask", "--dry-run", "--api", "chat", "--model", "llama"])
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--api",
+            "chat",
+            "--model",
+            "llama",
+        ])
         .args(["--base-url", "http://127.0.0.1:9/v1", "--session", "s-dry"])
         .args(["--workspace", &sandbox.workspace_arg(), INSTRUCTION])
         .output()
@@ -224,6 +246,7 @@ fn the_key_is_never_printed() {
             "-vvv",
             "ask",
             "--dry-run",
+            "--no-tools",
             "--workspace",
             &sandbox.workspace_arg(),
         ])
@@ -243,6 +266,7 @@ fn the_instruction_can_come_from_stdin() {
         .args([
             "ask",
             "--dry-run",
+            "--no-tools",
             "--workspace",
             &sandbox.workspace_arg(),
             "-",
@@ -263,6 +287,7 @@ fn the_instruction_can_come_from_stdin() {
         .args([
             "ask",
             "--dry-run",
+            "--no-tools",
             "--workspace",
             &sandbox.workspace_arg(),
             "-",

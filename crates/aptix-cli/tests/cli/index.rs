@@ -95,6 +95,7 @@ fn a_dry_run_on_an_indexed_workspace_shows_the_context_the_orchestrator_retrieve
         .args([
             "ask",
             "--dry-run",
+            "--no-tools",
             "--session",
             "s-dry",
             "--model",
@@ -134,7 +135,7 @@ fn a_dry_run_on_a_never_indexed_workspace_indexes_it_and_shows_the_real_context(
     let instruction = "Where is commit_turn defined and what does it return?";
     let output = sandbox
         .aptix()
-        .args(["ask", "--dry-run", "--model", "gpt-test"])
+        .args(["ask", "--dry-run", "--no-tools", "--model", "gpt-test"])
         .args(["--workspace", &sandbox.workspace_arg(), instruction])
         .output()
         .unwrap();

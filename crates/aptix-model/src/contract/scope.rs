@@ -74,6 +74,43 @@ pub struct ScopeCondition {
 }
 
 impl ScopeCondition {
+    /// Parses the written form `KEY OPERATOR VALUE[,VALUE...]`, e.g. `kind == source,test`
+    /// or `path contains crates/`: the one parser behind `aptix search --scope`,
+    /// `aptix ask --scope` and the `search_code` tool's `scope` argument.
+    ///
+    /// Values are trimmed and empty ones dropped; at least one must remain.
+    pub fn parse(text: &str) -> Result<ScopeCondition, crate::ModelError> {
+        let fail = |reason: String| crate::ModelError::Scope {
+            text: text.to_owned(),
+            reason,
+        };
+        let mut parts = text.trim().splitn(3, char::is_whitespace);
+        let (Some(key), Some(operator), Some(values)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(fail(
+                "expected `KEY OPERATOR VALUE[,VALUE...]`, e.g. `kind == source`".to_owned(),
+            ));
+        };
+        let Some(operator) = ScopeOperator::parse(operator) else {
+            return Err(fail(format!(
+                "unknown operator {operator:?} (==, !=, contains, does_not_contain)"
+            )));
+        };
+        let values: Vec<String> = values
+            .split(',')
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+            .collect();
+        if values.is_empty() {
+            return Err(fail("no value to compare with".to_owned()));
+        }
+        Ok(ScopeCondition {
+            key: key.to_owned(),
+            operator,
+            values,
+        })
+    }
+
     /// Whether a chunk whose metadata value for [`key`](Self::key) is `value` passes.
     ///
     /// `None` means the chunk has no such metadata.
@@ -94,6 +131,20 @@ impl ScopeCondition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_parse_from_their_written_form() {
+        let condition = ScopeCondition::parse("kind == source,test").unwrap();
+        assert_eq!(condition.key, "kind");
+        assert_eq!(condition.operator, ScopeOperator::Equals);
+        assert_eq!(condition.values, ["source", "test"]);
+        let condition = ScopeCondition::parse("path does_not_contain tests/").unwrap();
+        assert_eq!(condition.operator, ScopeOperator::DoesNotContain);
+        assert_eq!(condition.values, ["tests/"]);
+        assert!(ScopeCondition::parse("kind source").is_err());
+        assert!(ScopeCondition::parse("kind =~ source").is_err());
+        assert!(ScopeCondition::parse("kind == ,").is_err());
+    }
 
     fn condition(operator: ScopeOperator, values: &[&str]) -> ScopeCondition {
         ScopeCondition {
