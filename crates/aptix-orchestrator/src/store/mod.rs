@@ -17,9 +17,11 @@ use crate::OrchestratorError;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 mod memory;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use memory::InMemorySessionStore;
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
 
 /// Atomic load and save of session and turn state.
