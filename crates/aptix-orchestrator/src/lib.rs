@@ -87,4 +87,4 @@ pub use session::{
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;
 pub use store::{InMemorySessionStore, SessionStore};
-pub use tools::{ClientTool, ServerTool};
+pub use tools::{ClientTool, ServerTool, Typed, TypedTool};

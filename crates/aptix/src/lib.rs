@@ -12,7 +12,8 @@
 //! - The seams, held as `Arc<dyn Trait>`: [`ResponsesProvider`] (answers
 //!   `/v1/responses`), [`Retriever`] (finds [`Chunk`]s for the `[CONTEXT]` block),
 //!   [`SessionStore`] ([`InMemorySessionStore`], `SqliteSessionStore`), and
-//!   [`ServerTool`] (a tool the orchestrator runs).
+//!   [`ServerTool`] (a tool the orchestrator runs), most easily written as a
+//!   [`TypedTool`] with `serde` + `schemars` types and registered as [`Typed`].
 //! - [`macro@async_trait`] is re-exported, so implementing a seam needs no direct dependency
 //!   on it.
 //! - [`contract`] and [`wire`] hold the data types: the AGN-034/AGN-004 contracts and
@@ -84,6 +85,88 @@
 //! let envelope = orchestrator.execute_streaming(request, &mut sink).await?;
 //! assert!(finished);
 //! assert_eq!(envelope.text.as_deref(), Some("Always this."));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # A typed server tool
+//!
+//! Arguments and output are Rust types; the arguments' JSON schema is derived, and
+//! arguments that do not decode go back to the model as the call's error (naming the
+//! field at fault) without running the tool. [`schemars`] is re-exported so that its
+//! version matches this crate's.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix::wire::Response;
+//! use aptix::{
+//!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Orchestrator, ServerTool,
+//!     Typed, TypedTool, async_trait,
+//! };
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     /// The numbers to add.
+//!     numbers: Vec<i64>,
+//! }
+//!
+//! #[derive(Serialize)]
+//! struct Sum {
+//!     sum: i64,
+//! }
+//!
+//! struct Add;
+//!
+//! #[async_trait]
+//! impl TypedTool for Add {
+//!     const NAME: &'static str = "add";
+//!     type Args = AddArgs;
+//!     type Output = Sum;
+//!     type Error = String;
+//!
+//!     fn description(&self) -> &str {
+//!         "Adds numbers exactly"
+//!     }
+//!
+//!     async fn call(&self, args: AddArgs) -> Result<Sum, String> {
+//!         args.numbers
+//!             .iter()
+//!             .try_fold(0i64, |sum, n| sum.checked_add(*n))
+//!             .map(|sum| Sum { sum })
+//!             .ok_or_else(|| "the sum overflows i64".to_owned())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let add = Arc::new(Typed::new(Add));
+//! assert_eq!(add.parameters()["required"], serde_json::json!(["numbers"]));
+//!
+//! // The model calls the tool once, then answers.
+//! let provider = Arc::new(FakeProvider::new());
+//! provider
+//!     .push_response(serde_json::from_str::<Response>(
+//!         r#"{"id": "resp_1", "status": "completed", "output": [{"type": "function_call",
+//!             "call_id": "call_1", "name": "add", "arguments": "{\"numbers\": [2, 40]}"}]}"#,
+//!     )?)
+//!     .push_response(serde_json::from_str::<Response>(
+//!         r#"{"id": "resp_2", "status": "completed", "output": [{"type": "message",
+//!             "role": "assistant", "content": [{"type": "output_text", "text": "42"}]}]}"#,
+//!     )?);
+//! let orchestrator =
+//!     Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+//!         .server_tool(add)
+//!         .build()?;
+//! let request = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "What is 2 + 40?"}"#,
+//! )?;
+//! let envelope = orchestrator.execute(request).await?;
+//! assert_eq!(envelope.text.as_deref(), Some("42"));
+//! let second = serde_json::to_string(&provider.requests()[1])?;
+//! assert!(second.contains(r#""output":"{\"sum\":42}""#), "{second}");
 //! # Ok(())
 //! # }
 //! ```
@@ -168,8 +251,11 @@ pub use aptix_rag::{
 pub use aptix_orchestrator::SqliteSessionStore;
 pub use aptix_orchestrator::{
     ClientTool, DeltaSink, InMemorySessionStore, Mode, Orchestrator, OrchestratorBuilder,
-    OrchestratorConfig, OrchestratorError, ServerTool, SessionStore,
+    OrchestratorConfig, OrchestratorError, ServerTool, SessionStore, Typed, TypedTool,
 };
+
+/// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
+pub use schemars;
 
 /// The embedded workspace index (`aptix-index`): a tantivy index of the workspace's
 /// code and its [`Retriever`] implementation.
