@@ -86,5 +86,5 @@ pub use session::{
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;
-pub use store::{InMemorySessionStore, SessionStore};
+pub use store::{InMemorySessionStore, MemoryStoreLimits, SessionStore};
 pub use tools::{ClientTool, ServerTool, Typed, TypedTool};

@@ -20,7 +20,7 @@ mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use memory::InMemorySessionStore;
+pub use memory::{InMemorySessionStore, MemoryStoreLimits};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
 
