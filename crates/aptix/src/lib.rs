@@ -250,9 +250,9 @@ pub use aptix_rag::{
 #[cfg(feature = "sqlite")]
 pub use aptix_orchestrator::SqliteSessionStore;
 pub use aptix_orchestrator::{
-    ClientTool, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode, Orchestrator,
-    OrchestratorBuilder, OrchestratorConfig, OrchestratorError, ServerTool, SessionStore, Typed,
-    TypedTool,
+    ClientTool, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode, ModelSettings,
+    Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, ServerTool,
+    SessionStore, Typed, TypedTool,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
