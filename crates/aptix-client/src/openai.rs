@@ -79,7 +79,14 @@ impl ResponsesProvider for OpenAiProvider {
             json_decode_error("response body", &bytes, &error)
                 .with_request_id(meta.request_id.as_deref())
         })?;
-        Ok(ProviderResponse { response, meta })
+        // The body was valid JSON, so it is UTF-8; `Vec::from` takes the buffer over
+        // without a copy when the reply arrived in one piece.
+        let raw_json = String::from_utf8(Vec::from(bytes)).ok();
+        Ok(ProviderResponse {
+            response,
+            meta,
+            raw_json,
+        })
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {

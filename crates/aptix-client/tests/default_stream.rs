@@ -31,10 +31,7 @@ impl ResponsesProvider for CreateOnly {
             field: "script".into(),
             reason: error.to_string(),
         })?;
-        Ok(ProviderResponse {
-            response,
-            meta: ReplyMeta::synthetic(),
-        })
+        Ok(ProviderResponse::new(response, ReplyMeta::synthetic()))
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -26,10 +26,10 @@ struct Fixed(Response);
 #[async_trait]
 impl ResponsesProvider for Fixed {
     async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
-        Ok(ProviderResponse {
-            response: self.0.clone(),
-            meta: ReplyMeta::synthetic(),
-        })
+        Ok(ProviderResponse::new(
+            self.0.clone(),
+            ReplyMeta::synthetic(),
+        ))
     }
 
     fn capabilities(&self) -> Capabilities {

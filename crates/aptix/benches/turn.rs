@@ -14,6 +14,12 @@
 //! - **full turn**: `Orchestrator::execute` (or `execute_streaming`): validate,
 //!   retrieve, select and render the context, build, send, decode, fold, map, store.
 //!
+//! A last case gives every turn a context never seen before (the token counts of
+//! chunks are remembered per process), to show what counting costs cold.
+//!
+//! Two more run the turn with a store that keeps nothing, to show what holding each
+//! turn's state (history, envelope) in memory costs.
+//!
 //! Rounds are paired (raw, provider, turn back to back, in rotating order), so the
 //! machine's drift touches all three alike; each case reports the p50 of every series
 //! and the ratios of the p50s.
@@ -25,8 +31,9 @@ use std::time::{Duration, Instant};
 use aptix::wire::CreateResponseRequest;
 use aptix::{
     AgentExecuteRequest, Chunk, ChunkId, InMemorySessionStore, LineSpan, OpenAiConfig,
-    OpenAiProvider, Orchestrator, OrchestratorConfig, RagError, Retrieval, RetrievalQuery,
-    Retriever, ScoredChunk, StreamDelta, async_trait,
+    OpenAiProvider, Orchestrator, OrchestratorConfig, OrchestratorError, RagError, Retrieval,
+    RetrievalQuery, Retriever, ScoredChunk, SessionState, SessionStore, StoredTurn, StreamDelta,
+    TurnKey, Versioned, async_trait,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -36,14 +43,27 @@ use axum::routing::post;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-/// The retriever's answer: 20 chunks of ~1 KB.
-struct TwentyChunks(Vec<ScoredChunk>);
+/// The retriever's answer: 20 chunks of ~1 KB, the same every time, or (`fresh`) with
+/// contents never seen before, so that nothing about them can be remembered.
+struct TwentyChunks {
+    chunks: Vec<ScoredChunk>,
+    fresh: bool,
+    calls: AtomicU64,
+}
 
 #[async_trait]
 impl Retriever for TwentyChunks {
     async fn retrieve(&self, _query: &RetrievalQuery) -> Result<Retrieval, RagError> {
+        let mut chunks = self.chunks.clone();
+        if self.fresh {
+            let call = self.calls.fetch_add(1, Ordering::Relaxed);
+            for chunk in &mut chunks {
+                let stamp = format!("// call {call:>12}\n");
+                chunk.chunk.content.replace_range(..stamp.len(), &stamp);
+            }
+        }
         Ok(Retrieval {
-            chunks: self.0.clone(),
+            chunks,
             warnings: Vec::new(),
         })
     }
@@ -71,6 +91,49 @@ fn chunks() -> Vec<ScoredChunk> {
             }
         })
         .collect()
+}
+
+/// A store that keeps nothing: the turn without the cost of holding its state.
+struct Forgetful;
+
+#[async_trait]
+impl SessionStore for Forgetful {
+    async fn load(
+        &self,
+        _session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        Ok(None)
+    }
+
+    async fn stored_turn(&self, _key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
+        Ok(None)
+    }
+
+    async fn commit(
+        &self,
+        _state: &SessionState,
+        _expected_version: Option<u64>,
+        _turn: &StoredTurn,
+    ) -> Result<u64, OrchestratorError> {
+        Ok(1)
+    }
+
+    async fn acquire_lease(
+        &self,
+        _session_id: &str,
+        _holder: &str,
+        _ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        Ok(true)
+    }
+
+    async fn release_lease(
+        &self,
+        _session_id: &str,
+        _holder: &str,
+    ) -> Result<(), OrchestratorError> {
+        Ok(())
+    }
 }
 
 /// The reply bodies of one size: whole and streamed.
@@ -172,6 +235,8 @@ async fn serve(small: Replies, large: Replies) -> String {
 /// The three ways to make the same call, for one reply size.
 struct Case {
     model: &'static str,
+    fresh: bool,
+    keeps: bool,
     orchestrator: Orchestrator,
     provider: OpenAiProvider,
     typed_body: CreateResponseRequest,
@@ -183,7 +248,7 @@ struct Case {
 static TURN: AtomicU64 = AtomicU64::new(0);
 
 impl Case {
-    async fn new(model: &'static str, base_url: &str) -> Case {
+    async fn new(model: &'static str, fresh: bool, keeps: bool, base_url: &str) -> Case {
         let config = OpenAiConfig::builder()
             .api_key("sk-bench")
             .base_url(base_url)
@@ -195,9 +260,17 @@ impl Case {
         settings.context_token_budget = 20_000;
         let orchestrator = Orchestrator::builder(
             Arc::new(OpenAiProvider::new(config).unwrap()),
-            Arc::new(InMemorySessionStore::new()),
+            if keeps {
+                Arc::new(InMemorySessionStore::new())
+            } else {
+                Arc::new(Forgetful)
+            },
         )
-        .retriever(Arc::new(TwentyChunks(chunks())))
+        .retriever(Arc::new(TwentyChunks {
+            chunks: chunks(),
+            fresh,
+            calls: AtomicU64::new(0),
+        }))
         .config(settings)
         .build()
         .unwrap();
@@ -205,6 +278,8 @@ impl Case {
         let value_body = serde_json::to_value(&typed_body).unwrap();
         Case {
             model,
+            fresh,
+            keeps,
             orchestrator,
             provider,
             typed_body,
@@ -231,20 +306,28 @@ impl Case {
             let value: Value = serde_json::from_slice(&bytes).unwrap();
             return value["output"].as_array().map_or(0, Vec::len);
         }
+        // Linear framing: scan only the new bytes for the blank line ending an event,
+        // and drop the consumed events once per chunk.
         let mut buffer = Vec::new();
         let mut events = 0;
         let mut body = reply.bytes_stream();
         while let Some(chunk) = body.next().await {
+            let scanned = buffer.len().saturating_sub(1);
             buffer.extend_from_slice(&chunk.unwrap());
-            while let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") {
-                let event: Vec<u8> = buffer.drain(..end + 2).collect();
-                for line in event.split(|b| *b == b'\n') {
+            let mut start = 0;
+            let mut at = scanned;
+            while let Some(offset) = buffer[at..].windows(2).position(|w| w == b"\n\n") {
+                let end = at + offset;
+                for line in buffer[start..end].split(|b| *b == b'\n') {
                     if let Some(data) = line.strip_prefix(b"data: ") {
                         let value: Value = serde_json::from_slice(data).unwrap();
                         events += usize::from(value.is_object());
                     }
                 }
+                start = end + 2;
+                at = start;
             }
+            buffer.drain(..start);
         }
         events
     }
@@ -326,12 +409,20 @@ fn main() {
     runtime.block_on(async {
         let base_url = serve(replies(1_000, 10), replies(200_000, 200)).await;
         println!(
-            "{:<22} {:>10} {:>10} {:>10} {:>14} {:>10}",
+            "{:<30} {:>10} {:>10} {:>10} {:>14} {:>10}",
             "case", "raw p50", "provider", "turn", "provider/raw", "turn/raw"
         );
-        for model in ["small", "large"] {
-            let case = Case::new(model, &base_url).await;
-            for stream in [false, true] {
+        // (reply size, new context every turn, the store keeps the turns, streamed?)
+        let cases = [
+            ("small", false, true, [false, true].as_slice()),
+            ("large", false, true, [false, true].as_slice()),
+            ("small", true, true, [false].as_slice()),
+            ("small", false, false, [false].as_slice()),
+            ("large", false, false, [false].as_slice()),
+        ];
+        for (model, fresh, keeps, streams) in cases {
+            let case = Case::new(model, fresh, keeps, &base_url).await;
+            for &stream in streams {
                 // Warm up connections, tables and caches.
                 for _ in 0..20 {
                     case.raw(stream).await;
@@ -350,8 +441,14 @@ fn main() {
                 }
                 let (raw, provider, turn) = (p50(&mut raw), p50(&mut provider), p50(&mut turn));
                 println!(
-                    "{:<22} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>13.3}x {:>9.3}x",
-                    format!("{}{}", case.model, if stream { ", streamed" } else { "" }),
+                    "{:<30} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>13.3}x {:>9.3}x",
+                    format!(
+                        "{}{}{}{}",
+                        case.model,
+                        if stream { ", streamed" } else { "" },
+                        if case.fresh { ", new context" } else { "" },
+                        if case.keeps { "" } else { ", no store" }
+                    ),
                     raw.as_secs_f64() * 1e6,
                     provider.as_secs_f64() * 1e6,
                     turn.as_secs_f64() * 1e6,

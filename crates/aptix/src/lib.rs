@@ -64,7 +64,7 @@
 //!             field: "canned reply".into(),
 //!             reason: error.to_string(),
 //!         })?;
-//!         Ok(ProviderResponse { response, meta: ReplyMeta::synthetic() })
+//!         Ok(ProviderResponse::new(response, ReplyMeta::synthetic()))
 //!     }
 //!
 //!     fn capabilities(&self) -> Capabilities {
@@ -250,9 +250,10 @@ pub use aptix_rag::{
 #[cfg(feature = "sqlite")]
 pub use aptix_orchestrator::SqliteSessionStore;
 pub use aptix_orchestrator::{
-    ClientTool, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode, ModelSettings,
-    Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, ServerTool,
-    SessionStore, Typed, TypedTool,
+    ClientTool, CompletedCall, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode,
+    ModelSettings, Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError,
+    PendingCall, PendingToolCalls, Scenario, ServerTool, SessionState, SessionStore, StoredTurn,
+    TurnKey, Typed, TypedTool, Versioned,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
