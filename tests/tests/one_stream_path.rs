@@ -18,7 +18,7 @@ use aptix_client::{
 use aptix_mapping::{StreamDelta, TurnContext, map_capture};
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse};
 use aptix_model::wire::CreateResponseRequest;
-use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator, OrchestratorConfig, StreamRecovery};
 use aptix_sse::SseDecoder;
 use async_trait::async_trait;
 use serde_json::json;
@@ -80,7 +80,14 @@ async fn through_the_orchestrator(body: &[u8], chunk: usize) -> AgentExecuteResp
         body: body.to_vec(),
         chunk,
     });
+    // Recovery of cut streams off: this checks the fold's verdict on the bytes, which
+    // recovery (tested in aptix-orchestrator's `stream_recovery`) only adds attempts to.
+    let config = OrchestratorConfig {
+        stream_recovery: StreamRecovery::never(),
+        ..OrchestratorConfig::default()
+    };
     let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+        .config(config)
         .build()
         .unwrap();
     let mut sink = |_: &StreamDelta| {};

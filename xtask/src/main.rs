@@ -126,8 +126,12 @@ fn check_tree(krate: &str, extra: &[&str], banned: &[&str]) -> Result<()> {
 /// Every dependency a manifest declares is used (`cargo machete`, which `.ci/run`
 /// installs): a dependency nobody uses still costs every build.
 fn unused_dependencies() -> Result<()> {
+    // cargo-machete reads its arguments through argh's cargo support, which takes a set
+    // CARGO_PKG_NAME (as `cargo run` sets for xtask) to mean it was run directly and
+    // then reads `machete` as a path; the variable is not passed on.
     let installed = Command::new(cargo_bin())
         .args(["machete", "--version"])
+        .env_remove("CARGO_PKG_NAME")
         .output()
         .map(|output| output.status.success())
         .unwrap_or(false);
@@ -136,7 +140,9 @@ fn unused_dependencies() -> Result<()> {
             "cargo-machete is required for the unused-dependency check: cargo install cargo-machete --locked"
         );
     }
-    cargo(&["machete"])
+    run(Command::new(cargo_bin())
+        .arg("machete")
+        .env_remove("CARGO_PKG_NAME"))
 }
 
 fn has_nextest() -> bool {

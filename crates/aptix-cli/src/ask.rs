@@ -4,9 +4,10 @@
 //! Chat Completions bridge) and the orchestrator configuration; sessions come from the
 //! workspace's SQLite store ([`crate::session`]); the workspace index is the retriever,
 //! refreshed first when stale (built on the first `ask` in a workspace). `--dry-run`
-//! swaps the provider for one that is never called, the store for a read-only view and
-//! the index for the one already on disk (not refreshed), so it needs no key, no network
-//! and writes nothing.
+//! swaps the provider for one that is never called and the store for a read-only view,
+//! so it needs no key and no network and writes no session; it refreshes the index like
+//! a real ask (the index is a cache of the workspace, not user data), so the body it
+//! prints is exactly the one that would be sent.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use aptix_client::{
     OpenAiConfigBuilder, OpenAiProvider, ResponsesProvider,
 };
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, Kind};
+use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
 use aptix_orchestrator::{Orchestrator, OrchestratorError, SessionStore};
 use aptix_rag::Retriever;
 use serde_json::json;
@@ -26,7 +27,7 @@ use tokio::runtime::Runtime;
 
 use crate::cli::{ApiKind, AskArgs};
 use crate::config::{Env, Settings, user_config_path};
-use crate::exit::{FAILURE, SUCCESS, usage};
+use crate::exit::{FAILURE, SUCCESS, TRUNCATED, usage};
 use crate::output::{AnswerPrinter, note, print_json, warn};
 use crate::session::{
     ConfiguredStore, new_session_id, new_turn_id, open_store, open_store_for_dry_run,
@@ -62,6 +63,11 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         return crate::schema::run(provider.as_ref(), request, args.json, runtime);
     }
 
+    if settings.configured.background == Some(true) && settings.api() == ApiKind::Chat {
+        return Err(usage(
+            "background mode needs the responses api (a server that stores responses); it cannot be used with --api chat",
+        ));
+    }
     if args.dry_run {
         return dry_run(args, &request, &workspace, &settings, runtime);
     }
@@ -92,18 +98,88 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
 
     let mut printer = AnswerPrinter::new();
     let show_text = !args.json;
-    let result = if args.no_stream {
-        runtime.block_on(orchestrator.execute(request))
-    } else {
+    let outcome = {
         let mut sink = |delta: &StreamDelta| {
             if show_text {
                 printer.delta(delta);
+            } else {
+                // With --json, stdout is the envelope; a retry is still news on stderr.
+                AnswerPrinter::note_retry(delta);
             }
         };
-        runtime.block_on(orchestrator.execute_streaming(request, &mut sink))
+        let turn = async {
+            if args.no_stream {
+                orchestrator.execute(request).await
+            } else {
+                orchestrator.execute_streaming(request, &mut sink).await
+            }
+        };
+        runtime.block_on(until_signal(turn))
+    };
+    let result = match outcome {
+        Ok(result) => result,
+        Err(signal) => {
+            // The turn's future is dropped: nothing was stored. Give the session back
+            // now rather than leave it locked until the lease expires.
+            let _ = printer.finish();
+            if let Err(error) = runtime.block_on(orchestrator.release_session(&session_id)) {
+                warn(&format!("could not release the session: {error}"));
+            }
+            note(format_args!(
+                "interrupted by {}; the turn was not saved and session {session_id} is free",
+                signal.name()
+            ));
+            return Ok(signal.exit_code());
+        }
     };
     let envelope = result.map_err(turn_error)?;
     report(&envelope, args.json, printer)
+}
+
+/// A signal that ends `aptix ask` early.
+#[derive(Debug, Clone, Copy)]
+enum Interrupted {
+    /// Ctrl-C.
+    Int,
+    /// `kill`, a service manager stopping us.
+    Term,
+}
+
+impl Interrupted {
+    fn name(self) -> &'static str {
+        match self {
+            Interrupted::Int => "SIGINT",
+            Interrupted::Term => "SIGTERM",
+        }
+    }
+
+    /// 128 + the signal number, as shells report a process killed by it.
+    fn exit_code(self) -> u8 {
+        match self {
+            Interrupted::Int => 130,
+            Interrupted::Term => 143,
+        }
+    }
+}
+
+/// Runs `work` until it finishes or SIGINT/SIGTERM arrives (then `work` is dropped).
+async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T, Interrupted> {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        result = work => Ok(result),
+        Ok(()) = tokio::signal::ctrl_c() => Err(Interrupted::Int),
+        () = terminate => Err(Interrupted::Term),
+    }
 }
 
 /// The workspace index for a real turn, refreshed first when stale. Retrieval is
@@ -134,31 +210,6 @@ fn fresh_index(workspace: &Path) -> Option<Arc<dyn Retriever>> {
         }
     }
     Some(Arc::new(index))
-}
-
-/// The workspace index for a dry run: the one on disk, as it is (a dry run writes
-/// nothing), or none.
-fn index_as_is(workspace: &Path) -> Option<Arc<dyn Retriever>> {
-    if !index::exists(workspace) {
-        note(format_args!(
-            "no workspace index yet, so no [CONTEXT]; `aptix index` builds it (and `aptix ask` does on first use)"
-        ));
-        return None;
-    }
-    match index::open(workspace) {
-        Ok(index) => {
-            if index.is_stale().unwrap_or(true) {
-                note(format_args!(
-                    "the workspace index is stale and is shown as it is; `aptix ask` refreshes it first"
-                ));
-            }
-            Some(Arc::new(index))
-        }
-        Err(error) => {
-            warn(&format!("{error:#}; the dry run shows no [CONTEXT]"));
-            None
-        }
-    }
 }
 
 /// The instruction: the argument, or stdin for `-`.
@@ -203,6 +254,7 @@ fn provider(
     if let Some(url) = settings.base_url() {
         builder = builder.base_url(url);
     }
+    builder = settings.apply_client_settings(builder);
     let config = builder
         .build()
         .map_err(|error| provider_config_error(&error, settings, env))?;
@@ -261,7 +313,8 @@ fn dry_run(
         settings.clone(),
     ));
     let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
-    if let Some(retriever) = index_as_is(workspace) {
+    // The same refreshed index as a real ask: a dry run shows exactly what would be sent.
+    if let Some(retriever) = fresh_index(workspace) {
         builder = builder.retriever(retriever);
     }
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
@@ -271,6 +324,13 @@ fn dry_run(
     let stream = !args.no_stream;
     // The providers decide `stream` by the call they make; show it as it will be sent.
     body.stream = stream.then_some(true);
+    // Streamed calls go out in background mode when configured (the orchestrator adds
+    // it as it sends them), so show it as it will be sent.
+    if stream && settings.orchestrator_config().background {
+        body.extra
+            .insert("background".to_owned(), serde_json::Value::Bool(true));
+        body.store = Some(true);
+    }
     let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
     let endpoint = format!(
         "{}/{}",
@@ -299,19 +359,20 @@ fn turn_error(error: OrchestratorError) -> anyhow::Error {
         OrchestratorError::InvalidRequest(_) | OrchestratorError::Config(_) => {
             usage(error.to_string())
         }
-        OrchestratorError::SessionBusy { .. } => {
-            anyhow::Error::new(error).context("another aptix ask is running on this session")
-        }
+        OrchestratorError::SessionBusy { .. } => anyhow::Error::new(error)
+            .context("another aptix ask is using this session; wait for it to finish"),
         other => anyhow::Error::new(other).context("the turn failed"),
     }
 }
 
-/// Prints the outcome and picks the exit code: 1 for an error envelope, else 0.
+/// Prints the outcome and picks the exit code: 1 for an error envelope, 3 for an
+/// answer cut short (max output tokens, content filter), else 0.
 fn report(
     envelope: &AgentExecuteResponse,
     json: bool,
     mut printer: AnswerPrinter,
 ) -> Result<u8, anyhow::Error> {
+    let text_shown = printer.wrote();
     if json {
         print_json(envelope)?;
     } else {
@@ -367,12 +428,39 @@ fn report(
             if code == "invalid_api_key" {
                 note(format_args!("check OPENAI_API_KEY"));
             }
+            if code == "insufficient_quota" {
+                note(format_args!(
+                    "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"
+                ));
+            }
+            if text_shown {
+                note(format_args!("the answer text above is incomplete"));
+            }
             Ok(FAILURE)
+        }
+        _ if envelope.finish_reason == Some(FinishReason::Length) => {
+            let limit = envelope_limit(envelope);
+            warn(&format!(
+                "the answer is incomplete: it reached the output token limit{limit}; raise --max-output-tokens (or max_output_tokens) and ask again"
+            ));
+            Ok(TRUNCATED)
+        }
+        _ if envelope.finish_reason == Some(FinishReason::ContentFilter) => {
+            warn("the answer is incomplete: the provider's content filter stopped it");
+            Ok(TRUNCATED)
         }
         Kind::Empty if !json => {
             warn("the model returned no answer text");
             Ok(SUCCESS)
         }
         _ => Ok(SUCCESS),
+    }
+}
+
+/// " (N tokens)" when the envelope's usage says how many were generated.
+fn envelope_limit(envelope: &AgentExecuteResponse) -> String {
+    match envelope.usage.completion_tokens {
+        0 => String::new(),
+        tokens => format!(" ({tokens} tokens)"),
     }
 }

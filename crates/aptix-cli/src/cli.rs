@@ -41,6 +41,9 @@ pub(crate) enum Command {
     Ask(Box<AskArgs>),
     /// Build or refresh the workspace index (kept in .aptix/ in the workspace)
     Index(IndexArgs),
+    /// Search the workspace index: the ranked chunks and files a question retrieves, with
+    /// scores and the terms each matched
+    Search(SearchArgs),
     /// Map a captured /v1/responses body, error body or SSE stream to the envelope JSON
     Inspect(InspectArgs),
 }
@@ -111,6 +114,31 @@ pub(crate) struct IndexArgs {
     /// The workspace to index [default: as for `aptix ask --workspace`]
     #[arg(value_name = "PATH")]
     pub(crate) path: Option<PathBuf>,
+}
+
+/// `aptix search`.
+#[derive(Debug, Args)]
+pub(crate) struct SearchArgs {
+    /// The question or identifiers to search for
+    pub(crate) query: String,
+
+    /// The workspace [default: as for `aptix ask --workspace`]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Print JSON (chunks, files, query terms) instead of text
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The most chunks to show
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub(crate) limit: usize,
+
+    /// A scope condition `KEY OP VALUE[,VALUE...]` (OP: ==, !=, contains,
+    /// does_not_contain; keys: path, language, repo, extension, symbol, id, kind), e.g.
+    /// `--scope "kind == source"`; repeat to AND several
+    #[arg(long, value_name = "CONDITION")]
+    pub(crate) scope: Vec<String>,
 }
 
 /// `aptix inspect`.

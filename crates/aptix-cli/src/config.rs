@@ -126,6 +126,82 @@ settings! {
     /// Extra system prompt, appended to the built-in one [config: system_prompt, env:
     /// APTIX_SYSTEM_PROMPT]
     system_prompt: String, arg(value_name = "TEXT");
+    /// Longest wait for one whole non-streamed reply, e.g. 10m [config:
+    /// request_timeout, env: APTIX_REQUEST_TIMEOUT]
+    request_timeout: HumanDuration, arg(value_name = "DURATION");
+    /// Longest silence of a streamed reply (before its head and between chunks)
+    /// before the stream counts as stalled, e.g. 5m [config: stream_idle_timeout, env:
+    /// APTIX_STREAM_IDLE_TIMEOUT]
+    stream_idle_timeout: HumanDuration, arg(value_name = "DURATION");
+    /// Longest wait for a connection (DNS, TCP, TLS), e.g. 10s [config:
+    /// connect_timeout, env: APTIX_CONNECT_TIMEOUT]
+    connect_timeout: HumanDuration, arg(value_name = "DURATION");
+    /// Retries of a failed request (429, 5xx, connection failures) after the first
+    /// attempt; 0 turns them off [config: max_retries, env: APTIX_MAX_RETRIES]
+    max_retries: u32, arg(value_name = "N");
+    /// Attempts of one streamed model call whose stream is cut (the first included); 1
+    /// turns recovery off [config: stream_max_attempts, env: APTIX_STREAM_MAX_ATTEMPTS]
+    stream_max_attempts: u32, arg(value_name = "N");
+    /// Stream in background mode (OpenAI only: the response is stored), so a cut
+    /// stream resumes where it stopped instead of being sent again; a bare
+    /// `--background` is `true` [config: background, env: APTIX_BACKGROUND]
+    background: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// How long a session stays locked by an ask whose process cannot give it back
+    /// (on another host, or where a dead process cannot be detected), e.g. 5m [config:
+    /// lease_ttl, env: APTIX_LEASE_TTL]
+    lease_ttl: HumanDuration, arg(value_name = "DURATION");
+}
+
+/// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's
+/// syntax); in a config file also a whole number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HumanDuration(pub(crate) std::time::Duration);
+
+impl std::str::FromStr for HumanDuration {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<HumanDuration, String> {
+        let text = text.trim();
+        let duration = match text.parse::<u64>() {
+            Ok(seconds) => std::time::Duration::from_secs(seconds),
+            Err(_) => humantime::parse_duration(text)
+                .map_err(|error| format!("{error} (expected e.g. 30s, 5m, 1h 30m)"))?,
+        };
+        if duration.is_zero() {
+            return Err("a duration must be longer than zero".to_owned());
+        }
+        Ok(HumanDuration(duration))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Seconds(u64),
+            Text(String),
+        }
+        let text = match Written::deserialize(deserializer)? {
+            Written::Seconds(seconds) => seconds.to_string(),
+            Written::Text(text) => text,
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl FromEnvText for HumanDuration {
+    const EXPECTED: &'static str = "a duration such as 30s, 5m or 1h 30m";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+impl FromEnvText for u32 {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
 }
 
 /// A setting's type as an environment variable spells it; the error says what was
@@ -314,6 +390,12 @@ impl Layer {
         self.system_prompt = self
             .system_prompt
             .filter(|prompt| !prompt.trim().is_empty());
+        if self.stream_max_attempts == Some(0) {
+            return Err(usage(format!(
+                "invalid {}: at least 1 attempt (1 turns recovery off)",
+                name("stream_max_attempts")
+            )));
+        }
         Ok(self)
     }
 }
@@ -394,6 +476,31 @@ impl Settings {
         self.configured.stateless.unwrap_or(false)
     }
 
+    /// The HTTP client's timeouts and retries over `builder`: configured values only,
+    /// the client's defaults otherwise.
+    pub(crate) fn apply_client_settings(
+        &self,
+        mut builder: aptix_client::OpenAiConfigBuilder,
+    ) -> aptix_client::OpenAiConfigBuilder {
+        let layer = &self.configured;
+        if let Some(HumanDuration(timeout)) = layer.request_timeout {
+            builder = builder.request_timeout(Some(timeout));
+        }
+        if let Some(HumanDuration(timeout)) = layer.stream_idle_timeout {
+            builder = builder.stream_idle_timeout(Some(timeout));
+        }
+        if let Some(HumanDuration(timeout)) = layer.connect_timeout {
+            builder = builder.connect_timeout(Some(timeout));
+        }
+        if let Some(max_retries) = layer.max_retries {
+            builder = builder.retry(aptix_client::RetryPolicy {
+                max_retries,
+                ..aptix_client::RetryPolicy::default()
+            });
+        }
+        builder
+    }
+
     /// The configured base URL, if any (the provider's default otherwise).
     pub(crate) fn base_url(&self) -> Option<&str> {
         self.configured.base_url.as_deref()
@@ -412,6 +519,13 @@ impl Settings {
         if let Some(budget) = layer.context_token_budget {
             config.context_token_budget = budget;
         }
+        if let Some(HumanDuration(ttl)) = layer.lease_ttl {
+            config.lease_ttl = ttl;
+        }
+        if let Some(attempts) = layer.stream_max_attempts {
+            config.stream_recovery.max_attempts = attempts;
+        }
+        config.background = layer.background.unwrap_or(false);
         if let Some(prompt) = &layer.system_prompt {
             for mode in &mut config.modes {
                 mode.system_prompt = Some(match mode.system_prompt.take() {
@@ -576,6 +690,22 @@ mod tests {
         };
         let text = message(&Layer::from_flags(&flags).unwrap_err());
         assert!(text.contains("--base-url"), "{text}");
+
+        let path = write(dir.path(), "aptix.toml", "request_timeout = \"soon\"\n");
+        let text = message(&Layer::from_file(&path).unwrap_err());
+        assert!(
+            text.contains("`request_timeout`") && text.contains("expected e.g. 30s"),
+            "{text}"
+        );
+        let env = env_of(&[("APTIX_LEASE_TTL", "0s")]);
+        let text = message(&Layer::from_env(&env).unwrap_err());
+        assert!(
+            text.contains("APTIX_LEASE_TTL") && text.contains("30s"),
+            "{text}"
+        );
+        let env = env_of(&[("APTIX_STREAM_MAX_ATTEMPTS", "0")]);
+        let text = message(&Layer::from_env(&env).unwrap_err());
+        assert!(text.contains("APTIX_STREAM_MAX_ATTEMPTS"), "{text}");
     }
 
     #[test]
@@ -584,7 +714,7 @@ mod tests {
         let path = write(
             dir.path(),
             "aptix.toml",
-            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\n",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\n",
         );
         let from_file = Layer::from_file(&path).unwrap().unwrap();
         let vars: Vec<(String, String)> = [
@@ -598,6 +728,13 @@ mod tests {
             ("reasoning_effort", "low"),
             ("context_token_budget", "9"),
             ("system_prompt", "Be brief."),
+            ("request_timeout", "120s"),
+            ("stream_idle_timeout", "1m 30s"),
+            ("connect_timeout", "5"),
+            ("max_retries", "4"),
+            ("stream_max_attempts", "3"),
+            ("background", "on"),
+            ("lease_ttl", "90s"),
         ]
         .iter()
         .map(|(key, value)| (env_var(key), (*value).to_owned()))
@@ -614,6 +751,23 @@ mod tests {
         let config = settings.orchestrator_config();
         assert!(config.stateless);
         assert_eq!(config.context_token_budget, 9);
+        assert_eq!(config.lease_ttl, std::time::Duration::from_secs(90));
+        assert_eq!(config.stream_recovery.max_attempts, 3);
+        assert!(config.background);
+        let client = settings
+            .apply_client_settings(
+                aptix_client::OpenAiConfig::builder().base_url("http://127.0.0.1:1/v1"),
+            )
+            .build()
+            .unwrap();
+        let timeouts = client.timeouts();
+        assert_eq!(timeouts.request, Some(std::time::Duration::from_secs(120)));
+        assert_eq!(
+            timeouts.stream_idle,
+            Some(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(timeouts.connect, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(client.retry().max_retries, 4);
         assert!(
             config
                 .modes

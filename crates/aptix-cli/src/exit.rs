@@ -5,6 +5,8 @@
 //! | 0 | success: the answer, the envelope, the dry-run body or the inspection was printed |
 //! | 1 | the model or the provider failed (an error envelope), or a runtime failure (I/O, the session store) |
 //! | 2 | bad usage or configuration: a flag, an environment variable or a config file is wrong, or no API key is set for a host that needs one |
+//! | 3 | the answer is incomplete: the output token limit (or a content filter) cut it short; what arrived was printed |
+//! | 130, 143 | interrupted by SIGINT or SIGTERM: the turn was dropped, not saved, and the session released |
 //!
 //! Clap's own usage errors also exit with 2.
 
@@ -16,6 +18,8 @@ pub(crate) const SUCCESS: u8 = 0;
 pub(crate) const FAILURE: u8 = 1;
 /// The command line, the environment or a config file must be changed.
 pub(crate) const USAGE: u8 = 2;
+/// The answer was cut short (`finishReason` `length` or `content_filter`).
+pub(crate) const TRUNCATED: u8 = 3;
 
 /// A failure the user fixes by changing a flag, a variable or a config file. Anywhere
 /// in an error's chain, it makes the process exit with [`USAGE`].

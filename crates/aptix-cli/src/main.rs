@@ -1,4 +1,5 @@
-//! The `aptix` command: `ask` one turn, `index` a workspace, `inspect` a captured reply.
+//! The `aptix` command: `ask` one turn, `index` a workspace, `search` it, `inspect` a
+//! captured reply.
 //!
 //! This crate is the glue: it reads argv, the environment and config files, picks the
 //! implementations (HTTP provider, SQLite sessions, workspace index) and writes to
@@ -13,6 +14,7 @@ mod index;
 mod inspect;
 mod output;
 mod schema;
+mod search;
 mod session;
 mod workspace;
 
@@ -50,6 +52,7 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
             ask::run(args, &config::process_env, &runtime)
         }
         Command::Index(args) => index::run(args.path.as_deref()),
+        Command::Search(args) => search::run(args),
         Command::Inspect(args) => inspect::run(&args.file),
     }
 }

@@ -62,6 +62,14 @@ pub(crate) struct AnswerPrinter {
     wrote: bool,
     /// The first write error; later text is dropped.
     error: Option<io::Error>,
+    /// The answer text printed for the current model call (since its `Started`), so
+    /// that a request sent again after a cut stream does not print it twice.
+    call_text: String,
+    /// A request was sent again: the next model call's text restarts from the top.
+    restarting: bool,
+    /// While the restarted text repeats what was printed: how much of `call_text` it
+    /// has matched so far.
+    replay: Option<usize>,
 }
 
 impl AnswerPrinter {
@@ -73,23 +81,104 @@ impl AnswerPrinter {
         }
     }
 
-    /// Prints what a delta adds to the answer, if anything.
+    /// Prints what a delta adds to the answer, if anything. A retry notice goes to
+    /// stderr; after a request is sent again, text the new stream repeats is not
+    /// printed twice, only what goes beyond it.
     pub(crate) fn delta(&mut self, delta: &StreamDelta) {
         match delta {
+            StreamDelta::Started { .. } => {
+                if self.restarting {
+                    self.restarting = false;
+                    self.replay = Some(0);
+                } else {
+                    self.call_text.clear();
+                    self.replay = None;
+                }
+            }
+            StreamDelta::Retrying { resumed, .. } => {
+                if !self.ends_with_newline {
+                    // The answer stopped mid-line: the note starts on a line of its own.
+                    let _ = writeln!(io::stderr().lock());
+                }
+                AnswerPrinter::note_retry(delta);
+                if !resumed {
+                    self.restarting = true;
+                }
+            }
             StreamDelta::TextDelta {
                 output_index, text, ..
             }
             | StreamDelta::RefusalDelta {
                 output_index, text, ..
             } => {
+                if self.restarting {
+                    self.restarting = false;
+                    self.replay = Some(0);
+                }
+                let Some(text) = self.beyond_replay(text) else {
+                    return;
+                };
                 if self.wrote && self.last_index != Some(*output_index) {
                     self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
                 }
                 self.last_index = Some(*output_index);
-                self.write(text);
+                self.write(&text);
+                self.call_text.push_str(&text);
             }
             _ => {}
         }
+    }
+
+    /// The part of `text` to print while a restarted stream may repeat what was
+    /// printed: `None` while it does, the rest once it goes beyond, and the whole new
+    /// text so far (after a note and a blank line) when it differs.
+    fn beyond_replay(&mut self, text: &str) -> Option<String> {
+        let Some(matched) = self.replay else {
+            return Some(text.to_owned());
+        };
+        let shown = self.call_text.get(matched..).unwrap_or_default();
+        if shown.starts_with(text) {
+            self.replay = Some(matched + text.len());
+            return None;
+        }
+        self.replay = None;
+        if let Some(rest) = text.strip_prefix(shown) {
+            return Some(rest.to_owned());
+        }
+        note(format_args!(
+            "the new answer differs from the text shown above; it follows in full"
+        ));
+        let mut again = self.call_text.get(..matched).unwrap_or_default().to_owned();
+        again.push_str(text);
+        self.call_text.clear();
+        if self.wrote {
+            self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
+        }
+        Some(again)
+    }
+
+    /// Says on stderr that a cut stream is being recovered, and how.
+    pub(crate) fn note_retry(delta: &StreamDelta) {
+        let StreamDelta::Retrying {
+            attempt,
+            max_attempts,
+            wait_ms,
+            reason,
+            events,
+            resumed,
+        } = delta
+        else {
+            return;
+        };
+        let wait = aptix_client::human_duration(std::time::Duration::from_millis(*wait_ms));
+        let how = if *resumed {
+            "resuming the same response where it stopped"
+        } else {
+            "asking again; text already shown is not printed twice"
+        };
+        note(format_args!(
+            "the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts})"
+        ));
     }
 
     /// Prints a whole answer (the non-streamed case).

@@ -160,6 +160,25 @@ impl SessionStore for ConfiguredStore {
     async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError> {
         self.inner.release_lease(session_id, holder).await
     }
+
+    async fn lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<aptix_orchestrator::LeaseInfo>, OrchestratorError> {
+        self.inner.lease(session_id).await
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool, OrchestratorError> {
+        self.inner
+            .take_over_lease(session_id, stale_holder, holder, ttl)
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub enum ClientError {
     },
 
     /// The server answered with a non-2xx status.
-    #[error("http status {status}: {}", status_summary(.api_error.as_deref(), .raw_body.as_deref()))]
+    #[error("http status {status}: {}{}", status_summary(.api_error.as_deref(), .raw_body.as_deref()), requested_wait(*.retry_after))]
     Status {
         /// The HTTP status code.
         status: u16,
@@ -77,7 +77,7 @@ pub enum ClientError {
         position: usize,
         /// The decoder's message.
         message: String,
-        /// The bytes around the position, lossily as text, at most [`MAX_EXCERPT`].
+        /// The bytes around the position, lossily as text, at most 160 bytes.
         excerpt: String,
         /// The reply's `x-request-id`.
         request_id: Option<String>,
@@ -259,6 +259,38 @@ fn status_summary(api_error: Option<&ApiError>, raw_body: Option<&str>) -> Strin
     }
 }
 
+/// "; the server asked to wait N s before retrying", for an error returned with a wait
+/// the server asked for.
+pub fn requested_wait(retry_after: Option<Duration>) -> String {
+    match retry_after {
+        Some(wait) => format!(
+            "; the server asked to wait {} before retrying",
+            human_duration(wait)
+        ),
+        None => String::new(),
+    }
+}
+
+/// A duration as people write it: `450ms`, `12s`, `5m 3s`, `2h 0m`.
+pub fn human_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds == 0 {
+        return format!("{}ms", duration.as_millis());
+    }
+    match seconds {
+        0..60 => {
+            let tenths = duration.as_millis() / 100 % 10;
+            if tenths == 0 {
+                format!("{seconds}s")
+            } else {
+                format!("{seconds}.{tenths}s")
+            }
+        }
+        60..3600 => format!("{}m {}s", seconds / 60, seconds % 60),
+        _ => format!("{}h {}m", seconds / 3600, seconds % 3600 / 60),
+    }
+}
+
 fn api_error_summary(error: &ApiError) -> String {
     match &error.code {
         Some(code) => format!("{code}: {}", error.message),
@@ -345,6 +377,24 @@ mod tests {
         };
         assert_eq!(text[position], b'x');
         assert!(excerpt.contains("x"));
+    }
+
+    #[test]
+    fn a_status_error_says_the_wait_the_server_asked_for() {
+        let error = ClientError::Status {
+            status: 429,
+            api_error: None,
+            raw_body: Some("slow down".into()),
+            request_id: None,
+            retry_after: Some(Duration::from_secs(3600)),
+        };
+        assert_eq!(
+            error.to_string(),
+            "http status 429: slow down; the server asked to wait 1h 0m before retrying"
+        );
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_secs(303)), "5m 3s");
+        assert_eq!(human_duration(Duration::from_millis(20)), "20ms");
     }
 
     #[test]

@@ -117,7 +117,9 @@ mod transport;
 #[cfg(feature = "http")]
 pub use chat::ChatCompletionsProvider;
 pub use config::{AuthScheme, DEFAULT_BASE_URL, OpenAiConfig, OpenAiConfigBuilder, Timeouts};
-pub use error::{ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase};
+pub use error::{
+    ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase, human_duration, requested_wait,
+};
 pub use fake::{CallKind, FakeProvider, FakeReply, RecordedCall};
 #[cfg(feature = "http")]
 pub use openai::OpenAiProvider;

@@ -99,7 +99,39 @@ impl ResponsesProvider for OpenAiProvider {
             meta,
             self.config().timeouts().stream_idle,
             ResponsesEvents,
-            move |text| transport.scrub(text),
+            transport,
+        ))
+    }
+
+    async fn resume_stream(
+        &self,
+        response_id: &str,
+        starting_after: Option<u64>,
+    ) -> Result<EventStream, ClientError> {
+        if response_id.is_empty()
+            || !response_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(ClientError::config(
+                "response_id",
+                format!("{response_id:?} is not a response id"),
+            ));
+        }
+        let mut query = "stream=true".to_owned();
+        if let Some(after) = starting_after {
+            query.push_str(&format!("&starting_after={after}"));
+        }
+        let path = format!("{RESPONSES_PATH}/{response_id}");
+        let (response, meta) = self.transport.get_for_stream(&path, &query).await?;
+        check_event_stream(&response, &meta)?;
+        let transport = Arc::clone(&self.transport);
+        Ok(event_stream(
+            response,
+            meta,
+            self.config().timeouts().stream_idle,
+            ResponsesEvents,
+            transport,
         ))
     }
 

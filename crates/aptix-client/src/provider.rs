@@ -36,6 +36,25 @@ pub trait ResponsesProvider: Send + Sync {
         Ok(EventStream::from_response(reply.meta, reply.response))
     }
 
+    /// Streams a background response (`background: true`, `store: true`) again from
+    /// after the event numbered `starting_after` (`GET /responses/{id}?stream=true&
+    /// starting_after=N`), for a caller whose stream was cut: the events continue where
+    /// the lost ones stopped, so nothing is shown twice.
+    ///
+    /// The default is [`ClientError::Unsupported`]: only a server that keeps responses
+    /// can resume them.
+    async fn resume_stream(
+        &self,
+        response_id: &str,
+        starting_after: Option<u64>,
+    ) -> Result<EventStream, ClientError> {
+        let _ = (response_id, starting_after);
+        Err(ClientError::Unsupported {
+            provider: "this provider",
+            feature: "resuming a background response's stream".to_owned(),
+        })
+    }
+
     /// What this provider can carry, so the layers above pick a strategy (native
     /// schema or a forced tool, `previous_response_id` or replayed history).
     fn capabilities(&self) -> Capabilities;
@@ -158,9 +177,68 @@ pub struct RateLimits {
     pub reset_tokens: Option<Duration>,
 }
 
+impl std::fmt::Display for RateLimits {
+    /// `requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)`:
+    /// what is known, for a person reading logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part =
+            |what: &str, remaining: Option<u64>, limit: Option<u64>, reset: Option<Duration>| {
+                let count = match (remaining, limit) {
+                    (Some(remaining), Some(limit)) => format!("{remaining}/{limit} left"),
+                    (Some(remaining), None) => format!("{remaining} left"),
+                    (None, Some(limit)) => format!("limit {limit}"),
+                    (None, None) => return None,
+                };
+                let reset = reset
+                    .map(|wait| format!(" (reset in {})", crate::error::human_duration(wait)))
+                    .unwrap_or_default();
+                Some(format!("{what} {count}{reset}"))
+            };
+        let parts: Vec<String> = [
+            part(
+                "requests",
+                self.remaining_requests,
+                self.limit_requests,
+                self.reset_requests,
+            ),
+            part(
+                "tokens",
+                self.remaining_tokens,
+                self.limit_tokens,
+                self.reset_tokens,
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            f.write_str("none reported")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_limits_read_as_what_is_left() {
+        let limits = RateLimits {
+            limit_requests: Some(60),
+            remaining_requests: Some(59),
+            reset_requests: Some(Duration::from_secs(1)),
+            remaining_tokens: Some(149_000),
+            limit_tokens: Some(150_000),
+            reset_tokens: Some(Duration::from_secs(360)),
+        };
+        assert_eq!(
+            limits.to_string(),
+            "requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)"
+        );
+        assert_eq!(RateLimits::default().to_string(), "none reported");
+    }
 
     #[test]
     fn the_trait_is_object_safe_send_and_sync() {

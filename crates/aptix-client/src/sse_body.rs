@@ -46,6 +46,10 @@ impl DataHandler for ResponsesEvents {
 
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ClientError>> + Send>>;
 
+/// Removes the key from a server's text: `Some(scrubbed)` when there was something to
+/// remove, `None` when the text is clean.
+pub(crate) type Scrub = Box<dyn Fn(&str) -> Option<String> + Send>;
+
 struct State<H> {
     body: ByteStream,
     decoder: SseDecoder,
@@ -53,24 +57,31 @@ struct State<H> {
     idle: Option<Duration>,
     pending: VecDeque<Result<SseEvent, ClientError>>,
     ended: bool,
+    scrub: Scrub,
+    /// SSE events framed so far, for the message of a connection lost mid-body.
+    events: u64,
 }
 
-/// The events of a streamed reply.
+/// The events of a streamed reply. Every event's `data` and every transport message
+/// goes through `scrub` first: a server's in-stream `error` event may echo the key as
+/// well as an error body can.
 pub(crate) fn event_stream<H: DataHandler>(
     response: reqwest::Response,
     meta: ReplyMeta,
     idle: Option<Duration>,
     handler: H,
-    scrub: impl Fn(&str) -> String + Send + 'static,
+    transport: std::sync::Arc<crate::transport::HttpTransport>,
 ) -> EventStream {
+    let describe = std::sync::Arc::clone(&transport);
     let body = response.bytes_stream().map(move |chunk| {
         chunk.map_err(|error| ClientError::Transport {
             phase: TransportPhase::ReadBody,
-            message: scrub(&error.to_string()),
+            message: describe.describe(&error),
             source: None,
         })
     });
-    events_from_bytes(Box::pin(body), meta, idle, handler)
+    let scrub: Scrub = Box::new(move |text| transport.scrub_if_needed(text));
+    events_from_bytes(Box::pin(body), meta, idle, handler, scrub)
 }
 
 /// The events of any byte stream; the HTTP-independent part, tested on its own.
@@ -79,6 +90,7 @@ pub(crate) fn events_from_bytes<H: DataHandler>(
     meta: ReplyMeta,
     idle: Option<Duration>,
     handler: H,
+    scrub: Scrub,
 ) -> EventStream {
     let state = State {
         body,
@@ -87,6 +99,8 @@ pub(crate) fn events_from_bytes<H: DataHandler>(
         idle,
         pending: VecDeque::new(),
         ended: false,
+        scrub,
+        events: 0,
     };
     let source = futures_util::stream::unfold(state, |mut state| async move {
         loop {
@@ -126,7 +140,7 @@ impl<H: DataHandler> State<H> {
                     self.dispatch(event, &mut out);
                 }
             }
-            Some(Err(error)) => out.push(Err(error)),
+            Some(Err(error)) => out.push(Err(self.lost(error))),
             None => {
                 loop {
                     match self.decoder.finish() {
@@ -145,9 +159,36 @@ impl<H: DataHandler> State<H> {
         self.pending.extend(out);
     }
 
+    /// A body that failed mid-read, said as what it is: the connection was lost after
+    /// so many events (the HTTP stack's own words, such as "error decoding response
+    /// body", follow in parentheses).
+    fn lost(&self, error: ClientError) -> ClientError {
+        match error {
+            ClientError::Transport {
+                phase: TransportPhase::ReadBody,
+                message,
+                source,
+            } => ClientError::Transport {
+                phase: TransportPhase::ReadBody,
+                message: format!(
+                    "the connection was lost after {} event(s) ({message})",
+                    self.events
+                ),
+                source,
+            },
+            other => other,
+        }
+    }
+
     fn dispatch(&mut self, event: Result<SseEvent, SseError>, out: &mut Items) {
         match event {
-            Ok(event) => self.handler.on_event(event, out),
+            Ok(mut event) => {
+                self.events += 1;
+                if let Some(clean) = (self.scrub)(&event.data) {
+                    event.data = clean;
+                }
+                self.handler.on_event(event, out);
+            }
             Err(error) => out.push(Err(ClientError::Decode {
                 what: "server-sent event",
                 position: 0,
@@ -180,6 +221,7 @@ mod tests {
             ReplyMeta::synthetic(),
             None,
             ResponsesEvents,
+            Box::new(|_| None),
         );
         stream.collect::<Vec<_>>().now_or_never().unwrap()
     }

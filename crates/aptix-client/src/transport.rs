@@ -106,6 +106,19 @@ impl HttpTransport {
         scrub(text, self.config.secret())
     }
 
+    /// The scrubbed text, or `None` when `text` holds no form of the key (the common
+    /// case, which costs a substring search and no copy).
+    pub(crate) fn scrub_if_needed(&self, text: &str) -> Option<String> {
+        let secret = self.config.secret().filter(|secret| !secret.is_empty())?;
+        let needle = key_tail(secret).unwrap_or(secret);
+        text.contains(needle).then(|| scrub(text, Some(secret)))
+    }
+
+    /// The error and its sources as one scrubbed line.
+    pub(crate) fn describe(&self, error: &dyn std::error::Error) -> String {
+        error_chain(error, self.config.secret())
+    }
+
     /// POSTs `body` to `path` and reads the whole reply, retrying as the policy says.
     /// Each attempt (body included) is bounded by the request timeout.
     pub(crate) async fn post(
@@ -127,7 +140,8 @@ impl HttpTransport {
                     let bytes = response.bytes().await.map_err(|error| {
                         AttemptError::new(self.transport_error(TransportPhase::ReadBody, &error))
                     })?;
-                    Ok((bytes, meta))
+                    // A whole reply can echo the key too (a `failed` response's error).
+                    Ok((scrub_bytes(bytes, self.config.secret()), meta))
                 };
                 bounded(timeout, TimeoutKind::Request, work).await
             }
@@ -156,6 +170,40 @@ impl HttpTransport {
                 };
                 bounded(timeout, TimeoutKind::StreamIdle, work).await
             }
+        })
+        .await
+    }
+
+    /// GETs `path` with `query` appended (after the base URL's own query, if any) and
+    /// returns the reply once its head says 2xx, retrying as for
+    /// [`post_for_stream`](Self::post_for_stream). Resuming a background response's
+    /// stream goes through here.
+    pub(crate) async fn get_for_stream(
+        &self,
+        path: &str,
+        query: &str,
+    ) -> Result<(reqwest::Response, ReplyMeta), ClientError> {
+        let timeout = self.config.timeouts().stream_idle;
+        let mut url = self.config.endpoint(path);
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(query);
+        let url = &url;
+        self.with_retries(path, |attempt| async move {
+            let work = async {
+                let response = self
+                    .client
+                    .get(url)
+                    .headers(self.headers.clone())
+                    .header(http::header::ACCEPT, "text/event-stream")
+                    .send()
+                    .await
+                    .map_err(|error| AttemptError::new(self.send_error(&error)))?;
+                match self.accept(response.status(), response.headers(), attempt) {
+                    Ok(meta) => Ok((response, meta)),
+                    Err(headers) => Err(self.status_error(response, headers).await),
+                }
+            };
+            bounded(timeout, TimeoutKind::StreamIdle, work).await
         })
         .await
     }
@@ -214,10 +262,12 @@ impl HttpTransport {
                 }
             })
             .notify(|failed: &AttemptError, wait: Duration| {
+                let retry = attempts.load(Ordering::Relaxed);
                 tracing::warn!(
                     error = %failed.error,
                     wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                    "retrying"
+                    "{}",
+                    retry_note(&failed.error, wait, retry, policy.max_retries)
                 );
             })
             .await
@@ -273,6 +323,11 @@ impl HttpTransport {
             }
             None => {
                 let text = self.scrub(String::from_utf8_lossy(&body).trim());
+                let text = if is_html(&headers, &text) {
+                    html_summary(&text)
+                } else {
+                    text
+                };
                 (
                     None,
                     (!text.is_empty()).then(|| truncate(&text, MAX_RAW_BODY)),
@@ -323,6 +378,20 @@ impl HttpTransport {
     }
 }
 
+/// What a retry warning says: "rate limited (429); retrying in 1.5s (retry 1 of 2)",
+/// or the failure itself for anything else.
+fn retry_note(error: &ClientError, wait: Duration, retry: u32, max_retries: u32) -> String {
+    let what = match error.status() {
+        Some(429) => "rate limited (429)".to_owned(),
+        Some(status) => format!("the server answered {status}"),
+        None => error.to_string(),
+    };
+    format!(
+        "{what}; retrying in {} (retry {retry} of {max_retries})",
+        crate::error::human_duration(wait)
+    )
+}
+
 /// Reads at most about `limit` bytes of a body: an error page can be large, and only
 /// its start is kept. A read failure keeps what arrived.
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
@@ -334,6 +403,44 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
         }
     }
     body
+}
+
+/// Whether an error body is a web page (a proxy's or load balancer's 502 page) rather
+/// than an API's text.
+fn is_html(headers: &HeaderMap, text: &str) -> bool {
+    let declared = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.to_ascii_lowercase().contains("html"));
+    let start = text
+        .get(..text.len().min(64))
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    declared || start.starts_with("<!doctype html") || start.starts_with("<html")
+}
+
+/// An HTML error page as one line: its `<title>` (or first heading) and its size, never
+/// the page itself, which would flood every retry warning and the final error.
+fn html_summary(page: &str) -> String {
+    let title = tag_text(page, "title").or_else(|| tag_text(page, "h1"));
+    match title {
+        Some(title) => format!("{title} (an HTML error page of {} bytes)", page.len()),
+        None => format!("an HTML error page of {} bytes", page.len()),
+    }
+}
+
+/// The text of the first `<tag>` element, whitespace collapsed, at most 200 bytes.
+fn tag_text(page: &str, tag: &str) -> Option<String> {
+    let lower = page.to_ascii_lowercase();
+    let open = lower.find(&format!("<{tag}"))?;
+    let content = open + lower.get(open..)?.find('>')? + 1;
+    let close = content + lower.get(content..)?.find(&format!("</{tag}"))?;
+    let text = page
+        .get(content..close)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!text.is_empty()).then(|| truncate(&text, 200))
 }
 
 /// Runs `work` under `timeout`, turning expiry into a typed timeout error.
@@ -381,14 +488,104 @@ fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
     scrub(&text, secret)
 }
 
-/// `text` with every occurrence of the secret replaced.
+/// `text` with every occurrence of the secret replaced, and with the masked forms a
+/// server may echo (`sk-...abcd`, `***abcd`, `sk-proj-****abcd`: a word that ends with
+/// the key's last four characters after mask characters) replaced as well.
 pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(secret) if !secret.is_empty() && text.contains(secret) => {
-            text.replace(secret, "[redacted]")
-        }
-        _ => text.to_owned(),
+    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
+        return text.to_owned();
+    };
+    let mut text = if text.contains(secret) {
+        text.replace(secret, "[redacted]")
+    } else {
+        text.to_owned()
+    };
+    if let Some(tail) = key_tail(secret)
+        && text.contains(tail)
+    {
+        text = scrub_masked(&text, tail);
     }
+    text
+}
+
+/// `bytes` scrubbed as [`scrub`] does, untouched (not copied) when there is nothing to
+/// scrub.
+pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
+    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
+        return bytes;
+    };
+    let needle = key_tail(secret).unwrap_or(secret);
+    // UTF-8 validation and `str::contains` are both vectorised; bodies are text.
+    let found = match std::str::from_utf8(&bytes) {
+        Ok(text) => text.contains(needle),
+        Err(_) => contains_bytes(&bytes, needle.as_bytes()),
+    };
+    if !found {
+        return bytes;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let scrubbed = scrub(&text, Some(secret));
+    if scrubbed == text {
+        bytes
+    } else {
+        Bytes::from(scrubbed)
+    }
+}
+
+fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty()
+        && haystack
+            .windows(needle.len())
+            .any(|window| window == needle)
+}
+
+/// The last four characters of a key long enough for its masked forms to mean it.
+fn key_tail(secret: &str) -> Option<&str> {
+    if secret.len() < 12 || !secret.is_ascii() {
+        return None;
+    }
+    secret.get(secret.len() - 4..)
+}
+
+/// Replaces each word that ends with `tail` after mask characters (`*`, `...`, `…`,
+/// `xxxx`) with `[redacted]`.
+fn scrub_masked(text: &str, tail: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = text.get(from..).and_then(|rest| rest.find(tail)) {
+        let at = from + found;
+        let end = at + tail.len();
+        let mut start = at;
+        loop {
+            while start > copied
+                && bytes
+                    .get(start - 1)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b"-_*.".contains(b))
+            {
+                start -= 1;
+            }
+            // `…` is three bytes: part of the word too.
+            match text.get(copied..start) {
+                Some(before) if before.ends_with('…') => start -= '…'.len_utf8(),
+                _ => break,
+            }
+        }
+        let word = text.get(start..at).unwrap_or_default();
+        let masked = word.contains('*')
+            || word.contains("...")
+            || word.contains('…')
+            || word.to_ascii_lowercase().contains("xxxx");
+        if masked {
+            out.push_str(text.get(copied..start).unwrap_or_default());
+            out.push_str("[redacted]");
+            copied = end;
+        }
+        from = end;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out
 }
 
 #[cfg(test)]
@@ -413,9 +610,81 @@ mod tests {
     }
 
     #[test]
+    fn retry_warnings_say_rate_limited_and_when() {
+        let limited = ClientError::Status {
+            status: 429,
+            api_error: None,
+            raw_body: None,
+            request_id: None,
+            retry_after: None,
+        };
+        assert_eq!(
+            retry_note(&limited, Duration::from_millis(1500), 1, 2),
+            "rate limited (429); retrying in 1.5s (retry 1 of 2)"
+        );
+        let reset = ClientError::Transport {
+            phase: TransportPhase::Send,
+            message: "connection reset".into(),
+            source: None,
+        };
+        assert_eq!(
+            retry_note(&reset, Duration::from_secs(2), 2, 2),
+            "transport error while sending the request: connection reset; retrying in 2s (retry 2 of 2)"
+        );
+    }
+
+    #[test]
+    fn html_error_pages_are_summarised_by_their_title() {
+        let page = format!(
+            "<!DOCTYPE html>\n<html><head><title>502 Bad\n  Gateway</title></head><body>{}</body></html>",
+            "<p>cloudflare</p>".repeat(100)
+        );
+        assert!(is_html(&HeaderMap::new(), &page));
+        let summary = html_summary(&page);
+        assert_eq!(
+            summary,
+            format!(
+                "502 Bad Gateway (an HTML error page of {} bytes)",
+                page.len()
+            )
+        );
+        assert_eq!(
+            html_summary("<html><body>down</body></html>"),
+            "an HTML error page of 30 bytes"
+        );
+        assert!(!is_html(&HeaderMap::new(), "upstream connect error"));
+    }
+
+    #[test]
     fn scrub_removes_the_secret() {
         assert_eq!(scrub("key sk-1 here", Some("sk-1")), "key [redacted] here");
         assert_eq!(scrub("nothing", None), "nothing");
         assert_eq!(scrub("x", Some("")), "x");
+    }
+
+    #[test]
+    fn scrub_removes_the_masked_forms_servers_echo() {
+        let key = Some("sk-proj-abcdefghijklmnop9z8y");
+        for echoed in [
+            "Incorrect API key provided: sk-proj-****************9z8y. See",
+            "Incorrect API key provided: sk-...9z8y. See",
+            "key ***9z8y. See",
+            "key sk-proj-\u{2026}9z8y. See",
+            "key sk-xxxxxxxx9z8y. See",
+        ] {
+            let scrubbed = scrub(echoed, key);
+            assert!(!scrubbed.contains("9z8y"), "{scrubbed}");
+            assert!(scrubbed.contains("[redacted]. See"), "{scrubbed}");
+        }
+        // The tail alone, in an ordinary word, is not the key.
+        assert_eq!(scrub("order 9z8y shipped", key), "order 9z8y shipped");
+        let body = Bytes::from_static(br#"{"error":{"message":"bad key ***9z8y"}}"#);
+        let scrubbed = scrub_bytes(body, key);
+        assert_eq!(
+            &scrubbed[..],
+            br#"{"error":{"message":"bad key [redacted]"}}"#
+        );
+        let clean = Bytes::from_static(b"nothing here");
+        assert_eq!(scrub_bytes(clean.clone(), key), clean);
     }
 }

@@ -1,6 +1,7 @@
 //! What an index is built with: walking limits, chunk sizes, writer resources.
 
 use crate::IndexError;
+use crate::kind::FileKind;
 
 /// Folder names skipped wherever they appear in the workspace, besides hidden entries
 /// and whatever `.gitignore`, `.ignore` and `.aptixignore` exclude.
@@ -69,11 +70,16 @@ pub struct IndexConfig {
     /// Files with a line longer than this are skipped as minified or generated.
     /// Default 16 KiB.
     pub max_line_bytes: usize,
-    /// Folder names skipped anywhere in the tree. Default [`DEFAULT_EXCLUDED_DIRS`].
+    /// Folder names skipped anywhere in the tree. Default: build output and tool folders
+    /// (`target`, `node_modules`, `dist`, `build`, `out`, `obj`, `__pycache__`, `.venv`,
+    /// `venv`) and version-control and Aptix folders (`.git`, `.hg`, `.svn`, `.aptix`).
     pub excluded_dirs: Vec<String>,
     /// Whether hidden files and folders (names starting with `.`) are indexed.
     /// Default false.
     pub include_hidden: bool,
+    /// Kinds of file (see [`FileKind`]) that are not indexed at all, as if ignored.
+    /// Default [`FileKind::SKIPPED_BY_DEFAULT`]: lockfiles, generated and vendored files.
+    pub skipped_kinds: Vec<FileKind>,
     /// Chunk sizes.
     pub chunking: ChunkingConfig,
     /// Threads reading and chunking files; 0 means one per core. Default 0.
@@ -96,6 +102,7 @@ impl Default for IndexConfig {
                 .map(|d| (*d).to_owned())
                 .collect(),
             include_hidden: false,
+            skipped_kinds: FileKind::SKIPPED_BY_DEFAULT.to_vec(),
             chunking: ChunkingConfig::default(),
             threads: 0,
             writer_threads: 1,
@@ -143,11 +150,12 @@ impl IndexConfig {
         let c = &self.chunking;
         let mut hasher = blake3::Hasher::new();
         let text = format!(
-            "format={FORMAT_VERSION};repo={repo};max_file={};max_line={};excluded={:?};hidden={};chunking={},{},{},{},{};grammars={:?}",
+            "format={FORMAT_VERSION};repo={repo};max_file={};max_line={};excluded={:?};hidden={};skipped_kinds={:?};chunking={},{},{},{},{};grammars={:?}",
             self.max_file_bytes,
             self.max_line_bytes,
             self.excluded_dirs,
             self.include_hidden,
+            self.skipped_kinds,
             c.min_lines,
             c.max_lines,
             c.max_bytes,
@@ -161,4 +169,4 @@ impl IndexConfig {
 }
 
 /// Bumped whenever the schema, the tokenizer or the chunker changes what is stored.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;

@@ -12,7 +12,7 @@ use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
 use crate::manifest::{self, FileRecord, Payload};
 use crate::progress::{IndexProgress, IndexStats};
-use crate::search::{self, SearchQuery, SearchResults};
+use crate::search::{self, CorpusStats, SearchQuery, SearchResults};
 use crate::store::{self, Fields};
 use crate::{IndexConfig, IndexError, refresh, walk};
 
@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) reader: IndexReader,
     /// Serialises refreshes within this process (tantivy's lock covers other processes).
     refresh_lock: Mutex<()>,
+    /// BM25 statistics of the last searcher generation searched.
+    stats_cache: Mutex<Option<(u64, Arc<CorpusStats>)>>,
 }
 
 impl WorkspaceIndex {
@@ -106,6 +108,7 @@ impl WorkspaceIndex {
                 fields,
                 reader,
                 refresh_lock: Mutex::new(()),
+                stats_cache: Mutex::new(None),
             }),
         })
     }
@@ -214,6 +217,26 @@ impl Inner {
     pub(crate) fn manifest(&self) -> Result<HashMap<String, FileRecord>, IndexError> {
         self.reader.reload().map_err(|e| self.store_error(e))?;
         manifest::load(&self.reader.searcher(), &self.fields).map_err(|e| self.store_error(e))
+    }
+
+    /// The live-document statistics of `searcher`'s generation, computed once per
+    /// generation.
+    pub(crate) fn corpus_stats(
+        &self,
+        searcher: &tantivy::Searcher,
+    ) -> tantivy::Result<Arc<CorpusStats>> {
+        let generation = searcher.generation().generation_id();
+        if let Ok(cache) = self.stats_cache.lock()
+            && let Some((cached, stats)) = cache.as_ref()
+            && *cached == generation
+        {
+            return Ok(Arc::clone(stats));
+        }
+        let stats = Arc::new(CorpusStats::compute(searcher, &self.fields)?);
+        if let Ok(mut cache) = self.stats_cache.lock() {
+            *cache = Some((generation, Arc::clone(&stats)));
+        }
+        Ok(stats)
     }
 
     pub(crate) fn count_chunks(&self) -> Result<u64, IndexError> {

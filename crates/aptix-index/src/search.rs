@@ -1,5 +1,12 @@
-//! Searching the index: BM25 over the code-tokenized query text, with AGN-034 scope
-//! conditions translated into boolean clauses of the same tantivy query.
+//! Searching the index: BM25 over the analysed query (see [`crate::query`]) on the
+//! chunk text, the definitions' names and the path, weighted by file kind, with AGN-034
+//! scope conditions translated into boolean clauses of the same tantivy query; then a
+//! deterministic order, merging and a per-file cap (see [`crate::rank`]).
+//!
+//! BM25's statistics (document count, document frequencies, average lengths) are
+//! computed over the live chunk documents only ([`CorpusStats`]), not tantivy's
+//! per-segment counters, which still count deleted documents until a merge: the same
+//! tree gives the same scores however the index got there.
 //!
 //! | operator | clause |
 //! |---|---|
@@ -14,28 +21,48 @@
 //! reported as a warning and the condition is ignored (AGN-034 calls scope advisory:
 //! a misspelt key should not silently empty the context).
 
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
 use aptix_rag::ScoredChunk;
 use tantivy::collector::TopDocs;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, Query, RegexQuery, TermQuery,
+    Bm25StatisticsProvider, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, Query,
+    RegexQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{TantivyDocument, Term};
+use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, TantivyDocument, Term};
 
 use crate::IndexError;
 use crate::index::Inner;
-use crate::store::{self, Fields, SCOPE_KEYS};
+use crate::kind::FileKind;
+use crate::query::{self, Analysis, MAX_QUERY_TERMS};
+use crate::rank;
+use crate::store::{self, Fields, KIND_CHUNK, KIND_CODE_FIELD, SCOPE_KEYS};
 use crate::tokenizer;
 
-/// Queries use at most this many distinct terms; the rest of a very long instruction
-/// adds little to the ranking and would slow the search down.
-const MAX_QUERY_TERMS: usize = 64;
+/// How much a term counts when it names a definition in the chunk (on top of its
+/// occurrence in the text).
+const SYMBOL_BOOST: f32 = 1.0;
+/// How much a term counts when it appears in the chunk's path. A path is short and
+/// names what the whole file is about, so a match there counts more than one in text.
+const PATH_BOOST: f32 = 1.5;
+/// How much a term counts in the path when the question names a path or an area with
+/// it (`axum-core/macros: ...`, `fix(sse): ...`, `routing/mod.rs`).
+const PATH_LIKE_BOOST: f32 = 3.0;
 
-/// How much more a term counts when it names a definition in the chunk.
-const SYMBOL_BOOST: f32 = 1.5;
-/// How much a term counts when it appears in the chunk's path.
-const PATH_BOOST: f32 = 0.5;
+/// How many more hits than asked for are scored in full, so that merging and the
+/// per-file cap still leave enough.
+const FETCH_FACTOR: usize = 3;
+/// ... plus this many.
+const FETCH_EXTRA: usize = 20;
+/// At least this many candidates are scored in full whatever the limit: what a default
+/// retrieval (40 chunks, fetched twice over) scores. File evidence (see [`crate::rank`])
+/// depends on the candidates, so this keeps a short search (`aptix search --limit 5`)
+/// a prefix of the ranking `aptix ask` uses. (A larger pool, 500, lost 5 points of
+/// hit@5 on the development set: more weak chunks of large files add up.)
+const MIN_CANDIDATES: usize = 260;
 
 /// What to search for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,20 +103,49 @@ impl SearchQuery {
 pub struct SearchResults {
     /// Chunks, best first.
     pub hits: Vec<ScoredChunk>,
+    /// Why each hit matched, in the order of [`hits`](Self::hits).
+    pub matches: Vec<HitMatch>,
+    /// The query terms searched for, most telling first (weight times IDF).
+    pub terms: Vec<String>,
     /// Soft problems: unknown scope keys, a query without searchable words.
     pub warnings: Vec<String>,
 }
 
+/// The query terms a hit contains, by field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HitMatch {
+    /// Terms found in the chunk's text.
+    pub text: Vec<String>,
+    /// Terms found in the names of the definitions the chunk holds.
+    pub symbol: Vec<String>,
+    /// Terms found in the file's path.
+    pub path: Vec<String>,
+}
+
 pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults, IndexError> {
     let mut warnings = Vec::new();
-    let Some(text_query) = text_query(&inner.fields, &query.text) else {
+    inner.reader.reload().map_err(|e| inner.store_error(e))?;
+    let searcher = inner.reader.searcher();
+    let corpus = inner
+        .corpus_stats(&searcher)
+        .map_err(|e| inner.store_error(e))?;
+    let stats = ExactStats {
+        searcher: &searcher,
+        corpus: &corpus,
+        frequencies: Mutex::new(HashMap::new()),
+    };
+    let analysis = query::analyse(&query.text);
+    let chosen =
+        choose_terms(&analysis, &stats, &inner.fields).map_err(|e| inner.store_error(e))?;
+    if chosen.is_empty() {
         warnings.push("query has no searchable words".to_owned());
         return Ok(SearchResults {
-            hits: Vec::new(),
             warnings,
+            ..SearchResults::default()
         });
-    };
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
+    }
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+        vec![(Occur::Must, text_query(&inner.fields, &chosen))];
     for condition in &query.scope {
         match store::scope_field(&inner.fields, &condition.key) {
             Some(field) => clauses.extend(scope_clauses(field, condition)),
@@ -102,13 +158,31 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     }
     let query_object = BooleanQuery::new(clauses);
 
-    inner.reader.reload().map_err(|e| inner.store_error(e))?;
-    let searcher = inner.reader.searcher();
+    let limit = query.limit.max(1);
+    let fetch = limit
+        .saturating_mul(FETCH_FACTOR)
+        .saturating_add(FETCH_EXTRA)
+        .max(MIN_CANDIDATES);
+    let weights: Arc<[f32; FileKind::ALL.len()]> = Arc::new(kind_weights(&analysis.wanted_kinds));
+    let collector = TopDocs::with_limit(fetch).tweak_score(move |segment: &SegmentReader| {
+        let column = segment
+            .fast_fields()
+            .u64(KIND_CODE_FIELD)
+            .ok()
+            .map(|column| column.first_or_default_col(0));
+        let weights = Arc::clone(&weights);
+        move |doc: DocId, score: Score| {
+            let code = column.as_ref().map_or(0, |column| column.get_val(doc));
+            let weight = usize::try_from(code)
+                .ok()
+                .and_then(|index| weights.get(index))
+                .copied()
+                .unwrap_or(1.0);
+            score * weight
+        }
+    });
     let top = searcher
-        .search(
-            &query_object,
-            &TopDocs::with_limit(query.limit.max(1)).order_by_score(),
-        )
+        .search_with_statistics_provider(&query_object, &collector, &stats)
         .map_err(|e| inner.store_error(e))?;
     let mut hits = Vec::with_capacity(top.len());
     for (score, address) in top {
@@ -117,49 +191,217 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
             hits.push(ScoredChunk { chunk, score });
         }
     }
-    Ok(SearchResults { hits, warnings })
+    let hits = rank::finish(hits, limit);
+    let terms: Vec<String> = chosen.into_iter().map(|(term, _, _)| term).collect();
+    let matches = hits.iter().map(|hit| explain(hit, &terms)).collect();
+    Ok(SearchResults {
+        hits,
+        matches,
+        terms,
+        warnings,
+    })
 }
 
-/// BM25 over the text, boosted where the words name a symbol or a path; `None` when the
-/// text has no word to search for.
-fn text_query(fields: &Fields, text: &str) -> Option<Box<dyn Query>> {
-    let mut terms: Vec<String> = Vec::new();
-    for token in tokenizer::tokens(text) {
-        if terms.len() >= MAX_QUERY_TERMS {
-            break;
-        }
-        if !terms.contains(&token) {
-            terms.push(token);
+/// The multiplier of each kind's scores ([`FileKind::code`] order). Source counts fully;
+/// the kinds that answer questions less often count less, unless the question is about
+/// them ("add a test for ...").
+fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
+    let mut weights = [1.0; FileKind::ALL.len()];
+    for kind in FileKind::ALL {
+        let weight = match kind {
+            FileKind::Source => 1.0,
+            FileKind::Test => 0.6,
+            FileKind::TestData => 0.3,
+            FileKind::Example => 0.6,
+            FileKind::Docs => 0.5,
+            FileKind::Changelog => 0.2,
+            FileKind::Config => 0.6,
+            FileKind::Lockfile | FileKind::Generated | FileKind::Vendored => 0.2,
+        };
+        let wanted_weight = match kind {
+            FileKind::TestData if wanted.contains(&FileKind::Test) => 0.8,
+            _ if wanted.contains(&kind) => 1.0,
+            _ => weight,
+        };
+        if let Some(slot) = usize::try_from(kind.code())
+            .ok()
+            .and_then(|index| weights.get_mut(index))
+        {
+            *slot = wanted_weight;
         }
     }
-    if terms.is_empty() {
-        return None;
+    weights
+}
+
+/// The analysed terms the index holds, at most [`MAX_QUERY_TERMS`], chosen by weight
+/// times IDF (ties by the term, so the choice is deterministic); each with its weight.
+fn choose_terms(
+    analysis: &Analysis,
+    stats: &ExactStats<'_>,
+    fields: &Fields,
+) -> tantivy::Result<Vec<(String, f32, bool)>> {
+    let documents = stats.corpus.chunks.max(1) as f32;
+    let mut scored: Vec<(f32, String, f32, bool)> = Vec::with_capacity(analysis.terms.len());
+    for term in &analysis.terms {
+        let mut frequency = 0;
+        for field in [fields.text, fields.symbol_text, fields.path_text] {
+            frequency = frequency.max(stats.doc_freq(&Term::from_field_text(field, &term.term))?);
+        }
+        if frequency == 0 {
+            continue;
+        }
+        let frequency = frequency as f32;
+        let idf = (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln();
+        scored.push((
+            term.weight * idf,
+            term.term.clone(),
+            term.weight,
+            term.path_like,
+        ));
     }
-    let term_query = |field: Field, word: &str| -> Box<dyn Query> {
-        Box::new(TermQuery::new(
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    scored.truncate(MAX_QUERY_TERMS);
+    Ok(scored
+        .into_iter()
+        .map(|(_, term, weight, path_like)| (term, weight, path_like))
+        .collect())
+}
+
+/// BM25 over the text, boosted where the words name a symbol or a path, each term
+/// scaled by its weight.
+fn text_query(fields: &Fields, terms: &[(String, f32, bool)]) -> Box<dyn Query> {
+    let term_query = |field: Field, word: &str, boost: f32| -> (Occur, Box<dyn Query>) {
+        let query = Box::new(TermQuery::new(
             Term::from_field_text(field, word),
             IndexRecordOption::WithFreqs,
-        ))
+        ));
+        (Occur::Should, Box::new(BoostQuery::new(query, boost)))
     };
     let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 3);
-    for word in &terms {
-        should.push((Occur::Should, term_query(fields.text, word)));
-        should.push((
-            Occur::Should,
-            Box::new(BoostQuery::new(
-                term_query(fields.symbol_text, word),
-                SYMBOL_BOOST,
-            )),
-        ));
-        should.push((
-            Occur::Should,
-            Box::new(BoostQuery::new(
-                term_query(fields.path_text, word),
-                PATH_BOOST,
-            )),
-        ));
+    for (word, weight, path_like) in terms {
+        should.push(term_query(fields.text, word, *weight));
+        should.push(term_query(fields.symbol_text, word, weight * SYMBOL_BOOST));
+        let path_boost = if *path_like {
+            PATH_LIKE_BOOST
+        } else {
+            PATH_BOOST
+        };
+        should.push(term_query(fields.path_text, word, weight * path_boost));
     }
-    Some(Box::new(BooleanQuery::new(should)))
+    Box::new(BooleanQuery::new(should))
+}
+
+/// Which of `terms` the hit holds in its text, symbols and path.
+fn explain(hit: &ScoredChunk, terms: &[String]) -> HitMatch {
+    let chunk = &hit.chunk;
+    let set = |text: &str| -> BTreeSet<String> { tokenizer::tokens(text).into_iter().collect() };
+    let symbols = chunk
+        .metadata
+        .get("symbols")
+        .or_else(|| chunk.metadata.get("symbol"))
+        .map(String::as_str)
+        .unwrap_or_default();
+    let (text, symbol, path) = (set(&chunk.content), set(symbols), set(&chunk.path));
+    let found = |set: &BTreeSet<String>| -> Vec<String> {
+        terms.iter().filter(|t| set.contains(*t)).cloned().collect()
+    };
+    HitMatch {
+        text: found(&text),
+        symbol: found(&symbol),
+        path: found(&path),
+    }
+}
+
+/// Corpus-wide BM25 statistics over the live chunk documents of one searcher
+/// generation: the same for the same set of chunks, however the segments look.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CorpusStats {
+    /// Live chunk documents.
+    pub(crate) chunks: u64,
+    /// Live tokens per ranked field (sum of the field norms of live documents).
+    pub(crate) tokens: HashMap<Field, u64>,
+}
+
+impl CorpusStats {
+    /// Counts over every segment of `searcher`, skipping deleted documents.
+    pub(crate) fn compute(searcher: &Searcher, fields: &Fields) -> tantivy::Result<CorpusStats> {
+        let mut stats = CorpusStats::default();
+        let chunk_term = Term::from_field_text(fields.kind, KIND_CHUNK);
+        stats.chunks = live_doc_freq(searcher, &chunk_term)?;
+        for field in [fields.text, fields.symbol_text, fields.path_text] {
+            let mut total = 0u64;
+            for segment in searcher.segment_readers() {
+                let norms = segment.get_fieldnorms_reader(field)?;
+                for doc in segment.doc_ids_alive() {
+                    total += u64::from(norms.fieldnorm(doc));
+                }
+            }
+            stats.tokens.insert(field, total);
+        }
+        Ok(stats)
+    }
+}
+
+/// How many live documents hold `term`.
+fn live_doc_freq(searcher: &Searcher, term: &Term) -> tantivy::Result<u64> {
+    let mut count = 0u64;
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(term.field())?;
+        match segment.alive_bitset() {
+            None => count += u64::from(inverted.doc_freq(term)?),
+            Some(alive) => {
+                if let Some(mut postings) =
+                    inverted.read_postings(term, IndexRecordOption::Basic)?
+                {
+                    let mut doc = postings.doc();
+                    while doc != TERMINATED {
+                        if alive.is_alive(doc) {
+                            count += 1;
+                        }
+                        doc = postings.advance();
+                    }
+                }
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// [`Bm25StatisticsProvider`] over live documents only.
+///
+/// Document frequencies are remembered for the search: choosing the terms and weighting
+/// the query ask for the same ones, and a term's count over a segment with deletions
+/// walks its postings.
+struct ExactStats<'a> {
+    searcher: &'a Searcher,
+    corpus: &'a CorpusStats,
+    frequencies: Mutex<HashMap<Term, u64>>,
+}
+
+impl Bm25StatisticsProvider for ExactStats<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Ok(self.corpus.tokens.get(&field).copied().unwrap_or(0))
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.corpus.chunks)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        if let Some(known) = self
+            .frequencies
+            .lock()
+            .ok()
+            .and_then(|known| known.get(term).copied())
+        {
+            return Ok(known);
+        }
+        let frequency = live_doc_freq(self.searcher, term)?;
+        if let Ok(mut known) = self.frequencies.lock() {
+            known.insert(term.clone(), frequency);
+        }
+        Ok(frequency)
+    }
 }
 
 /// The clauses of one scope condition on its exact field. Filters score zero so that

@@ -9,23 +9,31 @@ use std::path::Path;
 
 use aptix_rag::{Chunk, ChunkId, LineSpan};
 use tantivy::schema::{
-    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::{Index, TantivyDocument};
 
 use crate::IndexError;
+use crate::kind::{FileKind, classify};
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
 
-/// `kind` of a chunk document.
+/// `doc` (document type) of a chunk document.
 pub(crate) const KIND_CHUNK: &str = "chunk";
-/// `kind` of a manifest (file) document.
+/// `doc` (document type) of a manifest (file) document.
 pub(crate) const KIND_FILE: &str = "file";
+
+/// The fast field holding [`FileKind::code`], read by ranking.
+pub(crate) const KIND_CODE_FIELD: &str = "kind_code";
 
 /// The fields of the schema, resolved once.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fields {
-    /// `chunk` or `file`.
+    /// The document type: `chunk` or `file`.
     pub(crate) kind: Field,
+    /// The [`FileKind`] of a chunk's file, exact (for scope conditions).
+    pub(crate) file_kind: Field,
+    /// The same as a small number in a fast field, for ranking.
+    pub(crate) kind_code: Field,
     /// Relative path, exact; on both kinds so one delete removes a whole file.
     pub(crate) path: Field,
     /// The path again, only on the file document, to replace just that record.
@@ -60,12 +68,21 @@ pub(crate) fn scope_field(fields: &Fields, key: &str) -> Option<Field> {
         "extension" => Some(fields.extension),
         "symbol" => Some(fields.symbol),
         "id" => Some(fields.id),
+        "kind" => Some(fields.file_kind),
         _ => None,
     }
 }
 
 /// The scope keys [`scope_field`] knows, for warnings.
-pub(crate) const SCOPE_KEYS: &[&str] = &["path", "language", "repo", "extension", "symbol", "id"];
+pub(crate) const SCOPE_KEYS: &[&str] = &[
+    "path",
+    "language",
+    "repo",
+    "extension",
+    "symbol",
+    "id",
+    "kind",
+];
 
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
@@ -83,7 +100,9 @@ fn schema() -> (Schema, Fields) {
         }
     };
     let fields = Fields {
-        kind: builder.add_text_field("kind", STRING),
+        kind: builder.add_text_field("doc", STRING),
+        file_kind: builder.add_text_field("kind", STRING | STORED),
+        kind_code: builder.add_u64_field(KIND_CODE_FIELD, FAST),
         path: builder.add_text_field("path", STRING | STORED),
         file_key: builder.add_text_field("file_key", STRING),
         id: builder.add_text_field("id", STRING | STORED),
@@ -182,6 +201,13 @@ pub(crate) fn chunk_document(
     if let Some(extension) = chunk.metadata.get("extension") {
         doc.add_text(fields.extension, extension);
     }
+    let kind = chunk
+        .metadata
+        .get("kind")
+        .and_then(|kind| FileKind::parse(kind))
+        .unwrap_or_else(|| classify(&chunk.path));
+    doc.add_text(fields.file_kind, kind.as_str());
+    doc.add_u64(fields.kind_code, kind.code());
     for symbol in symbols {
         doc.add_text(fields.symbol, symbol);
         doc.add_text(fields.symbol_text, symbol);
@@ -204,7 +230,11 @@ pub(crate) fn chunk_from_document(fields: &Fields, doc: &TantivyDocument) -> Opt
     };
     let lines = LineSpan::new(number(fields.start_line)?, number(fields.end_line)?).ok()?;
     let mut metadata = BTreeMap::new();
-    for (key, field) in [("repo", fields.repo), ("extension", fields.extension)] {
+    for (key, field) in [
+        ("repo", fields.repo),
+        ("extension", fields.extension),
+        ("kind", fields.file_kind),
+    ] {
         if let Some(value) = text(field) {
             metadata.insert(key.to_owned(), value);
         }

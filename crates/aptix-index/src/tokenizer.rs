@@ -133,6 +133,30 @@ pub(crate) fn tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// The words of `text` as the index sees them: for each, its whole term first, then its
+/// parts when it has more than one.
+pub(crate) fn word_tokens(text: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut tokenizer = CodeTokenizer;
+    let mut stream = tokenizer.token_stream(text);
+    let mut word = (usize::MAX, usize::MAX);
+    while stream.advance() {
+        let token = &stream.current;
+        // A part lies inside the span of the whole emitted just before it.
+        let inside = token.offset_from >= word.0 && token.offset_to <= word.1;
+        match out.last_mut() {
+            Some(last) if inside && (token.offset_from, token.offset_to) != word => {
+                last.push(token.text.clone());
+            }
+            _ => {
+                word = (token.offset_from, token.offset_to);
+                out.push(vec![token.text.clone()]);
+            }
+        }
+    }
+    out
+}
+
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }

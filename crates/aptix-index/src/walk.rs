@@ -105,6 +105,11 @@ fn examine(
             reason: SkipReason::NonUtf8Path,
         }));
     };
+    if !config.skipped_kinds.is_empty()
+        && config.skipped_kinds.contains(&crate::kind::classify(&path))
+    {
+        return None;
+    }
     let metadata = match entry.metadata() {
         Ok(metadata) => metadata,
         Err(error) => {

@@ -53,9 +53,10 @@ fn binary_oversized_and_minified_files_are_skipped_and_reported() {
     )
     .unwrap();
     write(root, "big.txt", &"many words here\n".repeat(1000));
+    // Named without `.min`: a `*.min.js` is generated and not indexed at all.
     write(
         root,
-        "bundle.min.js",
+        "bundle.js",
         &format!("var a={};\n", "1,".repeat(20_000)),
     );
     let config = IndexConfig {
@@ -77,7 +78,7 @@ fn binary_oversized_and_minified_files_are_skipped_and_reported() {
         reasons[0].1,
         SkipReason::TooLarge { limit: 8192, .. }
     ));
-    assert_eq!(reasons[1].0, "bundle.min.js");
+    assert_eq!(reasons[1].0, "bundle.js");
     assert!(matches!(reasons[1].1, SkipReason::TooLarge { .. }));
     assert_eq!(reasons[2], ("logo.png", &SkipReason::Binary));
     assert!(index.file_chunks("logo.png").unwrap().is_empty());
@@ -101,7 +102,7 @@ fn binary_oversized_and_minified_files_are_skipped_and_reported() {
             matches!(
                 &reasons[..],
                 [
-                    ("bundle.min.js", SkipReason::LongLine { .. }),
+                    ("bundle.js", SkipReason::LongLine { .. }),
                     ("logo.png", SkipReason::Binary)
                 ]
             ),

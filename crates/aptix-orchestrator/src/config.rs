@@ -58,6 +58,70 @@ pub struct OrchestratorConfig {
     pub resend_tools_on_continuation: bool,
     /// How long a session lease lasts before another request may take it over.
     pub lease_ttl: std::time::Duration,
+    /// How a streamed model call recovers from a cut stream.
+    pub stream_recovery: StreamRecovery,
+    /// Send streamed model calls in background mode (`background: true`, `store: true`)
+    /// so that a cut stream is resumed after its last event instead of being sent
+    /// again. Only for servers that keep responses (OpenAI); off by default.
+    pub background: bool,
+}
+
+/// How a streamed model call recovers when its stream is cut: the connection lost
+/// mid-body, a stall past the client's idle timeout, or a body that ended without a
+/// terminal event.
+///
+/// Recovery is tried only while it is safe: no hosted tool (web search, code
+/// interpreter, ...) has started in the cut attempt, since sending the request again
+/// would run it again. A background response (`background: true` in the request's
+/// extra fields, `store` not `false`) is resumed where it stopped instead of being sent
+/// again. Defaults follow codex's stream retries: 5 attempts, backoff from 0.5 s
+/// doubling to 8 s, with jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamRecovery {
+    /// The most attempts of one model call, the first included (1 turns recovery off).
+    pub max_attempts: u32,
+    /// The wait before the first retry.
+    pub initial_backoff: std::time::Duration,
+    /// The longest computed wait (before jitter).
+    pub max_backoff: std::time::Duration,
+    /// Add up to one more wait at random, so clients cut together do not return together.
+    pub jitter: bool,
+}
+
+impl Default for StreamRecovery {
+    fn default() -> StreamRecovery {
+        StreamRecovery {
+            max_attempts: 5,
+            initial_backoff: std::time::Duration::from_millis(500),
+            max_backoff: std::time::Duration::from_secs(8),
+            jitter: true,
+        }
+    }
+}
+
+impl StreamRecovery {
+    /// No recovery: a cut stream ends the turn with an error envelope.
+    pub fn never() -> StreamRecovery {
+        StreamRecovery {
+            max_attempts: 1,
+            ..StreamRecovery::default()
+        }
+    }
+
+    /// The wait before `attempt` (2 for the first retry): the backoff doubled per
+    /// retry, capped, plus the jitter (`random` in `0.0..1.0` of one more wait).
+    pub fn wait_before(&self, attempt: u32, random: f64) -> std::time::Duration {
+        let doublings = attempt.saturating_sub(2).min(30);
+        let base = self
+            .initial_backoff
+            .saturating_mul(1u32 << doublings)
+            .min(self.max_backoff);
+        if self.jitter {
+            base + base.mul_f64(random.clamp(0.0, 1.0))
+        } else {
+            base
+        }
+    }
 }
 
 impl Default for OrchestratorConfig {
@@ -76,6 +140,8 @@ impl Default for OrchestratorConfig {
             stateless: false,
             resend_tools_on_continuation: true,
             lease_ttl: std::time::Duration::from_secs(300),
+            stream_recovery: StreamRecovery::default(),
+            background: false,
         }
     }
 }

@@ -40,10 +40,15 @@ pub enum OrchestratorError {
         received: Vec<String>,
     },
     /// Another request is running on this session.
-    #[error("session {session_id} is busy with another request")]
+    #[error("session {session_id} is busy with another request{}", busy_detail(.holder.as_deref(), *.expires_in))]
     SessionBusy {
         /// The session.
         session_id: String,
+        /// Who holds it, when known ("pid 1234 on build-box").
+        holder: Option<String>,
+        /// When the holder's lease expires, when known: the session is free then even if
+        /// the holder never gives it back.
+        expires_in: Option<std::time::Duration>,
     },
     /// The session changed between load and save (another writer won).
     #[error(
@@ -98,5 +103,21 @@ impl OrchestratorError {
             operation,
             source: Box::new(source),
         }
+    }
+}
+
+/// " (pid 1234 on box; its lease expires in 4m 10s)" for a busy session.
+fn busy_detail(holder: Option<&str>, expires_in: Option<std::time::Duration>) -> String {
+    let expiry = expires_in.map(|wait| {
+        format!(
+            "its lease expires in {}",
+            aptix_client::human_duration(wait)
+        )
+    });
+    match (holder, expiry) {
+        (Some(holder), Some(expiry)) => format!(" ({holder}; {expiry})"),
+        (Some(holder), None) => format!(" ({holder})"),
+        (None, Some(expiry)) => format!(" ({expiry})"),
+        (None, None) => String::new(),
     }
 }

@@ -70,15 +70,18 @@
 mod config;
 mod error;
 mod inputs;
+mod lease;
 mod matching;
 mod orchestrator;
+mod recovery;
 mod session;
 mod store;
 mod tools;
 mod turn;
 
-pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig};
+pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig, StreamRecovery};
 pub use error::OrchestratorError;
+pub use lease::LeaseInfo;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
     CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,

@@ -13,9 +13,7 @@
 //! `Err`.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aptix_client::ResponsesProvider;
 use aptix_mapping::StreamDelta;
@@ -177,16 +175,10 @@ fn checked(request: AgentExecuteRequest) -> Result<AgentExecuteRequest, Orchestr
     Ok(request)
 }
 
+/// This instance's lease holder id: host, pid and process start time, so that another
+/// process can tell when this one is gone.
 fn instance_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    format!(
-        "aptix-{}-{}-{nanos:x}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    crate::lease::new_holder_id()
 }
 
 /// Marks a session as running in this instance until dropped, so a turn dropped
@@ -224,6 +216,11 @@ impl Orchestrator {
     /// The configuration in force.
     pub fn config(&self) -> &OrchestratorConfig {
         &self.config
+    }
+
+    /// The session store turns are kept in (a service reads sessions from it).
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
     }
 
     /// Validates an AGN-034 request given as JSON bytes, then runs it.
@@ -304,19 +301,59 @@ impl Orchestrator {
             return Ok(stored.envelope);
         }
         let _active = self.enter(&session_id)?;
-        if !self
-            .store
-            .acquire_lease(&session_id, &self.instance, self.config.lease_ttl)
-            .await?
-        {
-            return Err(OrchestratorError::SessionBusy { session_id });
-        }
+        self.take_lease(&session_id).await?;
         let result = self.run_leased(&request, &key, sink).await;
         if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
             // The lease expires on its own; the turn's outcome matters more.
             tracing::warn!(session = %session_id, %error, "could not release the session lease");
         }
         result
+    }
+
+    /// Gives back this instance's lease on a session, for a caller that dropped a
+    /// turn's future (Ctrl-C, SIGTERM): a dropped turn cannot release it itself, and
+    /// another process would otherwise wait for the lease to expire. Does nothing when
+    /// this instance holds no lease on the session.
+    pub async fn release_session(&self, session_id: &str) -> Result<(), OrchestratorError> {
+        self.store.release_lease(session_id, &self.instance).await
+    }
+
+    /// Takes the session's lease: free, expired, this instance's own, or held by a
+    /// process of this host that is gone (killed, crashed), which is taken over at once
+    /// instead of waiting for its TTL. Otherwise the session is busy, and the error says
+    /// who holds it and when the lease expires.
+    async fn take_lease(&self, session_id: &str) -> Result<(), OrchestratorError> {
+        let ttl = self.config.lease_ttl;
+        if self
+            .store
+            .acquire_lease(session_id, &self.instance, ttl)
+            .await?
+        {
+            return Ok(());
+        }
+        let current = self.store.lease(session_id).await?;
+        if let Some(current) = &current
+            && crate::lease::holder_is_gone(&current.holder)
+            && self
+                .store
+                .take_over_lease(session_id, &current.holder, &self.instance, ttl)
+                .await?
+        {
+            tracing::warn!(
+                session = %session_id,
+                holder = %current.holder,
+                "took over the lease of a process that is gone"
+            );
+            return Ok(());
+        }
+        Err(OrchestratorError::SessionBusy {
+            session_id: session_id.to_owned(),
+            holder: current.as_ref().map(|lease| {
+                crate::lease::Holder::parse(&lease.holder)
+                    .map_or_else(|| lease.holder.clone(), |holder| holder.describe())
+            }),
+            expires_in: current.map(|lease| lease.expires_in),
+        })
     }
 
     fn enter(&self, session_id: &str) -> Result<ActiveTurn<'_>, OrchestratorError> {
@@ -327,6 +364,8 @@ impl Orchestrator {
         if !active.insert(session_id.to_owned()) {
             return Err(OrchestratorError::SessionBusy {
                 session_id: session_id.to_owned(),
+                holder: Some("another turn of this process".to_owned()),
+                expires_in: None,
             });
         }
         Ok(ActiveTurn {

@@ -4,10 +4,7 @@
 use std::time::Instant;
 
 use aptix_client::ClientError;
-use aptix_mapping::{
-    Mapped, StreamFold, TurnContext, map_error_body, map_folded, map_mapping_error, map_response,
-    map_transport_failure,
-};
+use aptix_mapping::{Mapped, TurnContext, map_error_body, map_response, map_transport_failure};
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, LlmUsage, SourceRef,
     ToolOutcome as ClientOutcome,
@@ -17,8 +14,7 @@ use aptix_model::wire::{
     Response, Role,
 };
 use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block, select_context};
-use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock};
-use futures_util::StreamExt;
+use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 
 use crate::OrchestratorError;
 use crate::config::Mode;
@@ -64,16 +60,39 @@ impl Orchestrator {
         self.config.stateless || !self.provider.capabilities().previous_response_id
     }
 
-    fn continuation(&self, state: &SessionState) -> Continuation {
+    /// How the request continues the session. A replayed history goes through the one
+    /// normalisation at the send boundary (`normalize_history`): whatever built it, every
+    /// call is sent with exactly one output; each repair is a warning.
+    fn continuation(
+        &self,
+        state: &SessionState,
+        outputs: &[ToolOutput],
+        warnings: &mut Vec<String>,
+    ) -> Continuation {
         match &state.last_response_id {
             None => Continuation::Initial,
-            Some(_) if self.stateless() => Continuation::Stateless(state.history.clone()),
+            Some(_) if self.stateless() => {
+                let answered: Vec<&str> = outputs.iter().map(|o| o.call_id.as_str()).collect();
+                let (history, repairs) = normalize_history(state.history.clone(), &answered);
+                warnings.extend(
+                    repairs
+                        .iter()
+                        .map(|repair| format!("the replayed history was repaired: {repair}")),
+                );
+                Continuation::Stateless(history)
+            }
             Some(id) => Continuation::PreviousResponse(id.clone()),
         }
     }
 
     /// A builder with the session's settings, the mode's prompt and tools.
-    fn request_builder(&self, state: &SessionState, mode: &Mode) -> RequestBuilder {
+    fn request_builder(
+        &self,
+        state: &SessionState,
+        mode: &Mode,
+        outputs: Vec<ToolOutput>,
+        warnings: &mut Vec<String>,
+    ) -> RequestBuilder {
         let mut usage = ToolUsageBlock::new();
         let mut builder = RequestBuilder::new(state.model.model.clone())
             .base_system_prompt(self.config.base_system_prompt.clone())
@@ -82,7 +101,8 @@ impl Orchestrator {
             .temperature(state.model.temperature)
             .max_output_tokens(state.model.max_output_tokens)
             .resend_tools_on_continuation(self.config.resend_tools_on_continuation)
-            .continuation(self.continuation(state));
+            .continuation(self.continuation(state, &outputs, warnings))
+            .tool_outputs(outputs);
         if let Some(effort) = &state.model.reasoning_effort {
             builder = builder.reasoning_effort(effort.clone());
         }
@@ -175,14 +195,13 @@ impl Orchestrator {
                 let chunks: Vec<ScoredChunk> = packed.kept;
                 let sources = chunks.iter().map(source_ref).collect();
                 let mut builder = self
-                    .request_builder(state, &mode)
+                    .request_builder(state, &mode, outputs, &mut warnings)
                     .instruction(
                         turn.instruction
                             .as_ref()
                             .map(|i| i.as_str().to_owned())
                             .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
-                    )
-                    .tool_outputs(outputs);
+                    );
                 if let Some(block) = render_context_block(&chunks) {
                     builder = builder.context_block(block);
                 }
@@ -238,8 +257,7 @@ impl Orchestrator {
                     );
                 }
                 let body = self
-                    .request_builder(state, &mode)
-                    .tool_outputs(outputs)
+                    .request_builder(state, &mode, outputs, &mut warnings)
                     .build()?;
                 Ok(FirstRequest {
                     body,
@@ -388,8 +406,7 @@ impl Orchestrator {
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
             body = self
-                .request_builder(&state, &mode)
-                .tool_outputs(outputs)
+                .request_builder(&state, &mode, outputs, &mut warnings)
                 .build()?;
         }
     }
@@ -406,7 +423,8 @@ impl Orchestrator {
                 .provider
                 .create(body)
                 .await
-                .map_err(|error| client_error_envelope(&error, context))?;
+                .map_err(|error| crate::recovery::error_envelope(&error, context))?;
+            crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();
             // The provider's body as received, when it has one: encoding the response
@@ -417,35 +435,24 @@ impl Orchestrator {
                 mapped,
             });
         };
-        let mut stream = self
-            .provider
-            .stream(body)
-            .await
-            .map_err(|error| client_error_envelope(&error, context))?;
-        let mut context = context.clone();
-        context.request_id = stream.meta().request_id.clone();
-        let mut fold = StreamFold::new();
-        // The fold judges the events (an `error` event, a missing terminal one); the
-        // stream only reports the connection. Once the terminal event is in, the rest
-        // of the body is not read: dropping the stream releases the connection.
-        while !fold.is_finished() {
-            match stream.next().await {
-                Some(Ok(event)) => {
-                    if let Some(delta) = fold.apply_sse(&event) {
-                        sink(&delta);
-                    }
-                }
-                Some(Err(error)) => return Err(client_error_envelope(&error, &context)),
-                None => break,
-            }
-        }
-        let folded = fold
-            .finish()
-            .map_err(|error| map_mapping_error(&error, &context).envelope)?;
-        let mapped = map_folded(&folded, &context);
+        let background;
+        let body = if self.config.background {
+            background = crate::recovery::in_background(body);
+            &background
+        } else {
+            body
+        };
+        let streamed = crate::recovery::stream_with_recovery(
+            self.provider.as_ref(),
+            self.config.stream_recovery,
+            body,
+            &mut **sink,
+            context,
+        )
+        .await?;
         Ok(Reply {
-            response: folded.response,
-            mapped,
+            response: streamed.response,
+            mapped: streamed.mapped,
         })
     }
 

@@ -159,7 +159,7 @@ const EXTENSIONS: &[(&str, &str)] = &[
 ];
 
 /// The AGN-002 language tag for a workspace path: by well-known file name, then by
-/// extension (both ASCII case-insensitive), else [`UNKNOWN_LANGUAGE`] (`text`).
+/// extension (both ASCII case-insensitive), else `text`.
 ///
 /// Both `/` and `\` separate directories, so a Windows path works too. A leading dot
 /// does not start an extension (`.gitignore` is a name, `.env` is unknown), and

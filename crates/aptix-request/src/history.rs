@@ -1,13 +1,17 @@
-//! Pairing rules of replayed history, checked before a stateless request is sent.
+//! Pairing rules of replayed history: repaired at the send boundary, then checked
+//! before a stateless request is sent.
 //!
 //! A provider without stored state sees the whole conversation in `input` and rejects
 //! it when a call is unanswered (`No tool output found for function call ...`), when an
 //! output answers nothing, or when a `reasoning` item is not followed by the item it
-//! preceded. These checks catch each case here, naming the call id, instead of as a 400.
+//! preceded. [`normalize_history`] repairs a history however it was built (a turn cut
+//! short, an edited or compacted session, a store written by an older version), saying
+//! what it changed; the builder's check then catches what is left, naming the call id,
+//! instead of a 400 from the provider.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use aptix_model::wire::InputItem;
+use aptix_model::wire::{FunctionCallOutput, InputItem};
 use serde_json::Value;
 
 use crate::error::RequestError;
@@ -36,6 +40,172 @@ fn pairing(item: &InputItem) -> Pairing<'_> {
             }
         }
         _ => Pairing::Neither,
+    }
+}
+
+/// The `function_call_output` text given to a call that was never answered.
+pub const ABORTED_OUTPUT: &str = "aborted: this call was never answered";
+
+/// One change [`normalize_history`] made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HistoryRepair {
+    /// A call had no output: an output saying it was aborted was added right after it.
+    AbortedCall {
+        /// The call.
+        call_id: String,
+    },
+    /// An output answered no earlier call and was dropped.
+    DroppedOrphanOutput {
+        /// The call id it named.
+        call_id: String,
+    },
+    /// A second output for an already answered call was dropped (the first is kept).
+    DroppedDuplicateOutput {
+        /// The call id.
+        call_id: String,
+    },
+    /// A second call with an id already used was dropped (the first is kept).
+    DroppedDuplicateCall {
+        /// The call id.
+        call_id: String,
+    },
+    /// A `reasoning` item with nothing after it was dropped.
+    DroppedTrailingReasoning,
+}
+
+impl std::fmt::Display for HistoryRepair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HistoryRepair::AbortedCall { call_id } => {
+                write!(
+                    f,
+                    "call {call_id} was never answered; it is sent as aborted"
+                )
+            }
+            HistoryRepair::DroppedOrphanOutput { call_id } => {
+                write!(f, "an output for unknown call {call_id} was dropped")
+            }
+            HistoryRepair::DroppedDuplicateOutput { call_id } => {
+                write!(f, "a second output for call {call_id} was dropped")
+            }
+            HistoryRepair::DroppedDuplicateCall { call_id } => {
+                write!(f, "a second call with id {call_id} was dropped")
+            }
+            HistoryRepair::DroppedTrailingReasoning => {
+                f.write_str("a reasoning item with nothing after it was dropped")
+            }
+        }
+    }
+}
+
+/// Repairs a replayed history so that the request built from it pairs every call with
+/// exactly one output, whatever built the history: the one normalisation at the send
+/// boundary. `answered_next` are the call ids the request's new tool outputs answer
+/// (they follow the history), so those calls are not aborted.
+///
+/// - a call with an id already used is dropped (the first call is kept);
+/// - an output that answers no earlier call, or a call already answered, is dropped;
+/// - a call that nothing answers gets an output right after it saying it was aborted
+///   ([`ABORTED_OUTPUT`]), as the API requires an output for every call;
+/// - a `reasoning` item at the end is dropped: it must be followed by the item it
+///   preceded.
+///
+/// Everything else is kept, in order. The result passes the builder's pairing check
+/// with any new outputs that answer its open calls, and normalising it again changes
+/// nothing.
+///
+/// ```
+/// use aptix_model::wire::{FunctionCall, InputItem};
+/// use aptix_request::{HistoryRepair, normalize_history};
+///
+/// let call = InputItem::FunctionCall(FunctionCall {
+///     id: None,
+///     call_id: "call_1".into(),
+///     name: "read_file".into(),
+///     arguments: "{}".into(),
+///     status: None,
+/// });
+/// let (items, repairs) = normalize_history(vec![call], &[]);
+/// assert_eq!(items.len(), 2);
+/// assert_eq!(repairs, [HistoryRepair::AbortedCall { call_id: "call_1".into() }]);
+/// ```
+pub fn normalize_history(
+    history: Vec<InputItem>,
+    answered_next: &[&str],
+) -> (Vec<InputItem>, Vec<HistoryRepair>) {
+    let mut repairs = Vec::new();
+    let mut kept: Vec<InputItem> = Vec::with_capacity(history.len());
+    let mut calls: HashSet<String> = HashSet::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for item in history {
+        let keep = match pairing(&item) {
+            Pairing::Call(call_id) if calls.contains(call_id) => {
+                repairs.push(HistoryRepair::DroppedDuplicateCall {
+                    call_id: call_id.to_owned(),
+                });
+                false
+            }
+            Pairing::Call(call_id) => {
+                calls.insert(call_id.to_owned());
+                true
+            }
+            Pairing::Output(call_id) if !calls.contains(call_id) => {
+                repairs.push(HistoryRepair::DroppedOrphanOutput {
+                    call_id: call_id.to_owned(),
+                });
+                false
+            }
+            Pairing::Output(call_id) if answered.contains(call_id) => {
+                repairs.push(HistoryRepair::DroppedDuplicateOutput {
+                    call_id: call_id.to_owned(),
+                });
+                false
+            }
+            Pairing::Output(call_id) => {
+                answered.insert(call_id.to_owned());
+                true
+            }
+            Pairing::Neither => true,
+        };
+        if keep {
+            kept.push(item);
+        }
+    }
+    let mut out = Vec::with_capacity(kept.len());
+    for item in kept {
+        let aborted = match pairing(&item) {
+            Pairing::Call(call_id)
+                if !answered.contains(call_id) && !answered_next.contains(&call_id) =>
+            {
+                Some(call_id.to_owned())
+            }
+            _ => None,
+        };
+        let custom = matches!(&item, InputItem::Other(_));
+        out.push(item);
+        if let Some(call_id) = aborted {
+            out.push(aborted_output(&call_id, custom));
+            repairs.push(HistoryRepair::AbortedCall { call_id });
+        }
+    }
+    while matches!(out.last(), Some(InputItem::Reasoning(_))) {
+        out.pop();
+        repairs.push(HistoryRepair::DroppedTrailingReasoning);
+    }
+    (out, repairs)
+}
+
+/// The output that closes an unanswered call, of the call's own kind.
+fn aborted_output(call_id: &str, custom: bool) -> InputItem {
+    if custom {
+        InputItem::Other(serde_json::json!({
+            "type": "custom_tool_call_output",
+            "call_id": call_id,
+            "output": ABORTED_OUTPUT,
+        }))
+    } else {
+        InputItem::FunctionCallOutput(FunctionCallOutput::text(call_id, ABORTED_OUTPUT))
     }
 }
 
@@ -91,6 +261,147 @@ pub(crate) fn check_pairing(
             call_id: call_id.to_owned(),
         }),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod normalize_tests {
+    use aptix_model::wire::{ContentPart, FunctionCall, InputMessage, ReasoningItem, Role};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn call(id: &str) -> InputItem {
+        InputItem::FunctionCall(FunctionCall {
+            id: None,
+            call_id: id.into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+            status: None,
+        })
+    }
+
+    fn output(id: &str) -> InputItem {
+        InputItem::FunctionCallOutput(FunctionCallOutput::text(id, "{}"))
+    }
+
+    fn reasoning() -> InputItem {
+        InputItem::Reasoning(ReasoningItem {
+            id: None,
+            summary: Vec::new(),
+            content: None,
+            encrypted_content: Some("opaque".into()),
+            status: None,
+        })
+    }
+
+    fn user() -> InputItem {
+        InputItem::Message(InputMessage::new(
+            Role::User,
+            vec![ContentPart::input_text("hi")],
+        ))
+    }
+
+    #[test]
+    fn each_kind_of_break_is_repaired_and_named() {
+        let history = vec![
+            user(),
+            output("ghost"),
+            call("a"),
+            call("a"),
+            output("a"),
+            output("a"),
+            call("b"),
+            user(),
+            call("c"),
+            reasoning(),
+        ];
+        let (items, repairs) = normalize_history(history, &["c"]);
+        assert_eq!(
+            repairs,
+            [
+                HistoryRepair::DroppedOrphanOutput {
+                    call_id: "ghost".into()
+                },
+                HistoryRepair::DroppedDuplicateCall {
+                    call_id: "a".into()
+                },
+                HistoryRepair::DroppedDuplicateOutput {
+                    call_id: "a".into()
+                },
+                HistoryRepair::AbortedCall {
+                    call_id: "b".into()
+                },
+                HistoryRepair::DroppedTrailingReasoning,
+            ]
+        );
+        let aborted = InputItem::FunctionCallOutput(FunctionCallOutput::text("b", ABORTED_OUTPUT));
+        assert_eq!(
+            items,
+            [
+                user(),
+                call("a"),
+                output("a"),
+                call("b"),
+                aborted,
+                user(),
+                call("c")
+            ]
+        );
+        assert_eq!(check_pairing(&items, &[output("c")]), Ok(()));
+    }
+
+    #[test]
+    fn a_valid_history_is_left_alone() {
+        let history = vec![user(), reasoning(), call("a"), output("a"), user()];
+        let (items, repairs) = normalize_history(history.clone(), &[]);
+        assert_eq!(items, history);
+        assert!(repairs.is_empty());
+    }
+
+    fn item() -> impl Strategy<Value = InputItem> {
+        let id = prop::sample::select(vec!["a", "b", "c", "d"]);
+        prop_oneof![
+            Just(user()),
+            Just(reasoning()),
+            id.clone().prop_map(call),
+            id.prop_map(output),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever the history, what is sent pairs every call with one output, keeps
+        /// no dangling reasoning, adds only aborted outputs, keeps the order of what it
+        /// keeps, and is a fixed point.
+        #[test]
+        fn any_broken_history_becomes_a_valid_one(
+            history in prop::collection::vec(item(), 0..24),
+        ) {
+            let (items, _) = normalize_history(history.clone(), &[]);
+            prop_assert_eq!(check_pairing(&items, &[]), Ok(()));
+            prop_assert!(!matches!(items.last(), Some(InputItem::Reasoning(_))));
+            let added: Vec<&InputItem> = items
+                .iter()
+                .filter(|item| !history.contains(item))
+                .collect();
+            prop_assert!(added.iter().all(|item| matches!(
+                item,
+                InputItem::FunctionCallOutput(output) if output.output == aptix_model::wire::FunctionOutput::Text(ABORTED_OUTPUT.into())
+            )));
+            let original: Vec<&InputItem> = items
+                .iter()
+                .filter(|item| history.contains(item) && !added.contains(item))
+                .collect();
+            let mut cursor = history.iter();
+            for item in original {
+                prop_assert!(cursor.any(|candidate| candidate == item), "order changed");
+            }
+            let (again, repairs) = normalize_history(items.clone(), &[]);
+            prop_assert_eq!(again, items);
+            prop_assert!(repairs.is_empty());
+        }
     }
 }
 

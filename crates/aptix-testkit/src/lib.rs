@@ -7,10 +7,16 @@
 //! `tests/fixtures/spec/` (made by `scripts/trim-spec.py`). A clone needs nothing beside
 //! it. A missing fixture is a test failure with a message saying where it was looked
 //! for, never a silent skip. [`spec`] validates request bodies against that description.
+//! With the `fault-server` feature, `fault_server` is a loopback HTTP server scripted
+//! per request (statuses, headers, resets, cut and stalled streams) for the client,
+//! orchestrator and CLI tests.
 
 use std::path::{Path, PathBuf};
 
 pub mod spec;
+
+#[cfg(feature = "fault-server")]
+pub mod fault_server;
 
 /// The repository root (the folder holding the workspace `Cargo.toml`).
 pub fn repository_root() -> PathBuf {

@@ -104,9 +104,15 @@ fn the_default_body_equals_the_orchestrators_and_needs_no_key() {
         "{}",
         stderr(&output)
     );
+    // The index is a cache and is refreshed like a real ask; no session is written.
     assert!(
-        !sandbox.workspace.path().join(".aptix").exists(),
-        "a dry run writes nothing"
+        !sandbox
+            .workspace
+            .path()
+            .join(".aptix")
+            .join("sessions.db")
+            .exists(),
+        "a dry run writes no session"
     );
 }
 

@@ -128,6 +128,78 @@ fn a_dry_run_on_an_indexed_workspace_shows_the_context_the_orchestrator_retrieve
     assert!(user.contains("pub fn commit_turn"), "{user}");
 }
 
+#[test]
+fn a_dry_run_on_a_never_indexed_workspace_indexes_it_and_shows_the_real_context() {
+    let sandbox = code_workspace();
+    let instruction = "Where is commit_turn defined and what does it return?";
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--model", "gpt-test"])
+        .args(["--workspace", &sandbox.workspace_arg(), instruction])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("indexing") && stderr(&output).contains("for the first time"),
+        "{}",
+        stderr(&output)
+    );
+    let printed = stdout_json(&output);
+    let user = user_text(&printed);
+    assert!(user.contains("[CONTEXT]"), "{user}");
+    assert!(user.contains("pub fn commit_turn"), "{user}");
+
+    // Exactly the body a real ask builds with the index now on disk.
+    let index = WorkspaceIndex::open(sandbox.workspace.path(), IndexConfig::default()).unwrap();
+    assert!(!index.is_stale().unwrap());
+    let mut expected = library_body_with(
+        OrchestratorConfig {
+            model: ModelSettings {
+                model: "gpt-test".into(),
+                ..ModelSettings::default()
+            },
+            ..OrchestratorConfig::default()
+        },
+        Capabilities::openai_responses(),
+        Some(Arc::new(index)),
+        instruction,
+    );
+    expected.stream = Some(true);
+    assert_eq!(printed, serde_json::to_value(&expected).unwrap());
+}
+
+#[test]
+fn search_shows_ranked_chunks_files_and_why() {
+    let sandbox = code_workspace();
+    let output = sandbox
+        .aptix()
+        .args(["search", "--json", "--workspace", &sandbox.workspace_arg()])
+        .args(["--scope", "kind == source", "where is commit_turn?"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let printed = stdout_json(&output);
+    let first = &printed["chunks"][0];
+    assert_eq!(first["path"], "src/session.rs", "{printed}");
+    assert_eq!(first["kind"], "source");
+    assert!(
+        first["matched"]["symbol"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("committurn")),
+        "{printed}"
+    );
+    assert_eq!(printed["files"][0]["path"], "src/session.rs");
+
+    let bad = sandbox
+        .aptix()
+        .args(["search", "--workspace", &sandbox.workspace_arg()])
+        .args(["--scope", "kind source", "commit_turn"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+}
+
 /// Every text part of the last input message.
 pub(crate) fn user_text(body: &Value) -> String {
     let input = body["input"].as_array().unwrap();

@@ -10,6 +10,7 @@
 mod ask_e2e;
 mod config_errors;
 mod dry_run;
+mod faults;
 mod index;
 mod inspect;
 mod schema;

@@ -99,7 +99,7 @@ impl ResponsesProvider for ChatCompletionsProvider {
             meta,
             self.config().timeouts().stream_idle,
             ChunkEvents(ChatStreamTranslator::new()),
-            move |text| transport.scrub(text),
+            transport,
         ))
     }
 

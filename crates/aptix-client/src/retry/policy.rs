@@ -29,7 +29,8 @@ pub struct RetryPolicy {
     /// The largest computed backoff delay (before jitter).
     pub max_backoff: Duration,
     /// The cap on any single wait. A server asking for longer (`retry-after: 3600`) is
-    /// not waited for: the error is returned with its `retry_after` for the caller.
+    /// not obeyed: the policy's own backoff is used instead, and if the retries run out
+    /// the error carries the server's `retry_after` for the caller to report.
     pub max_wait: Duration,
     /// Add random jitter (up to one more backoff delay) so that many clients that
     /// failed together do not retry together.
@@ -102,8 +103,6 @@ pub enum GiveUpReason {
     ReplyStarted,
     /// The bounded number of retries is used up.
     AttemptsExhausted,
-    /// The server asked for a wait longer than [`RetryPolicy::max_wait`].
-    WaitTooLong(Duration),
 }
 
 /// Whether a status (with its decoded body) is transient by the status rules alone:
@@ -157,7 +156,10 @@ impl RetryPolicy {
 
     /// The wait before the next attempt (`backon`'s `.adjust()`): `backoff` is the next
     /// jittered exponential delay, `None` once the retries are used up. A wait the
-    /// server asked for replaces it; no wait exceeds [`max_wait`](Self::max_wait).
+    /// server asked for replaces it, unless it is longer than
+    /// [`max_wait`](Self::max_wait): then the backoff is used (a proxy's `retry-after:
+    /// 3600` should not end the turn at once, nor hold it for an hour). No wait exceeds
+    /// `max_wait`.
     pub fn delay(
         &self,
         failure: &Failure<'_>,
@@ -170,9 +172,8 @@ impl RetryPolicy {
             _ => None,
         };
         match requested {
-            Some(wait) if wait > self.max_wait => Err(GiveUpReason::WaitTooLong(wait)),
-            Some(wait) => Ok(wait),
-            None => Ok(backoff.min(self.max_wait)),
+            Some(wait) if wait <= self.max_wait => Ok(wait),
+            Some(_) | None => Ok(backoff.min(self.max_wait)),
         }
     }
 
@@ -308,9 +309,20 @@ mod tests {
             check(503, &[("retry-after", "2")], None),
             RetryDecision::RetryAfter(Duration::from_secs(2))
         );
+        // Out of range: the policy's own backoff instead of giving up at once.
         assert_eq!(
             check(429, &[("retry-after", "3600")], None),
-            RetryDecision::GiveUp(GiveUpReason::WaitTooLong(Duration::from_secs(3600)))
+            RetryDecision::RetryAfter(Duration::from_millis(700))
+        );
+        let map = headers(&[("retry-after", "3600")]);
+        let failure = Failure::Status {
+            status: 429,
+            headers: &map,
+            error: None,
+        };
+        assert_eq!(
+            RetryPolicy::default().decide(&failure, None, NOW),
+            RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted)
         );
     }
 

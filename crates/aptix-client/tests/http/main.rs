@@ -6,6 +6,7 @@
 mod support;
 
 mod bridge_http;
+mod faults;
 mod openai_errors;
 mod openai_retries;
 mod openai_success;

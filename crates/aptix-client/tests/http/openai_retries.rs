@@ -149,17 +149,25 @@ async fn x_should_retry_false_stops_a_503() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_retry_after_beyond_the_cap_is_returned_not_waited() {
+async fn a_retry_after_beyond_the_cap_falls_back_to_the_backoff_and_is_reported() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "3600"))
         .mount(&server)
         .await;
-    let provider = OpenAiProvider::new(paused_config(&server.uri()).build().unwrap()).unwrap();
+    let policy = RetryPolicy {
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(400),
+        jitter: false,
+        ..RetryPolicy::default()
+    };
+    let provider =
+        OpenAiProvider::new(paused_config(&server.uri()).retry(policy).build().unwrap()).unwrap();
     let started = Instant::now();
     let error = provider.create(&request()).await.unwrap_err();
-    assert_eq!(started.elapsed(), Duration::ZERO);
-    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    // The policy's own waits (100 ms, 200 ms), not the hour asked for, nor none at all.
+    assert_waited(started.elapsed(), Duration::from_millis(300));
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
     assert!(matches!(
         error,
         ClientError::Status {
@@ -168,6 +176,12 @@ async fn a_retry_after_beyond_the_cap_is_returned_not_waited() {
             ..
         } if wait == Duration::from_secs(3600)
     ));
+    assert!(
+        error
+            .to_string()
+            .ends_with("the server asked to wait 1h 0m before retrying"),
+        "{error}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

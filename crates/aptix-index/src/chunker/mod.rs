@@ -19,8 +19,9 @@ use crate::language::{self, Grammar};
 use crate::store;
 
 /// Cuts one file into chunks the way the index does: ids, spans, language and the
-/// `repo`, `extension`, `symbol` (and, for chunks holding several definitions,
-/// `symbols`, comma-separated) metadata included.
+/// `repo`, `extension`, `kind` (the [`FileKind`](crate::FileKind) of the path), `symbol`
+/// (and, for chunks holding several definitions, `symbols`, comma-separated) metadata
+/// included.
 ///
 /// `path` is relative to the workspace with `/` separators; it picks the grammar and
 /// the language tag. Useful to stores other than the embedded index that want the
@@ -91,12 +92,14 @@ impl Chunker {
     ) -> Vec<(Chunk, Vec<String>)> {
         let language = aptix_rag::language_for_path(path);
         let extension = language::extension(path).map(str::to_ascii_lowercase);
+        let kind = crate::kind::classify(path);
         self.chunk(text, Grammar::for_path(path), config)
             .into_iter()
             .filter_map(|raw| {
                 let lines = LineSpan::new(raw.start_line, raw.end_line).ok()?;
                 let mut metadata = BTreeMap::new();
                 metadata.insert("repo".to_owned(), repo.to_owned());
+                metadata.insert("kind".to_owned(), kind.as_str().to_owned());
                 if let Some(extension) = &extension {
                     metadata.insert("extension".to_owned(), extension.clone());
                 }

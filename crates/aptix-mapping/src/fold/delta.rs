@@ -96,6 +96,30 @@ pub enum StreamDelta {
         /// The error's message.
         message: String,
     },
+    /// The stream was cut (the connection lost, a stall past the idle timeout, a body
+    /// that ended without a terminal event) and the caller is recovering it. Never
+    /// emitted by the fold: the orchestrator sends it between the deltas of the cut
+    /// attempt and those of the next, so a consumer knows exactly where the retry
+    /// began.
+    Retrying {
+        /// The attempt about to start (2 for the first retry).
+        attempt: u32,
+        /// The most attempts this model call makes.
+        max_attempts: u32,
+        /// The wait before it, in milliseconds.
+        wait_ms: u64,
+        /// What cut the stream, in words.
+        reason: String,
+        /// Stream events received from the cut attempt.
+        events: u64,
+        /// `true`: the same response's stream resumes after the last event received,
+        /// so the deltas that follow continue the text already delivered. `false`: the
+        /// request is sent again and a new response streams from its start, so text
+        /// already delivered for this model call comes again (usually the same; a
+        /// consumer that printed it skips what it already showed). Either way the final
+        /// envelope holds the text once.
+        resumed: bool,
+    },
     /// The final response arrived (`response.completed`, `.incomplete` or `.failed`).
     Done {
         /// The response id.

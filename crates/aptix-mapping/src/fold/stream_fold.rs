@@ -145,6 +145,12 @@ impl StreamFold {
         self.terminal.is_some()
     }
 
+    /// The response id, once `response.created` (or `.queued`, `.in_progress`) named
+    /// it: what a caller resumes a background response's stream with.
+    pub fn response_id(&self) -> Option<&str> {
+        self.response_id.as_deref()
+    }
+
     /// The highest `sequence_number` seen so far.
     pub fn last_sequence_number(&self) -> Option<u64> {
         self.last_sequence_number

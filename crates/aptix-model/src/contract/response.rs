@@ -120,6 +120,22 @@ pub struct LlmUsage {
     pub reasoning_tokens: u64,
 }
 
+impl From<&crate::wire::Usage> for LlmUsage {
+    /// The wire's token counts under the envelope's names: a plain renaming (the wire
+    /// type already reads the seed's names as aliases and missing counts as 0). A
+    /// missing `total_tokens` stays 0 rather than being summed: the envelope reports what
+    /// the provider counted.
+    fn from(usage: &crate::wire::Usage) -> LlmUsage {
+        LlmUsage {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+            cached_tokens: usage.cached_tokens(),
+            reasoning_tokens: usage.reasoning_tokens(),
+        }
+    }
+}
+
 impl LlmUsage {
     /// Adds `more` to these counts, saturating (a sum of many calls never wraps): the
     /// one way usage is totalled over a turn's model calls.

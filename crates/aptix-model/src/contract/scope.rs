@@ -1,7 +1,7 @@
 //! RAG scope conditions (AGN-034 section 4.3).
 //!
 //! A client narrows retrieval with conditions over chunk metadata (`path`, `language`,
-//! `repo`, `extension`, `symbol`, ...). All conditions of a request are ANDed. Within
+//! `repo`, `extension`, `symbol`, `kind` (source, test, docs, ...), ...). All conditions of a request are ANDed. Within
 //! one condition the values are alternatives:
 //!
 //! | operator | a chunk passes when its metadata value for `key` ... |

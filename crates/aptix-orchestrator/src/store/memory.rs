@@ -17,6 +17,7 @@ use async_trait::async_trait;
 
 use super::SessionStore;
 use crate::OrchestratorError;
+use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 /// How much an [`InMemorySessionStore`] keeps.
@@ -290,6 +291,35 @@ impl SessionStore for InMemorySessionStore {
             inner.leases.remove(session_id);
         }
         Ok(())
+    }
+
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        let inner = self.lock();
+        let now = Instant::now();
+        Ok(inner
+            .leases
+            .get(session_id)
+            .map(|(holder, expires)| LeaseInfo {
+                holder: holder.clone(),
+                expires_in: expires.saturating_duration_since(now),
+            }))
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let mut inner = self.lock();
+        match inner.leases.get_mut(session_id) {
+            Some(lease) if lease.0 == stale_holder => {
+                *lease = (holder.to_owned(), Instant::now() + ttl);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

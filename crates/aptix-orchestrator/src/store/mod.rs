@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::OrchestratorError;
+use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 mod memory;
@@ -57,4 +58,25 @@ pub trait SessionStore: Send + Sync {
 
     /// Gives the lease back if `holder` holds it.
     async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError>;
+
+    /// The session's current lease, if one is held (expired or not), for a "busy"
+    /// message that says who holds it and until when. The default knows nothing.
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        let _ = session_id;
+        Ok(None)
+    }
+
+    /// Gives the lease to `holder` if `stale_holder` still holds it: for a holder known
+    /// to be gone (its process died), whose lease has not expired yet. Returns whether
+    /// `holder` now holds it. The default never takes over (the TTL then applies).
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let _ = (session_id, stale_holder, holder, ttl);
+        Ok(false)
+    }
 }

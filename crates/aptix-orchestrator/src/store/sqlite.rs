@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::SessionStore;
 use crate::OrchestratorError;
+use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The schema version this code writes; a file with a newer one is refused rather than
@@ -301,6 +302,56 @@ impl SessionStore for SqliteSessionStore {
                 )
                 .map_err(|error| OrchestratorError::store("release lease", error))?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        self.with_connection("read lease", move |connection| {
+            let row = connection
+                .query_row(
+                    "SELECT holder, expires_at_ms FROM leases WHERE session_id = ?1",
+                    params![session_id],
+                    |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+                )
+                .optional()
+                .map_err(|error| OrchestratorError::store("read lease", error))?;
+            Ok(row.map(|(holder, expires_at_ms)| LeaseInfo {
+                holder,
+                expires_in: Duration::from_millis(
+                    u64::try_from(expires_at_ms.saturating_sub(now_ms())).unwrap_or(0),
+                ),
+            }))
+        })
+        .await
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        let stale_holder = stale_holder.to_owned();
+        let holder = holder.to_owned();
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self.with_connection("take over lease", move |connection| {
+            let changed = connection
+                .execute(
+                    "UPDATE leases SET holder = ?3, expires_at_ms = ?4
+                     WHERE session_id = ?1 AND holder = ?2",
+                    params![
+                        session_id,
+                        stale_holder,
+                        holder,
+                        now_ms().saturating_add(ttl_ms)
+                    ],
+                )
+                .map_err(|error| OrchestratorError::store("take over lease", error))?;
+            Ok(changed == 1)
         })
         .await
     }

@@ -78,14 +78,7 @@ pub(super) async fn run(
 
 /// Adds one response's usage to the total; a missing `usage` adds nothing.
 fn add_usage(total: &mut LlmUsage, usage: Option<&Usage>) {
-    let Some(usage) = usage else {
-        return;
-    };
-    total.prompt_tokens = total.prompt_tokens.saturating_add(usage.input_tokens);
-    total.completion_tokens = total.completion_tokens.saturating_add(usage.output_tokens);
-    total.total_tokens = total.total_tokens.saturating_add(usage.total_tokens);
-    total.cached_tokens = total.cached_tokens.saturating_add(usage.cached_tokens());
-    total.reasoning_tokens = total
-        .reasoning_tokens
-        .saturating_add(usage.reasoning_tokens());
+    if let Some(usage) = usage {
+        total.add(&LlmUsage::from(usage));
+    }
 }

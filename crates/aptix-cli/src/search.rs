@@ -1,0 +1,197 @@
+//! `aptix search QUERY`: the workspace index's ranking for a query, without a model.
+//!
+//! Shows what `aptix ask` would retrieve and why: the ranked chunks with their scores,
+//! kinds and the query terms each matched in its text, definitions and path, then the
+//! files in the order of their best chunk. The index is refreshed first when stale, as
+//! `aptix ask` does (it is a cache of the workspace).
+
+use std::fmt::Write as _;
+
+use aptix_index::{HitMatch, SearchQuery, SearchResults};
+use aptix_model::contract::{ScopeCondition, ScopeOperator};
+use serde_json::json;
+
+use crate::cli::SearchArgs;
+use crate::exit::{SUCCESS, usage};
+use crate::output::{print_json, print_line, warn};
+use crate::{index, workspace};
+
+/// Runs `aptix search`; returns the exit code.
+pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
+    if args.query.trim().is_empty() {
+        return Err(usage("the query is empty"));
+    }
+    let scope = args
+        .scope
+        .iter()
+        .map(|text| parse_scope(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let workspace = workspace::resolve(args.workspace.as_deref())?;
+    let index = index::open(&workspace)?;
+    if index.is_stale().unwrap_or(true)
+        && let Err(error) = index::refresh(&index)
+    {
+        warn(&format!("{error:#}; searching the index as it is"));
+    }
+    let results = index.search(
+        &SearchQuery::new(args.query.clone())
+            .with_scope(scope)
+            .with_limit(args.limit.max(1)),
+    )?;
+    for warning in &results.warnings {
+        warn(warning);
+    }
+    if args.json {
+        print_json(&as_json(&results))?;
+    } else {
+        print_line(&as_text(&results))?;
+    }
+    Ok(SUCCESS)
+}
+
+/// `key op value[,value...]`, e.g. `kind == source`, `path contains src/`.
+pub(crate) fn parse_scope(text: &str) -> Result<ScopeCondition, anyhow::Error> {
+    let mut parts = text.trim().splitn(3, char::is_whitespace);
+    let (Some(key), Some(operator), Some(values)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(usage(format!(
+            "--scope {text:?}: expected `KEY OPERATOR VALUE[,VALUE...]`, e.g. `kind == source`"
+        )));
+    };
+    let Some(operator) = ScopeOperator::parse(operator) else {
+        return Err(usage(format!(
+            "--scope {text:?}: unknown operator {operator:?} (==, !=, contains, does_not_contain)"
+        )));
+    };
+    let values = values
+        .split(',')
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+        .collect();
+    Ok(ScopeCondition {
+        key: key.to_owned(),
+        operator,
+        values,
+    })
+}
+
+/// Files in the order of their best chunk, with that chunk's score and their chunk count.
+fn files(results: &SearchResults) -> Vec<(&str, f32, usize)> {
+    let mut files: Vec<(&str, f32, usize)> = Vec::new();
+    for hit in &results.hits {
+        match files
+            .iter_mut()
+            .find(|(path, _, _)| *path == hit.chunk.path)
+        {
+            Some((_, _, count)) => *count += 1,
+            None => files.push((&hit.chunk.path, hit.score, 1)),
+        }
+    }
+    files
+}
+
+fn as_json(results: &SearchResults) -> serde_json::Value {
+    let chunks: Vec<serde_json::Value> = results
+        .hits
+        .iter()
+        .zip(&results.matches)
+        .enumerate()
+        .map(|(rank, (hit, matched))| {
+            let chunk = &hit.chunk;
+            json!({
+                "rank": rank + 1,
+                "score": hit.score,
+                "path": chunk.path,
+                "lines": [chunk.lines.start(), chunk.lines.end()],
+                "id": chunk.id.as_str(),
+                "kind": chunk.metadata.get("kind"),
+                "symbol": chunk.metadata.get("symbol"),
+                "matched": {
+                    "text": matched.text,
+                    "symbol": matched.symbol,
+                    "path": matched.path,
+                },
+            })
+        })
+        .collect();
+    let files: Vec<serde_json::Value> = files(results)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (path, score, chunks))| {
+            json!({"rank": rank + 1, "path": path, "score": score, "chunks": chunks})
+        })
+        .collect();
+    json!({
+        "terms": results.terms,
+        "chunks": chunks,
+        "files": files,
+        "warnings": results.warnings,
+    })
+}
+
+fn as_text(results: &SearchResults) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "terms: {}", results.terms.join(" "));
+    if results.hits.is_empty() {
+        out.push_str("no matches");
+        return out;
+    }
+    out.push_str("\nchunks:\n");
+    for (rank, (hit, matched)) in results.hits.iter().zip(&results.matches).enumerate() {
+        let chunk = &hit.chunk;
+        let kind = chunk.metadata.get("kind").map_or("?", String::as_str);
+        let _ = write!(
+            out,
+            "{:>3}. {:>8.3}  {}:{}  [{kind}]",
+            rank + 1,
+            hit.score,
+            chunk.path,
+            chunk.lines
+        );
+        if let Some(symbol) = chunk.metadata.get("symbol") {
+            let _ = write!(out, "  {symbol}");
+        }
+        let _ = writeln!(out, "\n       matched {}", why(matched));
+    }
+    out.push_str("\nfiles:\n");
+    for (rank, (path, score, chunks)) in files(results).into_iter().enumerate() {
+        let _ = writeln!(out, "{:>3}. {score:>8.3}  {path} ({chunks})", rank + 1);
+    }
+    out.trim_end().to_owned()
+}
+
+/// `text: a b; symbol: c; path: d`, leaving out empty fields.
+fn why(matched: &HitMatch) -> String {
+    let parts: Vec<String> = [
+        ("text", &matched.text),
+        ("symbol", &matched.symbol),
+        ("path", &matched.path),
+    ]
+    .into_iter()
+    .filter(|(_, terms)| !terms.is_empty())
+    .map(|(field, terms)| format!("{field}: {}", terms.join(" ")))
+    .collect();
+    if parts.is_empty() {
+        "nothing".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_conditions_parse_from_the_command_line() {
+        let condition = parse_scope("kind == source,test").unwrap();
+        assert_eq!(condition.key, "kind");
+        assert_eq!(condition.operator, ScopeOperator::Equals);
+        assert_eq!(condition.values, ["source", "test"]);
+        let condition = parse_scope("path does_not_contain tests/").unwrap();
+        assert_eq!(condition.operator, ScopeOperator::DoesNotContain);
+        assert_eq!(condition.values, ["tests/"]);
+        assert!(parse_scope("kind source").is_err());
+        assert!(parse_scope("kind =~ source").is_err());
+    }
+}

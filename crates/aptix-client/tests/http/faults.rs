@@ -1,0 +1,138 @@
+//! Faults found by injection, through the real HTTP client against the in-repo fault
+//! server (`aptix_testkit::fault_server`): keys echoed in stream events, HTML error
+//! pages, a connection cut mid-body, and resuming a background response's stream.
+
+use aptix_client::{ClientError, OpenAiProvider, ResponsesProvider, TransportPhase};
+use aptix_testkit::fault_server::{FaultServer, Reply, Step, sse_text, text_answer_events};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::support::{TEST_KEY, config, fold, request};
+
+fn provider(server: &FaultServer) -> OpenAiProvider {
+    OpenAiProvider::new(config(server.uri()).build().unwrap()).unwrap()
+}
+
+/// The key's masked form as OpenAI prints it.
+fn masked_key() -> String {
+    format!("sk-test-****{}", &TEST_KEY[TEST_KEY.len() - 4..])
+}
+
+#[tokio::test]
+async fn an_error_event_echoing_the_key_is_scrubbed_in_both_shapes() {
+    let message = format!(
+        "Incorrect API key provided: {TEST_KEY}, also shown as {}. Authorization: Bearer {TEST_KEY}",
+        masked_key()
+    );
+    let events = [
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_k", "status": "in_progress", "output": []}}),
+        // Flat, as OpenAI sends it, then nested, as some compatible servers do.
+        json!({"type": "error", "sequence_number": 1, "code": "invalid_api_key", "message": message}),
+        json!({"type": "error", "sequence_number": 2, "error": {"code": "invalid_api_key", "message": message}}),
+        json!({"type": "response.failed", "sequence_number": 3, "response": {"id": "resp_k", "status": "failed", "output": [],
+               "error": {"code": "invalid_api_key", "message": message}}}),
+    ];
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&events))]).await;
+    let stream = provider(&server).stream(&request()).await.unwrap();
+    let mut all = String::new();
+    let items: Vec<_> = stream.collect().await;
+    for item in &items {
+        all.push_str(&item.as_ref().unwrap().data);
+    }
+    assert_eq!(items.len(), 4);
+    let tail = &TEST_KEY[TEST_KEY.len() - 4..];
+    assert!(!all.contains(TEST_KEY), "{all}");
+    assert!(!all.contains(tail), "the masked key's tail is shown: {all}");
+    assert!(all.contains("[redacted]"), "{all}");
+    // The scrubbed events still decode and fold: the failure is reported, keyless.
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&events))]).await;
+    let verdict = fold(provider(&server).stream(&request()).await.unwrap()).await;
+    let folded = verdict.unwrap();
+    let text = format!("{folded:?}");
+    assert!(!text.contains(TEST_KEY) && !text.contains(tail), "{text}");
+}
+
+#[tokio::test]
+async fn a_whole_reply_echoing_the_key_is_scrubbed() {
+    let body = json!({"id": "resp_w", "object": "response", "status": "failed", "output": [],
+        "error": {"code": "invalid_api_key", "message": format!("bad key {}", masked_key())}});
+    let server = FaultServer::start(vec![Reply::json(200, &body)]).await;
+    let reply = provider(&server).create(&request()).await.unwrap();
+    let text = serde_json::to_string(&reply.response).unwrap();
+    assert!(!text.contains(&masked_key()), "{text}");
+    assert!(text.contains("bad key [redacted]"), "{text}");
+}
+
+#[tokio::test]
+async fn an_html_502_is_its_status_and_title_not_the_page() {
+    let page = format!(
+        "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
+        "<div>cloudflare ray id</div>".repeat(60)
+    );
+    assert!(page.len() > 1500);
+    let replies = (0..3).map(|_| Reply::status(502, "text/html", page.clone()));
+    let server = FaultServer::start(replies.collect()).await;
+    let error = provider(&server).create(&request()).await.unwrap_err();
+    assert_eq!(server.requests().len(), 3);
+    let shown = error.to_string();
+    assert_eq!(
+        shown,
+        format!(
+            "http status 502: 502 Bad Gateway (an HTML error page of {} bytes)",
+            page.len()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_says_so_and_counts_the_events() {
+    let events = text_answer_events("resp_cut", &["Hel", "lo", " there"]);
+    let head = sse_text(&events[..4]);
+    let server = FaultServer::start(vec![Reply::sse_steps(vec![
+        Step::Send(head.into_bytes()),
+        Step::Reset,
+    ])])
+    .await;
+    let stream = provider(&server).stream(&request()).await.unwrap();
+    let items: Vec<_> = stream.collect().await;
+    assert_eq!(items.len(), 5, "four events, then the failure");
+    let Some(Err(ClientError::Transport {
+        phase: TransportPhase::ReadBody,
+        message,
+        ..
+    })) = items.last()
+    else {
+        panic!("{items:?}")
+    };
+    assert!(
+        message.starts_with("the connection was lost after 4 event(s) ("),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_background_stream_resumes_after_the_last_event_seen() {
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&text_answer_events(
+        "resp_bg",
+        &["a", "b"],
+    )))])
+    .await;
+    let stream = provider(&server)
+        .resume_stream("resp_bg", Some(3))
+        .await
+        .unwrap();
+    let items: Vec<_> = stream.collect().await;
+    assert!(items.iter().all(Result::is_ok));
+    let received = server.requests();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].method, "GET");
+    assert_eq!(
+        received[0].target,
+        "/v1/responses/resp_bg?stream=true&starting_after=3"
+    );
+    let error = provider(&server)
+        .resume_stream("../admin", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Config { .. }), "{error:?}");
+}

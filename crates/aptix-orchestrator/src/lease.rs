@@ -1,0 +1,129 @@
+//! Who holds a session lease, and whether that holder still exists.
+//!
+//! A holder id names its host and process: `aptix:<host>:<pid>:<start>:<n>-<nanos>`,
+//! where `<start>` is the process's start time in clock ticks since boot (Linux
+//! `/proc/<pid>/stat`, field 22; `-` elsewhere) so that a reused pid is not mistaken for
+//! the holder. A lease whose holder ran on this host and whose process is gone (killed
+//! with `kill -9`, crashed) is taken over at once instead of waiting for its TTL. A
+//! holder on another host, or one this platform cannot check, is waited for.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A session's lease as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The holder id.
+    pub holder: String,
+    /// How long until the lease expires (zero when it has).
+    pub expires_in: Duration,
+}
+
+/// A holder id, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Holder {
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) start: Option<u64>,
+}
+
+impl Holder {
+    /// Parses `aptix:<host>:<pid>:<start>:<rest>`; `None` for any other id (a holder
+    /// of another library, an older Aptix).
+    pub(crate) fn parse(id: &str) -> Option<Holder> {
+        let mut parts = id.split(':');
+        if parts.next()? != "aptix" {
+            return None;
+        }
+        let host = parts.next()?.to_owned();
+        let pid = parts.next()?.parse().ok()?;
+        let start = parts.next()?.parse().ok();
+        parts.next()?;
+        Some(Holder { host, pid, start })
+    }
+
+    /// "pid 1234 on build-box", for messages.
+    pub(crate) fn describe(&self) -> String {
+        format!("pid {} on {}", self.pid, self.host)
+    }
+}
+
+/// This host's name, as the kernel reports it; `None` when unknown.
+fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())?;
+    let name = name.trim().replace(':', "_");
+    (!name.is_empty()).then_some(name)
+}
+
+/// The start time of process `pid` in clock ticks since boot (Linux), `None` when the
+/// process does not exist or the platform has no `/proc`.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count fields
+    // after its closing parenthesis. Field 22 is the 20th after it.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A holder id for this process, unique per call.
+pub(crate) fn new_holder_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    let pid = std::process::id();
+    let start = start_time(pid).map_or_else(|| "-".to_owned(), |ticks| ticks.to_string());
+    format!(
+        "aptix:{}:{pid}:{start}:{}-{nanos:x}",
+        host_name().unwrap_or_else(|| "unknown-host".to_owned()),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether the holder is a process of this host that no longer exists (or whose pid
+/// now belongs to a newer process). `false` whenever that cannot be known.
+pub(crate) fn holder_is_gone(id: &str) -> bool {
+    let Some(holder) = Holder::parse(id) else {
+        return false;
+    };
+    if host_name().as_deref() != Some(holder.host.as_str()) || holder.host == "unknown-host" {
+        return false;
+    }
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return false; // No /proc: cannot tell.
+    }
+    match (start_time(holder.pid), holder.start) {
+        (None, _) => true,
+        (Some(now), Some(then)) => now != then,
+        (Some(_), None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_holds_its_own_ids_and_a_dead_pid_is_gone() {
+        let id = new_holder_id();
+        let holder = Holder::parse(&id).unwrap();
+        assert_eq!(holder.pid, std::process::id());
+        assert!(!holder_is_gone(&id), "{id}");
+        if start_time(holder.pid).is_some() {
+            // A pid above the kernel's maximum (4194304) never exists.
+            let dead = format!("aptix:{}:4999999:1:0-0", holder.host);
+            assert!(holder_is_gone(&dead));
+            // Our pid with another start time: the pid was reused.
+            let reused = format!("aptix:{}:{}:1:0-0", holder.host, holder.pid);
+            assert!(holder_is_gone(&reused));
+        }
+        assert!(!holder_is_gone("aptix:elsewhere:4999999:1:0-0"));
+        assert!(!holder_is_gone("someone-else"));
+        assert_eq!(
+            Holder::parse("aptix:box:12:-:0-0").map(|h| h.describe()),
+            Some("pid 12 on box".to_owned())
+        );
+    }
+}

@@ -1,0 +1,371 @@
+//! One streamed model call that survives a cut stream: the connection lost mid-body, a
+//! stall past the idle timeout, or a body that ended without a terminal event.
+//!
+//! The cut attempt's events are already folded and their deltas delivered. When it is
+//! safe, the call goes on: a background response is resumed after the last event
+//! received (`ResponsesProvider::resume_stream`), keeping the fold, so no text comes
+//! twice; otherwise the request is sent again, with a fresh fold, so the final response
+//! (and the envelope made from it) holds the new attempt's text once. Between the two
+//! the caller's sink gets [`StreamDelta::Retrying`], so a consumer that printed text
+//! knows where the retry began.
+//!
+//! Sending again is safe only while no hosted tool (web search, file search, code
+//! interpreter, image generation, MCP) has started in the cut attempt: the server ran
+//! it, and a new request would run it again. Failures the server reported (an `error`
+//! event, `response.failed`, a non-retryable status) are not retried here: the
+//! server's verdict stands. Waits before the re-sent request's own reply head
+//! (`retry-after`, `x-should-retry`) are the client's retry policy's, as for any
+//! request.
+
+use std::hash::BuildHasher;
+
+use aptix_client::{ClientError, ResponsesProvider, TimeoutKind, TransportPhase, requested_wait};
+use aptix_mapping::{Mapped, StreamDelta, StreamFold, TurnContext, map_folded, map_mapping_error};
+use aptix_model::contract::AgentExecuteResponse;
+use aptix_model::wire::{CreateResponseRequest, Response};
+use futures_util::StreamExt;
+
+use crate::config::StreamRecovery;
+use crate::turn::client_error_envelope;
+
+/// Hosted tools: the server runs them, so a request sent again would run them again.
+const HOSTED_TOOL_ITEMS: &[&str] = &[
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_call",
+    "mcp_list_tools",
+];
+
+/// A streamed model call's result.
+pub(crate) struct Streamed {
+    pub(crate) response: Response,
+    pub(crate) mapped: Mapped,
+}
+
+/// What ended an attempt before its terminal event.
+enum Cut {
+    /// The request could not be sent again (or resumed).
+    Open(ClientError),
+    /// The stream's last item was a connection failure.
+    Stream(ClientError),
+    /// The body ended without a terminal event.
+    EndedEarly,
+}
+
+impl Cut {
+    fn describe(&self, events: u64) -> String {
+        match self {
+            Cut::Open(error) | Cut::Stream(error) => error.to_string(),
+            Cut::EndedEarly => {
+                format!("the stream ended after {events} event(s) without a final event")
+            }
+        }
+    }
+}
+
+/// What the folding of one attempt saw.
+#[derive(Default)]
+struct Seen {
+    /// Events of this attempt.
+    events: u64,
+    /// A hosted tool started in this fold.
+    hosted_tool: bool,
+    /// The stream sent an `error` event: the server's verdict, not a cut.
+    error_event: bool,
+}
+
+/// `body` in background mode (`background: true`, `store: true`), so that a cut stream
+/// can be resumed where it stopped.
+pub(crate) fn in_background(body: &CreateResponseRequest) -> CreateResponseRequest {
+    let mut body = body.clone();
+    body.extra
+        .insert("background".into(), serde_json::Value::Bool(true));
+    body.store = Some(true);
+    body
+}
+
+/// Whether the request runs in background mode, so its stream can be resumed.
+fn is_background(body: &CreateResponseRequest) -> bool {
+    body.extra.get("background") == Some(&serde_json::Value::Bool(true))
+        && body.store != Some(false)
+}
+
+/// Whether an event starts (or reports the progress of) a hosted tool call.
+fn starts_hosted_tool(kind: &str, data: &str) -> bool {
+    if kind == "response.output_item.added" {
+        // Rare enough to decode: the item's own type says what it is.
+        return serde_json::from_str::<serde_json::Value>(data)
+            .ok()
+            .and_then(|value| {
+                value
+                    .pointer("/item/type")
+                    .and_then(serde_json::Value::as_str)
+                    .map(|kind| HOSTED_TOOL_ITEMS.contains(&kind))
+            })
+            .unwrap_or(false);
+    }
+    kind.strip_prefix("response.")
+        .and_then(|rest| rest.split('.').next())
+        .is_some_and(|head| HOSTED_TOOL_ITEMS.contains(&head))
+}
+
+/// A number in `0.0..1.0` that differs between calls, for the jitter; no clock, no
+/// extra dependency (std's hasher keys are random per `RandomState`).
+fn random_unit(salt: u32) -> f64 {
+    let bits = std::hash::RandomState::new().hash_one(salt) >> 11;
+    // 53 bits fit an f64 exactly.
+    bits as f64 / (1u64 << 53) as f64
+}
+
+/// Folds one attempt's events into `fold`, passing deltas on; `None` when the terminal
+/// event arrived, else what cut the attempt.
+async fn drain(
+    stream: &mut aptix_client::EventStream,
+    fold: &mut StreamFold,
+    sink: &mut (dyn FnMut(&StreamDelta) + Send),
+    seen: &mut Seen,
+) -> Option<Cut> {
+    // Once the terminal event is in, the rest of the body is not read: dropping the
+    // stream releases the connection.
+    while !fold.is_finished() {
+        match stream.next().await {
+            Some(Ok(event)) => {
+                seen.events += 1;
+                if starts_hosted_tool(event.event_type(), &event.data) {
+                    seen.hosted_tool = true;
+                }
+                if let Some(delta) = fold.apply_sse(&event) {
+                    if matches!(delta, StreamDelta::Error { .. }) {
+                        seen.error_event = true;
+                    }
+                    sink(&delta);
+                }
+            }
+            Some(Err(error)) => return Some(Cut::Stream(error)),
+            None => break,
+        }
+    }
+    (!fold.is_finished()).then_some(Cut::EndedEarly)
+}
+
+/// Whether an attempt ended this way may be tried again.
+fn recoverable(cut: &Cut, seen: &Seen) -> bool {
+    let connection_lost = |error: &ClientError| {
+        matches!(
+            error,
+            ClientError::Transport {
+                phase: TransportPhase::ReadBody,
+                ..
+            } | ClientError::Timeout {
+                kind: TimeoutKind::StreamIdle,
+                ..
+            }
+        )
+    };
+    match cut {
+        // A server that went silent before the reply's head: nothing arrived, so
+        // nothing was shown and no hosted tool was seen; the client does not retry
+        // this (the server may be working on it), but a stall is what recovery is for.
+        Cut::Open(ClientError::Timeout {
+            kind: TimeoutKind::StreamIdle,
+            ..
+        }) => true,
+        // Getting a stream (the first, or again) is otherwise the client's to retry:
+        // its policy sees the reply's headers (`retry-after`, `x-should-retry`) and has
+        // already given up when this error comes back.
+        Cut::Open(_) => false,
+        Cut::Stream(error) => connection_lost(error),
+        Cut::EndedEarly => !seen.error_event,
+    }
+}
+
+/// Calls the model once with streaming on, recovering cut streams as `policy` allows.
+/// A failure is already an error envelope.
+pub(crate) async fn stream_with_recovery(
+    provider: &dyn ResponsesProvider,
+    policy: StreamRecovery,
+    body: &CreateResponseRequest,
+    sink: &mut (dyn FnMut(&StreamDelta) + Send),
+    context: &TurnContext,
+) -> Result<Streamed, AgentExecuteResponse> {
+    let max_attempts = policy.max_attempts.max(1);
+    let background = is_background(body);
+    let mut context = context.clone();
+    let mut fold = StreamFold::new();
+    let mut seen = Seen::default();
+    let mut resume_after: Option<(String, Option<u64>)> = None;
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        seen.events = 0;
+        let opened = match &resume_after {
+            Some((id, after)) => provider.resume_stream(id, *after).await,
+            None => provider.stream(body).await,
+        };
+        let cut = match opened {
+            Err(error) => Cut::Open(error),
+            Ok(mut stream) => {
+                if let Some(id) = &stream.meta().request_id {
+                    context.request_id = Some(id.clone());
+                }
+                log_rate_limits(stream.meta());
+                match drain(&mut stream, &mut fold, sink, &mut seen).await {
+                    None => break,
+                    Some(cut) => cut,
+                }
+            }
+        };
+        // Resuming needs the response and where it stopped: without sequence numbers
+        // the resumed stream would start over and the fold could not skip what it had.
+        let resumable =
+            background && fold.response_id().is_some() && fold.last_sequence_number().is_some();
+        let safe = resumable || !seen.hosted_tool;
+        if !recoverable(&cut, &seen) || !safe || attempt >= max_attempts {
+            let mut envelope = give_up(&cut, fold, &context);
+            let mut notes = Vec::new();
+            if attempt > 1 {
+                notes.push(format!("gave up after {attempt} attempts"));
+            }
+            if !safe && recoverable(&cut, &seen) {
+                notes.push(
+                    "not sent again: a hosted tool had already run in this model call".into(),
+                );
+            }
+            if !notes.is_empty() {
+                let message = envelope.error_message.take().unwrap_or_default();
+                envelope.error_message = Some(format!("{message} ({})", notes.join("; ")));
+            }
+            return Err(envelope);
+        }
+        let next = attempt + 1;
+        let wait = policy.wait_before(next, random_unit(next));
+        let reason = cut.describe(seen.events);
+        // INFO, not WARN: the caller is told through the sink and says it its own way.
+        tracing::info!(
+            attempt = next,
+            max_attempts,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            resumed = resumable,
+            %reason,
+            "stream cut; recovering"
+        );
+        sink(&StreamDelta::Retrying {
+            attempt: next,
+            max_attempts,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            reason,
+            events: seen.events,
+            resumed: resumable,
+        });
+        tokio::time::sleep(wait).await;
+        if resumable {
+            let id = fold.response_id().unwrap_or_default().to_owned();
+            resume_after = Some((id, fold.last_sequence_number()));
+        } else {
+            resume_after = None;
+            fold = StreamFold::new();
+            seen = Seen::default();
+        }
+    }
+    let folded = fold
+        .finish()
+        .map_err(|error| map_mapping_error(&error, &context).envelope)?;
+    let mapped = map_folded(&folded, &context);
+    Ok(Streamed {
+        response: folded.response,
+        mapped,
+    })
+}
+
+/// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
+pub(crate) fn log_rate_limits(meta: &aptix_client::ReplyMeta) {
+    if let Some(limits) = &meta.rate_limits {
+        tracing::info!("rate limits: {limits}");
+    }
+}
+
+/// The error envelope of the last attempt.
+fn give_up(cut: &Cut, fold: StreamFold, context: &TurnContext) -> AgentExecuteResponse {
+    match cut {
+        Cut::Open(error) | Cut::Stream(error) => error_envelope(error, context),
+        Cut::EndedEarly => match fold.finish() {
+            Err(error) => map_mapping_error(&error, context).envelope,
+            // Not reached: a cut fold has no terminal event.
+            Ok(folded) => map_folded(&folded, context).envelope,
+        },
+    }
+}
+
+/// A provider failure as an error envelope, with the wait the server asked for (a
+/// `retry-after` the client did not obey) in the message.
+pub(crate) fn error_envelope(error: &ClientError, context: &TurnContext) -> AgentExecuteResponse {
+    let mut envelope = client_error_envelope(error, context);
+    if let ClientError::Status {
+        retry_after: Some(wait),
+        ..
+    } = error
+    {
+        let message = envelope.error_message.take().unwrap_or_default();
+        envelope.error_message = Some(format!("{message}{}", requested_wait(Some(*wait))));
+    }
+    envelope
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn hosted_tools_are_recognised_and_function_calls_are_not() {
+        assert!(starts_hosted_tool(
+            "response.web_search_call.in_progress",
+            "{}"
+        ));
+        assert!(starts_hosted_tool(
+            "response.output_item.added",
+            r#"{"item":{"type":"code_interpreter_call"}}"#
+        ));
+        assert!(!starts_hosted_tool(
+            "response.output_item.added",
+            r#"{"item":{"type":"function_call"}}"#
+        ));
+        assert!(!starts_hosted_tool(
+            "response.function_call_arguments.delta",
+            "{}"
+        ));
+        assert!(!starts_hosted_tool("response.output_text.delta", "{}"));
+    }
+
+    #[test]
+    fn waits_double_up_to_the_cap_and_jitter_adds_at_most_one_more() {
+        let policy = StreamRecovery {
+            jitter: false,
+            ..StreamRecovery::default()
+        };
+        let waits: Vec<_> = (2..=7).map(|n| policy.wait_before(n, 0.9)).collect();
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(
+            waits,
+            [ms(500), ms(1000), ms(2000), ms(4000), ms(8000), ms(8000)]
+        );
+        let jittered = StreamRecovery::default();
+        assert_eq!(jittered.wait_before(3, 0.5), ms(1500));
+        assert_eq!(jittered.wait_before(3, 7.0), ms(2000));
+        let unit = random_unit(3);
+        assert!((0.0..1.0).contains(&unit));
+    }
+
+    #[test]
+    fn background_needs_store() {
+        let mut body = CreateResponseRequest::default();
+        assert!(!is_background(&body));
+        body.extra
+            .insert("background".into(), serde_json::Value::Bool(true));
+        assert!(is_background(&body));
+        body.store = Some(false);
+        assert!(!is_background(&body));
+    }
+}

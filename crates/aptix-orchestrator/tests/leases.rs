@@ -1,0 +1,142 @@
+//! Session leases across processes: a lease left by a process that is gone (`kill -9`)
+//! is taken over at once; a live holder makes the session busy, and the error says who
+//! and when the lease expires; a turn dropped mid-flight (Ctrl-C) gives its lease back
+//! through `release_session`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aptix_client::{
+    Capabilities, ClientError, EventStream, FakeProvider, ProviderResponse, ResponsesProvider,
+};
+use aptix_model::contract::{AgentExecuteRequest, Kind};
+use aptix_model::wire::{CreateResponseRequest, Response};
+use aptix_orchestrator::{
+    Orchestrator, OrchestratorConfig, OrchestratorError, SessionStore, SqliteSessionStore,
+};
+use async_trait::async_trait;
+use serde_json::json;
+
+fn turn(turn_id: &str) -> AgentExecuteRequest {
+    AgentExecuteRequest::from_json_value(
+        &json!({"sessionId": "s-1", "turnId": turn_id, "instruction": "hi"}),
+    )
+    .unwrap()
+}
+
+fn answering() -> Arc<FakeProvider> {
+    let response: Response = serde_json::from_value(json!({
+        "id": "resp_1", "object": "response", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": "hello", "annotations": []}]}]
+    }))
+    .unwrap();
+    let provider = FakeProvider::new();
+    provider.push_response(response);
+    Arc::new(provider)
+}
+
+/// A provider whose calls never finish, as a model still thinking when Ctrl-C comes.
+struct Forever;
+
+#[async_trait]
+impl ResponsesProvider for Forever {
+    async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
+        std::future::pending().await
+    }
+
+    async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        std::future::pending().await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::openai_responses()
+    }
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().replace(':', "_"))
+        .unwrap_or_default()
+}
+
+fn store() -> (tempfile::TempDir, Arc<SqliteSessionStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteSessionStore::open(dir.path().join("sessions.db")).unwrap());
+    (dir, store)
+}
+
+#[tokio::test]
+async fn a_lease_left_by_a_dead_process_is_taken_over_at_once() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return; // Only Linux can tell that a pid is gone; elsewhere the TTL applies.
+    }
+    let (_dir, store) = store();
+    // As `kill -9` leaves it: a lease of a pid that does not exist, 5 minutes to go.
+    let dead = format!("aptix:{}:4999999:1:0-0", host());
+    assert!(
+        store
+            .acquire_lease("s-1", &dead, Duration::from_secs(300))
+            .await
+            .unwrap()
+    );
+    let orchestrator = Orchestrator::builder(answering(), store.clone())
+        .build()
+        .unwrap();
+    let envelope = orchestrator.execute(turn("t-1")).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+    assert!(
+        store.lease("s-1").await.unwrap().is_none(),
+        "released after the turn"
+    );
+}
+
+#[tokio::test]
+async fn a_live_holder_makes_the_session_busy_and_the_error_says_until_when() {
+    let (_dir, store) = store();
+    let config = OrchestratorConfig {
+        lease_ttl: Duration::from_secs(120),
+        ..OrchestratorConfig::default()
+    };
+    let first = Orchestrator::builder(Arc::new(Forever), store.clone())
+        .config(config.clone())
+        .build()
+        .unwrap();
+    // Ctrl-C: the turn's future is dropped while the model call is running.
+    let dropped = tokio::time::timeout(Duration::from_millis(50), first.execute(turn("t-1"))).await;
+    assert!(dropped.is_err());
+    let held = store
+        .lease("s-1")
+        .await
+        .unwrap()
+        .expect("the dropped turn's lease");
+
+    let second = Orchestrator::builder(answering(), store.clone())
+        .config(config)
+        .build()
+        .unwrap();
+    let error = second.execute(turn("t-2")).await.unwrap_err();
+    let OrchestratorError::SessionBusy {
+        holder, expires_in, ..
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    // This very process holds it, so it is alive and not taken over.
+    if !host().is_empty() {
+        let expected = format!("pid {} on {}", std::process::id(), host());
+        assert_eq!(holder.as_deref(), Some(expected.as_str()));
+    }
+    let expires_in = expires_in.unwrap();
+    assert!(expires_in <= Duration::from_secs(120) && expires_in > Duration::from_secs(60));
+    assert!(
+        error.to_string().contains("its lease expires in"),
+        "{error}"
+    );
+    assert!(held.expires_in <= Duration::from_secs(120));
+
+    // What `aptix ask` does on SIGINT/SIGTERM after dropping the turn.
+    first.release_session("s-1").await.unwrap();
+    let envelope = second.execute(turn("t-2")).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+}

@@ -1,0 +1,119 @@
+//! The service's settings: tokens and limits, with the defaults a careful operator
+//! would choose.
+
+use std::fmt;
+use std::time::Duration;
+
+use subtle::ConstantTimeEq;
+
+/// Bearer tokens accepted by the service. Compared in constant time; never shown by
+/// `Debug`, logs or errors.
+#[derive(Clone, Default)]
+pub struct Tokens(Vec<String>);
+
+impl Tokens {
+    /// Tokens from a file's text: one per line, `#` comments and blank lines ignored,
+    /// surrounding whitespace trimmed.
+    pub fn from_lines(text: &str) -> Tokens {
+        Tokens(
+            text.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    /// Tokens from a comma-separated list (`APTIX_SERVE_TOKENS`).
+    pub fn from_comma_list(text: &str) -> Tokens {
+        Tokens(
+            text.split(',')
+                .map(str::trim)
+                .filter(|token| !token.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    /// Whether no token is configured (the service is then open).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// How many tokens are configured.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether `presented` is one of the tokens. Every configured token is compared, each
+    /// in constant time, so the time taken says nothing about which one nearly matched.
+    pub fn accepts(&self, presented: &str) -> bool {
+        self.0.iter().fold(false, |found, token| {
+            found | bool::from(token.as_bytes().ct_eq(presented.as_bytes()))
+        })
+    }
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tokens({} redacted)", self.0.len())
+    }
+}
+
+/// The service's settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Bearer tokens; empty means no authentication (allowed on loopback only, a rule
+    /// the binary enforces when it binds).
+    pub tokens: Tokens,
+    /// The largest request body, in bytes (default 1 MiB): larger is `413`.
+    pub body_limit: usize,
+    /// Turns running at once across all sessions (default 64): more is `503`.
+    pub max_concurrent_turns: usize,
+    /// The longest a turn may run (default 10 minutes): longer is `504`.
+    pub turn_timeout: Duration,
+    /// How often a streamed response sends a heartbeat comment (default 15 s).
+    pub heartbeat: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tokens: Tokens::default(),
+            body_limit: 1024 * 1024,
+            max_concurrent_turns: 64,
+            turn_timeout: Duration::from_secs(600),
+            heartbeat: Duration::from_secs(15),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_files_skip_comments_and_blank_lines() {
+        let tokens = Tokens::from_lines("# team tokens\n\n  alpha  \nbeta\n#gamma\n");
+        assert_eq!(tokens.len(), 2);
+        assert!(tokens.accepts("alpha"));
+        assert!(tokens.accepts("beta"));
+        assert!(!tokens.accepts("gamma"));
+        assert!(!tokens.accepts("alph"));
+        assert!(!tokens.accepts(""));
+    }
+
+    #[test]
+    fn tokens_never_show_in_debug() {
+        let tokens = Tokens::from_comma_list("s3cret-one, s3cret-two");
+        let shown = format!(
+            "{:?}",
+            ServerConfig {
+                tokens,
+                ..ServerConfig::default()
+            }
+        );
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("2 redacted"));
+    }
+}

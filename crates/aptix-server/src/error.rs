@@ -1,0 +1,204 @@
+//! The one JSON error shape of the service, and the crate's error type.
+
+use aptix_model::contract::Violation;
+use aptix_orchestrator::OrchestratorError;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// Every cause of an error response, with its stable snake_case code and status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `400 invalid_request`: the body broke AGN-034 (every violation listed), or is not
+    /// JSON.
+    InvalidRequest,
+    /// `400 tool_results_mismatch`: the tool results do not answer the pending calls.
+    ToolResultsMismatch,
+    /// `401 unauthorized`: a bearer token is required and none (or a wrong one) came.
+    Unauthorized,
+    /// `404 unknown_session`: a tool continuation, or a session read, names no session.
+    UnknownSession,
+    /// `409 session_busy`: another turn runs on this session.
+    SessionBusy,
+    /// `409 nothing_pending`: a tool continuation arrived while no calls were pending.
+    NothingPending,
+    /// `409 session_conflict`: the session changed while the turn ran.
+    SessionConflict,
+    /// `413 body_too_large`: the body is over the limit.
+    BodyTooLarge,
+    /// `415 unsupported_media_type`: the body is not `application/json`.
+    UnsupportedMediaType,
+    /// `503 over_capacity`: too many turns in flight; retry after `Retry-After`.
+    OverCapacity,
+    /// `503 store_unavailable`: the session store failed.
+    StoreUnavailable,
+    /// `504 turn_timeout`: the turn ran past the deadline.
+    TurnTimeout,
+    /// `500 internal_error`: anything else; the message says what.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::ToolResultsMismatch => "tool_results_mismatch",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::UnknownSession => "unknown_session",
+            ErrorCode::SessionBusy => "session_busy",
+            ErrorCode::NothingPending => "nothing_pending",
+            ErrorCode::SessionConflict => "session_conflict",
+            ErrorCode::BodyTooLarge => "body_too_large",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::OverCapacity => "over_capacity",
+            ErrorCode::StoreUnavailable => "store_unavailable",
+            ErrorCode::TurnTimeout => "turn_timeout",
+            ErrorCode::Internal => "internal_error",
+        }
+    }
+
+    /// The HTTP status it is sent with.
+    pub fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidRequest | ErrorCode::ToolResultsMismatch => StatusCode::BAD_REQUEST,
+            ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::UnknownSession => StatusCode::NOT_FOUND,
+            ErrorCode::SessionBusy | ErrorCode::NothingPending | ErrorCode::SessionConflict => {
+                StatusCode::CONFLICT
+            }
+            ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::OverCapacity | ErrorCode::StoreUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ErrorCode::TurnTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// Errors of the service itself (not of a request).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Listening or serving failed.
+    #[error("the server failed to {operation}")]
+    Io {
+        /// What it was doing.
+        operation: &'static str,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// An error response: the one JSON shape.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: String,
+    pub(crate) request_id: String,
+    pub(crate) violations: Vec<Violation>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Inner<'a> {
+    code: &'static str,
+    message: &'a str,
+    request_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    violations: Option<Vec<ViolationJson<'a>>>,
+}
+
+#[derive(Serialize)]
+struct ViolationJson<'a> {
+    path: &'a str,
+    rule: &'static str,
+    message: &'a str,
+}
+
+impl ApiError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>, request_id: &str) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+            request_id: request_id.to_owned(),
+            violations: Vec::new(),
+        }
+    }
+
+    /// The JSON text of the body (also the data of an SSE `error` event).
+    pub(crate) fn json(&self) -> String {
+        let body = Body {
+            error: Inner {
+                code: self.code.as_str(),
+                message: &self.message,
+                request_id: &self.request_id,
+                violations: (self.code == ErrorCode::InvalidRequest).then(|| {
+                    self.violations
+                        .iter()
+                        .map(|violation| ViolationJson {
+                            path: &violation.path,
+                            rule: violation.code.as_str(),
+                            message: &violation.message,
+                        })
+                        .collect()
+                }),
+            },
+        };
+        serde_json::to_string(&body).unwrap_or_else(|_| {
+            r#"{"error":{"code":"internal_error","message":"the error could not be encoded"}}"#
+                .to_owned()
+        })
+    }
+
+    /// An orchestrator failure as its response.
+    pub(crate) fn from_orchestrator(error: OrchestratorError, request_id: &str) -> ApiError {
+        let message = error.to_string();
+        let code = match &error {
+            OrchestratorError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            OrchestratorError::UnknownSession { .. } => ErrorCode::UnknownSession,
+            OrchestratorError::NothingPending { .. } => ErrorCode::NothingPending,
+            OrchestratorError::ToolResultsMismatch { .. } => ErrorCode::ToolResultsMismatch,
+            OrchestratorError::SessionBusy { .. } => ErrorCode::SessionBusy,
+            OrchestratorError::Conflict { .. } => ErrorCode::SessionConflict,
+            OrchestratorError::Store { .. } => ErrorCode::StoreUnavailable,
+            _ => ErrorCode::Internal,
+        };
+        let mut api = ApiError::new(code, message, request_id);
+        if let OrchestratorError::InvalidRequest(rejection) = error {
+            api.violations = rejection.into_violations();
+        }
+        api
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.code.status(),
+            [(header::CONTENT_TYPE, "application/json")],
+            self.json(),
+        )
+            .into_response();
+        let headers = response.headers_mut();
+        match self.code {
+            ErrorCode::OverCapacity => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ErrorCode::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,65 @@
+//! Aptix as an HTTP service: the orchestrator behind an embeddable `axum` router, for
+//! editors, scripts and teams.
+//!
+//! `POST /v1/agent/execute` takes an AGN-034 request and answers with the AGN-004
+//! envelope: as JSON (`Accept: application/json`, the default) or as server-sent events
+//! while the turn runs (`Accept: text/event-stream`: `event: delta` for each
+//! [`StreamDelta`](aptix_mapping::StreamDelta), then exactly one `event: envelope` whose
+//! data is what the JSON path returns for the same replies, or one `event: error`;
+//! comment heartbeats keep idle proxies from cutting a long turn). `GET /v1/sessions/{id}`
+//! shows a stored session; `GET /healthz` and `GET /readyz` are for orchestrators of
+//! processes.
+//!
+//! Handlers translate HTTP to orchestrator calls and back: validation stays in
+//! `aptix-model`, the turn in `aptix-orchestrator`. Every error has one JSON shape,
+//! `{"error": {"code", "message", "requestId", "violations"}}` (`violations` on `400`
+//! only), with one stable snake_case code per cause ([`ErrorCode`]).
+//!
+//! # Decisions
+//!
+//! - **A turn outlives its connection.** A turn runs in its own task: a client that
+//!   disconnects mid-turn does not cancel it; it completes and is stored, so retrying the
+//!   same `sessionId` + `turnId` returns the stored envelope without a second model call
+//!   (or `409` while it still runs). Cancelling instead would leave the provider's work
+//!   wasted and the session's lease to expire; finishing keeps the session consistent
+//!   and the retry free.
+//! - **Bearer tokens** are compared in constant time and never logged; with tokens
+//!   configured every `/v1/*` route requires one, while `/healthz` and `/readyz` stay
+//!   open.
+//! - **Limits**: a body limit (`413`), a limit on turns in flight (`503` with
+//!   `Retry-After`), a per-turn deadline (`504`).
+//!
+//! **Architecture invariant:** no seed rule is implemented here; this crate only maps
+//! HTTP to the orchestrator's API and its errors to statuses.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix_client::FakeProvider;
+//! use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+//! use aptix_server::{ServerConfig, router};
+//!
+//! let orchestrator = Orchestrator::builder(
+//!     Arc::new(FakeProvider::new()),
+//!     Arc::new(InMemorySessionStore::new()),
+//! )
+//! .build()?;
+//! let app = router(Arc::new(orchestrator), ServerConfig::default());
+//! // axum::serve(listener, app).await? serves it; see `serve` for graceful shutdown.
+//! # drop(app);
+//! # Ok::<(), aptix_orchestrator::OrchestratorError>(())
+//! ```
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+mod config;
+mod error;
+mod routes;
+
+pub use config::{ServerConfig, Tokens};
+pub use error::{ErrorCode, ServerError};
+pub use routes::{router, serve};

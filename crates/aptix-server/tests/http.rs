@@ -1,0 +1,443 @@
+//! The service over real HTTP: a client against the router served on `127.0.0.1:0`,
+//! with scripted providers. Every status of the API, streamed and unstreamed envelopes,
+//! a client that disconnects mid-turn, concurrent turns, graceful shutdown, and tokens
+//! that never come back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aptix_client::{Capabilities, ClientError, FakeProvider, ProviderResponse, ResponsesProvider};
+use aptix_model::wire::{CreateResponseRequest, Response};
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+use aptix_server::{ServerConfig, Tokens, router, serve};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, oneshot};
+
+fn text_response(id: &str, text: &str) -> Response {
+    serde_json::from_value(json!({
+        "id": id, "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]}],
+        "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
+    }))
+    .unwrap()
+}
+
+/// A provider whose calls wait for `open` before answering, counting calls.
+struct Gated {
+    open: Notify,
+    entered: Notify,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl ResponsesProvider for Gated {
+    async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        self.entered.notify_one();
+        self.open.notified().await;
+        Ok(ProviderResponse::new(
+            text_response(&format!("resp_{n}"), "gated answer"),
+            Default::default(),
+        ))
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::openai_responses()
+    }
+}
+
+fn gated() -> Arc<Gated> {
+    Arc::new(Gated {
+        open: Notify::new(),
+        entered: Notify::new(),
+        calls: AtomicUsize::new(0),
+    })
+}
+
+struct Running {
+    base: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<()>,
+    client: reqwest::Client,
+}
+
+async fn start(provider: Arc<dyn ResponsesProvider>, config: ServerConfig) -> Running {
+    let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (shutdown, signal) = oneshot::channel::<()>();
+    let app = router(Arc::new(orchestrator), config);
+    let served = tokio::spawn(async move {
+        serve(listener, app, async {
+            let _ = signal.await;
+        })
+        .await
+        .unwrap();
+    });
+    Running {
+        base,
+        shutdown: Some(shutdown),
+        served,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Running {
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}/v1/agent/execute", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    }
+}
+
+fn turn(session: &str, turn: &str) -> Value {
+    json!({"sessionId": session, "turnId": turn, "instruction": "Say hello"})
+}
+
+async fn error_of(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (status, body)
+}
+
+#[tokio::test]
+async fn a_json_turn_answers_with_the_envelope_and_a_request_id() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "Hello!"));
+    let server = start(provider, ServerConfig::default()).await;
+    let response = server
+        .post(&turn("s1", "t1"))
+        .header("x-request-id", "req-from-client")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-request-id"], "req-from-client");
+    let envelope: Value = response.json().await.unwrap();
+    assert_eq!(envelope["kind"], "ok");
+    assert_eq!(envelope["text"], "Hello!");
+    assert_eq!(envelope["turnId"], "t1");
+
+    let session = server
+        .client
+        .get(format!("{}/v1/sessions/s1", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status(), 200);
+    assert!(session.headers().contains_key("x-request-id"));
+    let session: Value = session.json().await.unwrap();
+    assert_eq!(session["sessionId"], "s1");
+    assert_eq!(session["lastResponseId"], "resp_1");
+}
+
+#[tokio::test]
+async fn a_streamed_turn_sends_deltas_then_the_envelope_the_json_path_returns() {
+    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
+    let events: Vec<aptix_model::wire::StreamEvent> = fixture
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
+        .collect();
+    let final_response = events.last().unwrap().terminal_response().unwrap().clone();
+
+    let streamed = Arc::new(FakeProvider::new());
+    streamed.push_events(events);
+    let server = start(streamed, ServerConfig::default()).await;
+    let body = server
+        .post(&turn("s1", "t1"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body.status(), 200);
+    assert!(
+        body.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let text = body.text().await.unwrap();
+    let mut names = Vec::new();
+    let mut envelope = None;
+    let mut streamed_text = String::new();
+    for block in text.split("\n\n").filter(|block| !block.trim().is_empty()) {
+        let name = block
+            .lines()
+            .find_map(|line| line.strip_prefix("event: "))
+            .unwrap_or("comment");
+        let data: String = block
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .collect();
+        names.push(name.to_owned());
+        match name {
+            "delta" => {
+                let delta: Value = serde_json::from_str(&data).unwrap();
+                if let Some(piece) = delta["text"].as_str() {
+                    streamed_text.push_str(piece);
+                }
+            }
+            "envelope" => envelope = Some(serde_json::from_str::<Value>(&data).unwrap()),
+            _ => {}
+        }
+    }
+    assert_eq!(names.iter().filter(|name| *name == "envelope").count(), 1);
+    assert_eq!(names.last().map(String::as_str), Some("envelope"));
+    assert!(names.iter().any(|name| name == "delta"));
+    assert_eq!(streamed_text, "Hello! How can I assist you today?");
+
+    let plain = Arc::new(FakeProvider::new());
+    plain.push_response(final_response);
+    let server = start(plain, ServerConfig::default()).await;
+    let expected: Value = server
+        .post(&turn("s1", "t1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut envelope = envelope.unwrap();
+    for value in [&mut envelope, &mut expected.clone()] {
+        value.as_object_mut().unwrap().remove("rawResponseJson");
+    }
+    let mut expected = expected;
+    expected.as_object_mut().unwrap().remove("rawResponseJson");
+    assert_eq!(envelope, expected);
+}
+
+#[tokio::test]
+async fn every_contract_violation_is_listed_in_a_400() {
+    let server = start(Arc::new(FakeProvider::new()), ServerConfig::default()).await;
+    let (status, body) = error_of(
+        server
+            .post(&json!({"sessionId": "", "turnId": "t1", "temperature": 5}))
+            .header("x-request-id", "req-bad")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "invalid_request");
+    assert_eq!(body["error"]["requestId"], "req-bad");
+    let violations = body["error"]["violations"].as_array().unwrap();
+    assert!(violations.len() >= 2, "{violations:?}");
+    for violation in violations {
+        assert!(violation["path"].is_string() && violation["rule"].is_string());
+        assert!(violation["message"].is_string());
+    }
+    let paths: Vec<&str> = violations
+        .iter()
+        .filter_map(|v| v["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"sessionId"), "{paths:?}");
+
+    let (status, body) = error_of(server.post(&json!("not an object")).send().await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "invalid_request");
+}
+
+#[tokio::test]
+async fn media_type_size_and_unknown_sessions_have_their_statuses() {
+    let config = ServerConfig {
+        body_limit: 1024,
+        ..ServerConfig::default()
+    };
+    let server = start(Arc::new(FakeProvider::new()), config).await;
+    let (status, body) = error_of(
+        server
+            .client
+            .post(format!("{}/v1/agent/execute", server.base))
+            .header("content-type", "text/plain")
+            .body(turn("s1", "t1").to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (415, Some("unsupported_media_type"))
+    );
+
+    let mut big = turn("s1", "t1");
+    big["instruction"] = json!("x".repeat(4096));
+    let (status, body) = error_of(server.post(&big).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("body_too_large"))
+    );
+
+    let continuation = json!({
+        "sessionId": "nobody", "turnId": "t1",
+        "toolResults": [{"toolCallId": "call_1", "executionMs": 4, "resultJson": "{}"}]
+    });
+    let (status, body) = error_of(server.post(&continuation).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("unknown_session"))
+    );
+
+    let (status, body) = error_of(
+        server
+            .client
+            .get(format!("{}/v1/sessions/nobody", server.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("unknown_session"))
+    );
+}
+
+#[tokio::test]
+async fn tokens_guard_the_api_and_never_come_back() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "Hello!"));
+    let config = ServerConfig {
+        tokens: Tokens::from_lines("secret-token-123\n"),
+        ..ServerConfig::default()
+    };
+    let server = start(provider, config).await;
+    for header in [None, Some("Bearer wrong-token"), Some("secret-token-123")] {
+        let mut request = server.post(&turn("s1", "t1"));
+        if let Some(value) = header {
+            request = request.header("authorization", value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        let (status, body) = error_of(response).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (401, Some("unauthorized"))
+        );
+        assert!(!body.to_string().contains("secret-token"), "{body}");
+    }
+    let ok = server
+        .post(&turn("s1", "t1"))
+        .header("authorization", "Bearer secret-token-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let session = server
+        .client
+        .get(format!("{}/v1/sessions/s1", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status(), 401);
+    for open in ["/healthz", "/readyz"] {
+        let response = server
+            .client
+            .get(format!("{}{open}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{open}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
+    let provider = gated();
+    let config = ServerConfig {
+        max_concurrent_turns: 2,
+        ..ServerConfig::default()
+    };
+    let server = start(provider.clone(), config).await;
+    let first = tokio::spawn(server.post(&turn("s1", "t1")).send());
+    provider.entered.notified().await;
+    let (status, body) = error_of(server.post(&turn("s1", "t2")).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("session_busy"))
+    );
+
+    let second = tokio::spawn(server.post(&turn("s2", "t1")).send());
+    provider.entered.notified().await;
+    let response = server.post(&turn("s3", "t1")).send().await.unwrap();
+    assert_eq!(response.headers()["retry-after"], "1");
+    let (status, body) = error_of(response).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("over_capacity"))
+    );
+
+    provider.open.notify_waiters();
+    // Each waiting call takes one wake-up; wake until both have answered.
+    for _ in 0..50 {
+        if first.is_finished() && second.is_finished() {
+            break;
+        }
+        provider.open.notify_one();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(first.await.unwrap().unwrap().status(), 200);
+    assert_eq!(second.await.unwrap().unwrap().status(), 200);
+    assert_eq!(provider.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_mid_turn_can_retry_and_gets_the_stored_envelope() {
+    let provider = gated();
+    let server = start(provider.clone(), ServerConfig::default()).await;
+    let abandoned = tokio::spawn(server.post(&turn("s1", "t1")).send());
+    provider.entered.notified().await;
+    abandoned.abort();
+    let _ = abandoned.await;
+    // The turn goes on without its client, and is stored.
+    provider.open.notify_one();
+    let mut envelope = Value::Null;
+    for _ in 0..100 {
+        let response = server.post(&turn("s1", "t1")).send().await.unwrap();
+        if response.status() == 200 {
+            envelope = response.json().await.unwrap();
+            break;
+        }
+        assert_eq!(
+            response.status(),
+            409,
+            "only busy while the first run finishes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(envelope["text"], "gated answer");
+    assert_eq!(
+        provider.calls.load(Ordering::SeqCst),
+        1,
+        "the retry made no model call"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_lets_the_turn_in_flight_finish() {
+    let provider = gated();
+    let mut server = start(provider.clone(), ServerConfig::default()).await;
+    let in_flight = tokio::spawn(server.post(&turn("s1", "t1")).send());
+    provider.entered.notified().await;
+    server.shutdown.take().unwrap().send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !server.served.is_finished(),
+        "stopped before the turn finished"
+    );
+    provider.open.notify_one();
+    let response = in_flight.await.unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    tokio::time::timeout(Duration::from_secs(5), server.served)
+        .await
+        .expect("the server stops once the turn is done")
+        .unwrap();
+}
