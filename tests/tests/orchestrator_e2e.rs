@@ -425,10 +425,10 @@ impl ResponsesProvider for Gate {
             .await
             .map_err(|_| ClientError::config("gate", "closed"))?
             .forget();
-        Ok(ProviderResponse {
-            response: text_response(&format!("resp_{n}"), "gated"),
-            meta: Default::default(),
-        })
+        Ok(ProviderResponse::new(
+            text_response(&format!("resp_{n}"), "gated"),
+            Default::default(),
+        ))
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities::openai_responses()

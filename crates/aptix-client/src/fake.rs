@@ -161,10 +161,7 @@ impl ResponsesProvider for FakeProvider {
             FakeReply::Events(items) => terminal_response(items)?,
             FakeReply::Error(error) => return Err(error),
         };
-        Ok(ProviderResponse {
-            response,
-            meta: self.meta.clone(),
-        })
+        Ok(ProviderResponse::new(response, self.meta.clone()))
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {

@@ -75,11 +75,31 @@ impl ResponsesProvider for OpenAiProvider {
     ) -> Result<ProviderResponse, ClientError> {
         let body = self.body(request, false)?;
         let (bytes, meta) = self.transport.post(RESPONSES_PATH, body).await?;
-        let response = serde_json::from_slice::<Response>(&bytes).map_err(|error| {
-            json_decode_error("response body", &bytes, &error)
-                .with_request_id(meta.request_id.as_deref())
-        })?;
-        Ok(ProviderResponse { response, meta })
+        // The body is kept as the envelope's `rawResponseJson`. `String::from_utf8`
+        // takes the reply's buffer over (no copy when it arrived in one piece) and
+        // checks it once; decoding from the `str` then skips serde's own check.
+        let (response, raw_json) = match String::from_utf8(Vec::from(bytes)) {
+            Ok(text) => {
+                let response = serde_json::from_str::<Response>(&text).map_err(|error| {
+                    json_decode_error("response body", text.as_bytes(), &error)
+                        .with_request_id(meta.request_id.as_deref())
+                })?;
+                (response, Some(text))
+            }
+            Err(not_utf8) => {
+                let bytes = not_utf8.into_bytes();
+                let response = serde_json::from_slice::<Response>(&bytes).map_err(|error| {
+                    json_decode_error("response body", &bytes, &error)
+                        .with_request_id(meta.request_id.as_deref())
+                })?;
+                (response, None)
+            }
+        };
+        Ok(ProviderResponse {
+            response,
+            meta,
+            raw_json,
+        })
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {

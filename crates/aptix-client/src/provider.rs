@@ -118,6 +118,21 @@ pub struct ProviderResponse {
     pub response: Response,
     /// Status, request id, rate limits, attempts.
     pub meta: ReplyMeta,
+    /// The body exactly as received, when it was `/v1/responses` JSON (the HTTP
+    /// provider keeps it; a bridge or a fake has none). It becomes the envelope's
+    /// `rawResponseJson` as is, instead of the response encoded again.
+    pub raw_json: Option<String>,
+}
+
+impl ProviderResponse {
+    /// A decoded response without its raw body.
+    pub fn new(response: Response, meta: ReplyMeta) -> ProviderResponse {
+        ProviderResponse {
+            response,
+            meta,
+            raw_json: None,
+        }
+    }
 }
 
 /// Metadata of the reply that answered a call.

@@ -93,6 +93,7 @@ pub enum OrchestratorError {
     },
 }
 
+#[cfg(feature = "sqlite")]
 impl OrchestratorError {
     pub(crate) fn store(
         operation: &'static str,

@@ -6,7 +6,7 @@
 //!
 //! - a provider ([`aptix_client::ResponsesProvider`]): the OpenAI Responses API, the
 //!   Chat Completions bridge, or a scripted fake;
-//! - a [`SessionStore`]: [`SqliteSessionStore`] (one file, the embedded default) or
+//! - a [`SessionStore`]: `SqliteSessionStore` (one file; the default `sqlite` feature) or
 //!   [`InMemorySessionStore`];
 //! - optionally a retriever ([`aptix_rag::Retriever`], e.g. the workspace index);
 //! - [`ServerTool`]s it runs itself and [`ClientTool`]s whose calls go back to the client.
@@ -87,5 +87,7 @@ pub use session::{
     CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,
     StoredTurn, TurnKey, Versioned,
 };
-pub use store::{InMemorySessionStore, SessionStore, SqliteSessionStore};
-pub use tools::{ClientTool, ServerTool};
+#[cfg(feature = "sqlite")]
+pub use store::SqliteSessionStore;
+pub use store::{InMemorySessionStore, MemoryStoreLimits, SessionStore};
+pub use tools::{ClientTool, ServerTool, Typed, TypedTool};

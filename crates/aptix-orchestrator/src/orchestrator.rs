@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use aptix_client::ResponsesProvider;
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse};
+use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, Violation, ViolationCode, validate,
+};
 use aptix_model::wire::CreateResponseRequest;
 use aptix_rag::Retriever;
 
@@ -149,6 +151,30 @@ impl OrchestratorBuilder {
     }
 }
 
+/// AGN-034 validation of a request that did not come from JSON: the same
+/// `aptix_model::contract::validate` as a decoded body, over the request's canonical
+/// encoding, so the rules live in one function.
+fn check(request: &AgentExecuteRequest) -> Result<(), OrchestratorError> {
+    let value = serde_json::to_value(request).map_err(|error| {
+        OrchestratorError::InvalidRequest(
+            Violation::new(
+                "",
+                ViolationCode::WrongType,
+                format!("the request could not be encoded for validation: {error}"),
+            )
+            .into(),
+        )
+    })?;
+    validate(&value)
+        .map(drop)
+        .map_err(OrchestratorError::InvalidRequest)
+}
+
+fn checked(request: AgentExecuteRequest) -> Result<AgentExecuteRequest, OrchestratorError> {
+    check(&request)?;
+    Ok(request)
+}
+
 /// This instance's lease holder id: host, pid and process start time, so that another
 /// process can tell when this one is gone.
 fn instance_name() -> String {
@@ -202,36 +228,45 @@ impl Orchestrator {
         &self,
         body: &[u8],
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
+        // Decoding is validation (`from_json_slice` goes through `validate`): the
+        // request is not checked a second time.
         let request = AgentExecuteRequest::from_json_slice(body)
             .map_err(OrchestratorError::InvalidRequest)?;
-        self.execute(request).await
+        self.run(request, None).await
     }
 
-    /// Runs one turn with non-streaming provider calls.
+    /// Validates the request (AGN-034, every violation reported), then runs one turn
+    /// with non-streaming provider calls.
+    ///
+    /// A request built in code is checked exactly as a decoded one: the typed fields
+    /// hold their own rules, but the rules between fields (a user turn has some input,
+    /// tool call ids are unique, counts and sizes) are `validate`'s.
     pub async fn execute(
         &self,
         request: AgentExecuteRequest,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
-        self.run(request, None).await
+        self.run(checked(request)?, None).await
     }
 
-    /// Runs one turn with streaming provider calls, passing each delta to `sink` as it
-    /// arrives, and returns the final envelope (the same one [`execute`](Self::execute)
-    /// would return for the same replies).
+    /// Validates the request like [`execute`](Self::execute), then runs one turn with
+    /// streaming provider calls, passing each delta to `sink` as it arrives, and returns
+    /// the final envelope (the same one `execute` would return for the same replies).
     pub async fn execute_streaming(
         &self,
         request: AgentExecuteRequest,
         sink: DeltaSink<'_>,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
-        self.run(request, Some(sink)).await
+        self.run(checked(request)?, Some(sink)).await
     }
 
     /// The exact `/v1/responses` body the turn's first model call would send, without
-    /// sending it, taking the session or changing anything stored.
+    /// sending it, taking the session or changing anything stored. The request is
+    /// validated like [`execute`](Self::execute)'s.
     pub async fn dry_run(
         &self,
         request: &AgentExecuteRequest,
     ) -> Result<CreateResponseRequest, OrchestratorError> {
+        check(request)?;
         let loaded = self.store.load(request.session_id().as_str()).await?;
         let mut state = match loaded {
             Some(versioned) => versioned.value,

@@ -5,8 +5,19 @@
 //! that goes into the AGN-005 tool-usage block of the system message, and `execute`.
 //! A tool failure is a value (the model is told the call failed and why), not an error
 //! of the turn.
+//!
+//! [`TypedTool`] is the typed way to write one (after rig's `Tool`): arguments and
+//! output are Rust types, the arguments' JSON schema is derived with `schemars`, and
+//! [`Typed`] adapts it to the string-in/string-out [`ServerTool`], so the orchestrator
+//! sees no difference. Arguments that do not decode come back to the model as the
+//! call's error, naming what was wrong, and the tool body never runs.
+
+use std::fmt::Display;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use aptix_model::wire::FunctionTool;
@@ -57,4 +68,108 @@ pub struct ClientTool {
     pub definition: FunctionTool,
     /// Guidance for the model, rendered into the tool-usage block.
     pub usage: Option<String>,
+}
+
+/// A server tool with typed arguments and output.
+///
+/// Implement it, then register `Typed::new(tool)` (an [`Arc`](std::sync::Arc) of it) as
+/// a [`ServerTool`]. The arguments' schema is derived from [`Args`](Self::Args); the
+/// model's arguments are decoded into it before [`call`](Self::call) runs, and a call's
+/// `Err` is sent to the model as the tool's error text.
+#[async_trait]
+pub trait TypedTool: Send + Sync + 'static {
+    /// The name the model calls it by (`^[a-zA-Z0-9_-]{1,64}$`).
+    const NAME: &'static str;
+
+    /// The arguments object; its `schemars` schema is the tool's `parameters`.
+    type Args: DeserializeOwned + JsonSchema + Send;
+
+    /// What a successful call returns; sent to the model as JSON.
+    type Output: Serialize + Send;
+
+    /// Why a call failed; its `Display` text is what the model reads.
+    type Error: Display + Send;
+
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+
+    /// Guidance for the model, rendered into the AGN-005 tool-usage block.
+    fn usage(&self) -> Option<&str> {
+        None
+    }
+
+    /// Runs the tool with decoded arguments.
+    async fn call(&self, args: Self::Args) -> Result<Self::Output, Self::Error>;
+}
+
+/// The model-facing sentence for arguments that do not decode: the field at fault (when
+/// there is one) and serde's reason.
+fn invalid_arguments(tool: &str, error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = error.path().to_string();
+    let inner = error.inner();
+    if path.is_empty() || path == "." {
+        format!("invalid arguments for {tool}: {inner}")
+    } else {
+        format!("invalid arguments for {tool}: at `{path}`: {inner}")
+    }
+}
+
+/// A [`TypedTool`] as a [`ServerTool`]: the schema is derived once, at construction.
+#[derive(Debug)]
+pub struct Typed<T> {
+    tool: T,
+    parameters: Value,
+}
+
+impl<T: TypedTool> Typed<T> {
+    /// Wraps `tool`, deriving its arguments' JSON schema.
+    pub fn new(tool: T) -> Typed<T> {
+        let mut parameters = schemars::schema_for!(T::Args).to_value();
+        if let Value::Object(schema) = &mut parameters {
+            // The dialect and the Rust type's name mean nothing to the model.
+            schema.remove("$schema");
+            schema.remove("title");
+        }
+        Typed { tool, parameters }
+    }
+
+    /// The wrapped tool.
+    pub fn inner(&self) -> &T {
+        &self.tool
+    }
+}
+
+#[async_trait]
+impl<T: TypedTool> ServerTool for Typed<T> {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn description(&self) -> &str {
+        self.tool.description()
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn usage(&self) -> Option<&str> {
+        self.tool.usage()
+    }
+
+    async fn execute(&self, arguments_json: &str) -> Result<String, String> {
+        let mut decoder = serde_json::Deserializer::from_str(arguments_json);
+        let args: T::Args = serde_path_to_error::deserialize(&mut decoder)
+            .map_err(|error| invalid_arguments(T::NAME, &error))?;
+        decoder
+            .end()
+            .map_err(|error| format!("invalid arguments for {}: {error}", T::NAME))?;
+        let output = self
+            .tool
+            .call(args)
+            .await
+            .map_err(|error| error.to_string())?;
+        serde_json::to_string(&output)
+            .map_err(|error| format!("{} could not encode its result: {error}", T::NAME))
+    }
 }

@@ -399,13 +399,15 @@ impl Orchestrator {
                 envelope.kind = classify(&envelope);
                 envelope.usage = usage;
                 prepend_warnings(&mut envelope, warnings);
+                // The envelope moves into the stored turn and back out: no copy of its
+                // text and raw body beyond the one the store keeps.
                 let stored = StoredTurn {
                     turn_id: key.turn_id.clone(),
                     scenario: key.scenario,
-                    envelope: envelope.clone(),
+                    envelope,
                 };
                 self.store.commit(&state, version, &stored).await?;
-                return Ok(envelope);
+                return Ok(stored.envelope);
             }
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
@@ -431,7 +433,9 @@ impl Orchestrator {
             crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();
-            let mapped = map_response(&reply.response, None, &context);
+            // The provider's body as received, when it has one: encoding the response
+            // again would cost as much as decoding it did.
+            let mapped = map_response(&reply.response, reply.raw_json.as_deref(), &context);
             return Ok(Reply {
                 response: reply.response,
                 mapped,

@@ -39,10 +39,10 @@ impl ResponsesProvider for Gated {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         self.entered.notify_one();
         self.open.notified().await;
-        Ok(ProviderResponse {
-            response: text_response(&format!("resp_{n}"), "gated answer"),
-            meta: Default::default(),
-        })
+        Ok(ProviderResponse::new(
+            text_response(&format!("resp_{n}"), "gated answer"),
+            Default::default(),
+        ))
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities::openai_responses()

@@ -86,7 +86,7 @@ impl ResponsesProvider for ChatCompletionsProvider {
         let (bytes, meta) = self.transport.post(CHAT_PATH, body).await?;
         let response = from_chat_completion(&bytes)
             .map_err(|e| e.with_request_id(meta.request_id.as_deref()))?;
-        Ok(ProviderResponse { response, meta })
+        Ok(ProviderResponse::new(response, meta))
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {

@@ -44,6 +44,12 @@ async fn create_returns_the_fixture_response_with_its_metadata() {
     let expected: Response =
         serde_json::from_slice(&aptix_testkit::read_fixture("response_plain_text.json")).unwrap();
     assert_eq!(reply.response, expected);
+    // The body as received, byte for byte: the envelope's `rawResponseJson` is made
+    // from it instead of encoding the response again.
+    assert_eq!(
+        reply.raw_json.as_deref().map(str::as_bytes),
+        Some(aptix_testkit::read_fixture("response_plain_text.json").as_slice())
+    );
     assert_eq!(reply.meta.status, 200);
     assert_eq!(reply.meta.attempts, 1);
     assert_eq!(reply.meta.request_id.as_deref(), Some("Sanitized"));

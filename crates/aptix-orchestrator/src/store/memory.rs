@@ -1,7 +1,15 @@
 //! An in-memory [`SessionStore`]: for tests, and for embedding where sessions need not
 //! outlive the process.
+//!
+//! Bounded, so that a long-running process does not grow without end: at most
+//! [`MemoryStoreLimits::max_sessions`] sessions (the least recently used one is
+//! evicted, unless a turn holds its lease), sessions idle longer than
+//! [`MemoryStoreLimits::idle_ttl`] are forgotten, and each session keeps the envelopes
+//! of its last [`MemoryStoreLimits::max_turns_per_session`] turns for idempotent
+//! retries. A forgotten session behaves as an unknown one: a user turn starts it again
+//! without history, a tool continuation is `UnknownSession`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -10,25 +18,85 @@ use async_trait::async_trait;
 use super::SessionStore;
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{Scenario, SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
-/// Sessions, turns and leases in process memory.
+/// How much an [`InMemorySessionStore`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStoreLimits {
+    /// Sessions kept at most; beyond it the least recently used session is evicted.
+    /// Default 10,000.
+    pub max_sessions: usize,
+    /// A session not loaded or committed for this long is forgotten; `None` keeps
+    /// sessions until evicted by count. Default one hour.
+    pub idle_ttl: Option<Duration>,
+    /// Stored turn envelopes kept per session (the most recent ones), which answer a
+    /// repeated request without calling the model. Default 16.
+    pub max_turns_per_session: usize,
+}
+
+impl Default for MemoryStoreLimits {
+    fn default() -> MemoryStoreLimits {
+        MemoryStoreLimits {
+            max_sessions: 10_000,
+            idle_ttl: Some(Duration::from_secs(60 * 60)),
+            max_turns_per_session: 16,
+        }
+    }
+}
+
+/// Sessions, turns and leases in process memory, bounded by [`MemoryStoreLimits`].
 #[derive(Debug, Default)]
 pub struct InMemorySessionStore {
+    limits: MemoryStoreLimits,
     inner: Mutex<Inner>,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
-    sessions: HashMap<String, (SessionState, u64)>,
-    turns: HashMap<(String, String, Scenario), StoredTurn>,
+    sessions: HashMap<String, Entry>,
+    /// Session ids by last use, least recent first (keys are `Entry::tick`).
+    recency: BTreeMap<u64, String>,
+    tick: u64,
     leases: HashMap<String, (String, Instant)>,
 }
 
+#[derive(Debug)]
+struct Entry {
+    state: SessionState,
+    version: u64,
+    /// The most recent turns, oldest first.
+    turns: VecDeque<StoredTurn>,
+    tick: u64,
+    touched: Instant,
+}
+
 impl InMemorySessionStore {
-    /// An empty store.
+    /// An empty store with the default [`MemoryStoreLimits`].
     pub fn new() -> InMemorySessionStore {
         InMemorySessionStore::default()
+    }
+
+    /// An empty store with these limits (a `max_sessions` or `max_turns_per_session`
+    /// of 0 is read as 1).
+    pub fn with_limits(limits: MemoryStoreLimits) -> InMemorySessionStore {
+        InMemorySessionStore {
+            limits: MemoryStoreLimits {
+                max_sessions: limits.max_sessions.max(1),
+                max_turns_per_session: limits.max_turns_per_session.max(1),
+                ..limits
+            },
+            inner: Mutex::default(),
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> MemoryStoreLimits {
+        self.limits
+    }
+
+    /// How many sessions are held now.
+    pub fn session_count(&self) -> usize {
+        self.lock().sessions.len()
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -40,28 +108,109 @@ impl InMemorySessionStore {
     }
 }
 
+impl Inner {
+    /// The live entry of `session_id`, marked as just used; an expired one is removed.
+    fn touch(
+        &mut self,
+        session_id: &str,
+        limits: &MemoryStoreLimits,
+        now: Instant,
+    ) -> Option<&mut Entry> {
+        let expired = {
+            let entry = self.sessions.get(session_id)?;
+            limits
+                .idle_ttl
+                .is_some_and(|ttl| now.saturating_duration_since(entry.touched) > ttl)
+        };
+        if expired {
+            self.remove(session_id);
+            return None;
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        let entry = self.sessions.get_mut(session_id)?;
+        self.recency.remove(&entry.tick);
+        self.recency.insert(tick, session_id.to_owned());
+        entry.tick = tick;
+        entry.touched = now;
+        Some(entry)
+    }
+
+    fn remove(&mut self, session_id: &str) {
+        if let Some(entry) = self.sessions.remove(session_id) {
+            self.recency.remove(&entry.tick);
+        }
+    }
+
+    fn leased(&self, session_id: &str, now: Instant) -> bool {
+        self.leases
+            .get(session_id)
+            .is_some_and(|(_, expires)| *expires > now)
+    }
+
+    /// Forgets idle sessions, then the least recently used ones beyond the bound.
+    /// Sessions with a live lease are kept: a turn is running on them.
+    fn evict(&mut self, limits: &MemoryStoreLimits, now: Instant) {
+        if let Some(ttl) = limits.idle_ttl {
+            let expired: Vec<String> = self
+                .recency
+                .values()
+                .map_while(|id| {
+                    let entry = self.sessions.get(id)?;
+                    (now.saturating_duration_since(entry.touched) > ttl).then(|| id.clone())
+                })
+                .filter(|id| !self.leased(id, now))
+                .collect();
+            for id in expired {
+                self.remove(&id);
+            }
+        }
+        if self.sessions.len() <= limits.max_sessions {
+            return;
+        }
+        let excess = self.sessions.len() - limits.max_sessions;
+        let victims: Vec<String> = self
+            .recency
+            .values()
+            .filter(|id| !self.leased(id, now))
+            .take(excess)
+            .cloned()
+            .collect();
+        for id in victims {
+            self.remove(&id);
+        }
+    }
+}
+
 #[async_trait]
 impl SessionStore for InMemorySessionStore {
     async fn load(
         &self,
         session_id: &str,
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let now = Instant::now();
         Ok(self
             .lock()
-            .sessions
-            .get(session_id)
-            .map(|(state, version)| Versioned {
-                value: state.clone(),
-                version: *version,
+            .touch(session_id, &self.limits, now)
+            .map(|entry| Versioned {
+                value: entry.state.clone(),
+                version: entry.version,
             }))
     }
 
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
+        let now = Instant::now();
         Ok(self
             .lock()
-            .turns
-            .get(&(key.session_id.clone(), key.turn_id.clone(), key.scenario))
-            .cloned())
+            .touch(&key.session_id, &self.limits, now)
+            .and_then(|entry| {
+                entry
+                    .turns
+                    .iter()
+                    .rev()
+                    .find(|turn| turn.turn_id == key.turn_id && turn.scenario == key.scenario)
+                    .cloned()
+            }))
     }
 
     async fn commit(
@@ -70,11 +219,11 @@ impl SessionStore for InMemorySessionStore {
         expected_version: Option<u64>,
         turn: &StoredTurn,
     ) -> Result<u64, OrchestratorError> {
+        let now = Instant::now();
         let mut inner = self.lock();
         let found = inner
-            .sessions
-            .get(&state.session_id)
-            .map(|(_, version)| *version);
+            .touch(&state.session_id, &self.limits, now)
+            .map(|entry| entry.version);
         if found != expected_version {
             return Err(OrchestratorError::Conflict {
                 session_id: state.session_id.clone(),
@@ -83,17 +232,32 @@ impl SessionStore for InMemorySessionStore {
             });
         }
         let version = found.map_or(1, |version| version + 1);
-        inner
-            .sessions
-            .insert(state.session_id.clone(), (state.clone(), version));
-        inner.turns.insert(
-            (
+        if let Some(entry) = inner.sessions.get_mut(&state.session_id) {
+            entry.state = state.clone();
+            entry.version = version;
+            entry
+                .turns
+                .retain(|kept| !(kept.turn_id == turn.turn_id && kept.scenario == turn.scenario));
+            entry.turns.push_back(turn.clone());
+            while entry.turns.len() > self.limits.max_turns_per_session {
+                entry.turns.pop_front();
+            }
+        } else {
+            inner.tick += 1;
+            let tick = inner.tick;
+            inner.recency.insert(tick, state.session_id.clone());
+            inner.sessions.insert(
                 state.session_id.clone(),
-                turn.turn_id.clone(),
-                turn.scenario,
-            ),
-            turn.clone(),
-        );
+                Entry {
+                    state: state.clone(),
+                    version,
+                    turns: VecDeque::from([turn.clone()]),
+                    tick,
+                    touched: now,
+                },
+            );
+            inner.evict(&self.limits, now);
+        }
         Ok(version)
     }
 
@@ -156,5 +320,117 @@ impl SessionStore for InMemorySessionStore {
             }
             _ => Ok(false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{ModelSettings, Scenario};
+
+    fn state(id: &str) -> SessionState {
+        SessionState::new(id, "QA", ModelSettings::default())
+    }
+
+    fn turn(turn_id: &str) -> StoredTurn {
+        StoredTurn {
+            turn_id: turn_id.into(),
+            scenario: Scenario::UserTurn,
+            envelope: serde_json::from_value(serde_json::json!({
+                "sessionId": "s", "turnId": turn_id, "kind": "empty",
+                "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}
+            }))
+            .unwrap(),
+        }
+    }
+
+    fn key(session: &str, turn_id: &str) -> TurnKey {
+        TurnKey {
+            session_id: session.into(),
+            turn_id: turn_id.into(),
+            scenario: Scenario::UserTurn,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_least_recently_used_session_is_evicted_beyond_the_bound() {
+        let store = InMemorySessionStore::with_limits(MemoryStoreLimits {
+            max_sessions: 2,
+            ..MemoryStoreLimits::default()
+        });
+        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
+        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        // Using `a` makes `b` the least recently used.
+        assert!(store.load("a").await.unwrap().is_some());
+        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        assert_eq!(store.session_count(), 2);
+        assert!(store.load("b").await.unwrap().is_none());
+        assert!(store.stored_turn(&key("b", "t1")).await.unwrap().is_none());
+        assert!(store.load("a").await.unwrap().is_some());
+        assert!(store.load("c").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_leased_session_is_not_evicted() {
+        let store = InMemorySessionStore::with_limits(MemoryStoreLimits {
+            max_sessions: 1,
+            ..MemoryStoreLimits::default()
+        });
+        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
+        assert!(
+            store
+                .acquire_lease("a", "me", Duration::from_secs(60))
+                .await
+                .unwrap()
+        );
+        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        assert!(store.load("a").await.unwrap().is_some(), "a turn runs on a");
+        // `b` went over the bound and was the only one that could go.
+        assert!(store.load("b").await.unwrap().is_none());
+        store.release_lease("a", "me").await.unwrap();
+        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        assert!(store.load("a").await.unwrap().is_none());
+        assert_eq!(store.session_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn idle_sessions_expire() {
+        let store = InMemorySessionStore::with_limits(MemoryStoreLimits {
+            idle_ttl: Some(Duration::ZERO),
+            ..MemoryStoreLimits::default()
+        });
+        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(store.load("a").await.unwrap().is_none());
+        assert_eq!(store.session_count(), 0);
+        // Committing another session sweeps expired ones too.
+        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        assert_eq!(store.session_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn only_the_last_turns_of_a_session_are_kept() {
+        let store = InMemorySessionStore::with_limits(MemoryStoreLimits {
+            max_turns_per_session: 2,
+            ..MemoryStoreLimits::default()
+        });
+        let mut version = None;
+        for t in ["t1", "t2", "t3"] {
+            version = Some(store.commit(&state("a"), version, &turn(t)).await.unwrap());
+        }
+        assert!(store.stored_turn(&key("a", "t1")).await.unwrap().is_none());
+        assert!(store.stored_turn(&key("a", "t2")).await.unwrap().is_some());
+        assert!(store.stored_turn(&key("a", "t3")).await.unwrap().is_some());
+        assert_eq!(version, Some(3));
+    }
+
+    #[test]
+    fn defaults_are_bounded() {
+        let limits = InMemorySessionStore::new().limits();
+        assert_eq!(limits.max_sessions, 10_000);
+        assert_eq!(limits.idle_ttl, Some(Duration::from_secs(3600)));
+        assert_eq!(limits.max_turns_per_session, 16);
     }
 }

@@ -18,9 +18,11 @@ use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 mod memory;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use memory::InMemorySessionStore;
+pub use memory::{InMemorySessionStore, MemoryStoreLimits};
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
 
 /// Atomic load and save of session and turn state.

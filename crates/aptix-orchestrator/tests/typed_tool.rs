@@ -1,0 +1,207 @@
+//! The typed server-tool helper: the schema comes from the argument type, good
+//! arguments reach the tool decoded, and bad ones go back to the model as the call's
+//! error without running the tool.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aptix_client::FakeProvider;
+use aptix_model::contract::{AgentExecuteRequest, Kind};
+use aptix_model::wire::Response;
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator, ServerTool, Typed, TypedTool};
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(Deserialize, JsonSchema)]
+struct GrepArgs {
+    /// The text to look for.
+    pattern: String,
+    /// At most this many hits.
+    max_results: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct GrepHits {
+    hits: Vec<String>,
+}
+
+struct Grep {
+    runs: AtomicUsize,
+}
+
+#[async_trait]
+impl TypedTool for Grep {
+    const NAME: &'static str = "grep";
+    type Args = GrepArgs;
+    type Output = GrepHits;
+    type Error = String;
+
+    fn description(&self) -> &str {
+        "Searches the workspace"
+    }
+
+    async fn call(&self, args: GrepArgs) -> Result<GrepHits, String> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if args.pattern.is_empty() {
+            return Err("the pattern is empty".into());
+        }
+        let n = args.max_results.unwrap_or(2) as usize;
+        Ok(GrepHits {
+            hits: (0..n)
+                .map(|i| format!("src/{i}.rs: {}", args.pattern))
+                .collect(),
+        })
+    }
+}
+
+fn grep() -> Arc<Typed<Grep>> {
+    Arc::new(Typed::new(Grep {
+        runs: AtomicUsize::new(0),
+    }))
+}
+
+fn call_then_answer(arguments: &str) -> Arc<FakeProvider> {
+    let provider = Arc::new(FakeProvider::new());
+    let call: Response = serde_json::from_value(json!({
+        "id": "resp_1", "status": "completed", "model": "m",
+        "output": [{"type": "function_call", "call_id": "call_1", "name": "grep",
+                    "arguments": arguments}]
+    }))
+    .unwrap();
+    let answer: Response = serde_json::from_value(json!({
+        "id": "resp_2", "status": "completed", "model": "m",
+        "output": [{"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Done."}]}]
+    }))
+    .unwrap();
+    provider.push_response(call).push_response(answer);
+    provider
+}
+
+/// The `output` of the `function_call_output` item the second request sent.
+async fn tool_output_sent(arguments: &str, tool: Arc<Typed<Grep>>) -> String {
+    let provider = call_then_answer(arguments);
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .server_tool(tool)
+            .build()
+            .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Find main"}"#,
+    )
+    .unwrap();
+    let envelope = orchestrator.execute(request).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let second = serde_json::to_value(&requests[1]).unwrap();
+    let item = second["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .unwrap()
+        .clone();
+    assert_eq!(item["call_id"], "call_1");
+    item["output"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_parameters_schema_is_derived_from_the_argument_type() {
+    let tool = grep();
+    assert_eq!(tool.name(), "grep");
+    let schema = tool.parameters();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["properties"]["pattern"]["type"], "string");
+    assert_eq!(
+        schema["properties"]["pattern"]["description"],
+        "The text to look for."
+    );
+    assert_eq!(schema["required"], json!(["pattern"]));
+    assert!(schema["properties"]["max_results"].is_object());
+    assert!(schema.get("$schema").is_none(), "{schema}");
+    // The provider receives it as the function tool's parameters.
+    let provider = Arc::new(FakeProvider::new());
+    let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+        .server_tool(tool)
+        .build()
+        .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Find main"}"#,
+    )
+    .unwrap();
+    let body = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(orchestrator.dry_run(&request))
+        .unwrap();
+    let body = serde_json::to_value(&body).unwrap();
+    let sent = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "grep")
+        .unwrap();
+    assert_eq!(sent["parameters"], schema);
+}
+
+#[tokio::test]
+async fn good_arguments_reach_the_tool_decoded_and_its_output_goes_back_as_json() {
+    let tool = grep();
+    let output =
+        tool_output_sent(r#"{"pattern": "fn main", "max_results": 1}"#, tool.clone()).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&output).unwrap(),
+        json!({"hits": ["src/0.rs: fn main"]})
+    );
+    assert_eq!(tool.inner().runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn bad_arguments_come_back_to_the_model_as_a_tool_error_naming_the_fault() {
+    let tool = grep();
+    let missing = error_text(&tool_output_sent(r#"{"max_results": 3}"#, tool.clone()).await);
+    assert!(
+        missing.starts_with("invalid arguments for grep: "),
+        "{missing}"
+    );
+    assert!(missing.contains("missing field `pattern`"), "{missing}");
+
+    let wrong_type = error_text(
+        &tool_output_sent(r#"{"pattern": "x", "max_results": "ten"}"#, tool.clone()).await,
+    );
+    assert!(wrong_type.contains("at `max_results`"), "{wrong_type}");
+    assert!(
+        wrong_type.contains("invalid type: string \"ten\", expected u32"),
+        "{wrong_type}"
+    );
+
+    let not_json = error_text(&tool_output_sent("{pattern:", tool.clone()).await);
+    assert!(
+        not_json.starts_with("invalid arguments for grep: "),
+        "{not_json}"
+    );
+
+    let trailing = error_text(&tool_output_sent(r#"{"pattern": "x"} extra"#, tool.clone()).await);
+    assert!(trailing.contains("trailing characters"), "{trailing}");
+
+    assert_eq!(
+        tool.inner().runs.load(Ordering::SeqCst),
+        0,
+        "the tool never ran on bad arguments"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_call_sends_the_tools_error_text() {
+    let output = tool_output_sent(r#"{"pattern": ""}"#, grep()).await;
+    assert_eq!(error_text(&output), "the pattern is empty");
+}
+
+/// The error message of a failed call's output (`{"error": "..."}`).
+fn error_text(output: &str) -> String {
+    let value: Value = serde_json::from_str(output).unwrap();
+    value["error"].as_str().unwrap().to_owned()
+}

@@ -1,0 +1,269 @@
+//! Aptix for Rust users: one import for turning a developer instruction into a
+//! `/v1/responses` call, with workspace context, tools and sessions.
+//!
+//! This crate re-exports what a library user needs from the layered crates
+//! (`aptix-model`, `aptix-client`, `aptix-rag`, `aptix-mapping`, `aptix-orchestrator`,
+//! and optionally `aptix-index` and `aptix-schema`), the way `tokio` and `axum` gather
+//! theirs. The layered crates stay importable one by one for code that needs only a
+//! part (a provider without the orchestrator, the mapping without a network).
+//!
+//! - [`Orchestrator`] runs turns: an AGN-034 [`AgentExecuteRequest`] in, an AGN-004
+//!   [`AgentExecuteResponse`] envelope out; [`OrchestratorConfig`] tunes it.
+//! - The seams, held as `Arc<dyn Trait>`: [`ResponsesProvider`] (answers
+//!   `/v1/responses`), [`Retriever`] (finds [`Chunk`]s for the `[CONTEXT]` block),
+//!   [`SessionStore`] ([`InMemorySessionStore`], `SqliteSessionStore`), and
+//!   [`ServerTool`] (a tool the orchestrator runs), most easily written as a
+//!   [`TypedTool`] with `serde` + `schemars` types and registered as [`Typed`].
+//! - [`macro@async_trait`] is re-exported, so implementing a seam needs no direct dependency
+//!   on it.
+//! - [`contract`] and [`wire`] hold the data types: the AGN-034/AGN-004 contracts and
+//!   the Responses API's own.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `http` | yes | [`OpenAiProvider`], [`ChatCompletionsProvider`], [`OpenAiConfig`] (reqwest, rustls) |
+//! | `sqlite` | no | `SqliteSessionStore`: sessions in one file (bundled SQLite, a C compile) |
+//! | `index` | no | `aptix::index`: the tantivy workspace index and its retriever (tree-sitter grammars, C compiles) |
+//! | `schema` | no | `aptix::schema`: seed 003, JSON of a given shape on any provider |
+//!
+//! The default is lean on purpose: reaching a model needs `http`; everything that
+//! compiles C (SQLite, tree-sitter) is asked for by name. Without `http` the crate is
+//! still whole: bring a provider of your own.
+//!
+//! # A provider of your own
+//!
+//! Implement [`ResponsesProvider::create`]; streaming comes from the trait's default,
+//! which streams the whole reply as its events.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix::wire::{CreateResponseRequest, Response};
+//! use aptix::{
+//!     AgentExecuteRequest, Capabilities, ClientError, InMemorySessionStore, Orchestrator,
+//!     ProviderResponse, ReplyMeta, ResponsesProvider, StreamDelta, async_trait,
+//! };
+//!
+//! /// Answers every request with the same sentence.
+//! struct Canned;
+//!
+//! #[async_trait]
+//! impl ResponsesProvider for Canned {
+//!     async fn create(
+//!         &self,
+//!         _request: &CreateResponseRequest,
+//!     ) -> Result<ProviderResponse, ClientError> {
+//!         let response: Response = serde_json::from_str(
+//!             r#"{"id": "resp_1", "status": "completed", "model": "canned",
+//!                 "output": [{"type": "message", "role": "assistant",
+//!                             "content": [{"type": "output_text", "text": "Always this."}]}]}"#,
+//!         )
+//!         .map_err(|error| ClientError::Config {
+//!             field: "canned reply".into(),
+//!             reason: error.to_string(),
+//!         })?;
+//!         Ok(ProviderResponse::new(response, ReplyMeta::synthetic()))
+//!     }
+//!
+//!     fn capabilities(&self) -> Capabilities {
+//!         Capabilities::default()
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let orchestrator =
+//!     Orchestrator::builder(Arc::new(Canned), Arc::new(InMemorySessionStore::new())).build()?;
+//! let request = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Anything"}"#,
+//! )?;
+//! // `create` only, yet the turn streams: the default `stream` plays the whole reply.
+//! let mut finished = false;
+//! let mut sink = |delta: &StreamDelta| finished |= matches!(delta, StreamDelta::Done { .. });
+//! let envelope = orchestrator.execute_streaming(request, &mut sink).await?;
+//! assert!(finished);
+//! assert_eq!(envelope.text.as_deref(), Some("Always this."));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # A typed server tool
+//!
+//! Arguments and output are Rust types; the arguments' JSON schema is derived, and
+//! arguments that do not decode go back to the model as the call's error (naming the
+//! field at fault) without running the tool. [`schemars`] is re-exported so that its
+//! version matches this crate's.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix::wire::Response;
+//! use aptix::{
+//!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Orchestrator, ServerTool,
+//!     Typed, TypedTool, async_trait,
+//! };
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     /// The numbers to add.
+//!     numbers: Vec<i64>,
+//! }
+//!
+//! #[derive(Serialize)]
+//! struct Sum {
+//!     sum: i64,
+//! }
+//!
+//! struct Add;
+//!
+//! #[async_trait]
+//! impl TypedTool for Add {
+//!     const NAME: &'static str = "add";
+//!     type Args = AddArgs;
+//!     type Output = Sum;
+//!     type Error = String;
+//!
+//!     fn description(&self) -> &str {
+//!         "Adds numbers exactly"
+//!     }
+//!
+//!     async fn call(&self, args: AddArgs) -> Result<Sum, String> {
+//!         args.numbers
+//!             .iter()
+//!             .try_fold(0i64, |sum, n| sum.checked_add(*n))
+//!             .map(|sum| Sum { sum })
+//!             .ok_or_else(|| "the sum overflows i64".to_owned())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let add = Arc::new(Typed::new(Add));
+//! assert_eq!(add.parameters()["required"], serde_json::json!(["numbers"]));
+//!
+//! // The model calls the tool once, then answers.
+//! let provider = Arc::new(FakeProvider::new());
+//! provider
+//!     .push_response(serde_json::from_str::<Response>(
+//!         r#"{"id": "resp_1", "status": "completed", "output": [{"type": "function_call",
+//!             "call_id": "call_1", "name": "add", "arguments": "{\"numbers\": [2, 40]}"}]}"#,
+//!     )?)
+//!     .push_response(serde_json::from_str::<Response>(
+//!         r#"{"id": "resp_2", "status": "completed", "output": [{"type": "message",
+//!             "role": "assistant", "content": [{"type": "output_text", "text": "42"}]}]}"#,
+//!     )?);
+//! let orchestrator =
+//!     Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+//!         .server_tool(add)
+//!         .build()?;
+//! let request = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "What is 2 + 40?"}"#,
+//! )?;
+//! let envelope = orchestrator.execute(request).await?;
+//! assert_eq!(envelope.text.as_deref(), Some("42"));
+//! let second = serde_json::to_string(&provider.requests()[1])?;
+//! assert!(second.contains(r#""output":"{\"sum\":42}""#), "{second}");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # A streamed turn
+//!
+//! Text deltas reach the sink as they arrive; the envelope at the end is the one a
+//! non-streaming call gives. [`FakeProvider`] plays a scripted stream, offline.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use aptix::wire::StreamEvent;
+//! use aptix::{
+//!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Kind, Orchestrator,
+//!     StreamDelta,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let provider = Arc::new(FakeProvider::new());
+//! provider.push_events([
+//!     r#"{"type": "response.created", "sequence_number": 0,
+//!         "response": {"id": "resp_1", "status": "in_progress", "output": []}}"#,
+//!     r#"{"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1",
+//!         "output_index": 0, "content_index": 0, "delta": "Hel"}"#,
+//!     r#"{"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_1",
+//!         "output_index": 0, "content_index": 0, "delta": "lo."}"#,
+//!     r#"{"type": "response.completed", "sequence_number": 3,
+//!         "response": {"id": "resp_1", "status": "completed", "model": "gpt-test",
+//!                      "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+//!                                  "content": [{"type": "output_text", "text": "Hello."}]}]}}"#,
+//! ]
+//! .into_iter()
+//! .map(StreamEvent::from_json)
+//! .collect::<Result<Vec<_>, _>>()?);
+//!
+//! let orchestrator =
+//!     Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new())).build()?;
+//! let request = AgentExecuteRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Say hello"}"#,
+//! )?;
+//! let mut text = String::new();
+//! let mut sink = |delta: &StreamDelta| {
+//!     if let StreamDelta::TextDelta { text: piece, .. } = delta {
+//!         text.push_str(piece);
+//!     }
+//! };
+//! let envelope = orchestrator.execute_streaming(request, &mut sink).await?;
+//! assert_eq!(text, "Hello.");
+//! assert_eq!(envelope.kind, Kind::Ok);
+//! assert_eq!(envelope.text.as_deref(), Some("Hello."));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **Architecture invariant:** re-exports only; no code of its own beyond this page, so
+//! a name here is the layered crate's name and behaves the same.
+
+pub use async_trait::async_trait;
+
+pub use aptix_model::contract;
+pub use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, RequestRejection,
+};
+pub use aptix_model::wire;
+
+pub use aptix_mapping::StreamDelta;
+
+pub use aptix_client::{
+    Capabilities, ClientError, EventStream, FakeProvider, ProviderResponse, ReplyMeta,
+    ResponsesProvider,
+};
+#[cfg(feature = "http")]
+pub use aptix_client::{ChatCompletionsProvider, OpenAiConfig, OpenAiProvider};
+
+pub use aptix_rag::{
+    Chunk, ChunkId, LineSpan, RagError, Retrieval, RetrievalQuery, Retriever, ScoredChunk,
+};
+
+#[cfg(feature = "sqlite")]
+pub use aptix_orchestrator::SqliteSessionStore;
+pub use aptix_orchestrator::{
+    ClientTool, CompletedCall, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode,
+    ModelSettings, Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError,
+    PendingCall, PendingToolCalls, Scenario, ServerTool, SessionState, SessionStore, StoredTurn,
+    TurnKey, Typed, TypedTool, Versioned,
+};
+
+/// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
+pub use schemars;
+
+/// The embedded workspace index (`aptix-index`): a tantivy index of the workspace's
+/// code and its [`Retriever`] implementation.
+#[cfg(feature = "index")]
+pub use aptix_index as index;
+
+/// Seed 003 (`aptix-schema`): JSON of a given shape on any provider.
+#[cfg(feature = "schema")]
+pub use aptix_schema as schema;
