@@ -16,3 +16,4 @@ mod inspect;
 mod schema;
 mod serve;
 mod support;
+mod tools_e2e;
