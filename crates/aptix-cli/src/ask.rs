@@ -23,6 +23,7 @@ use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
 use aptix_orchestrator::{Orchestrator, OrchestratorBuilder, OrchestratorError, SessionStore};
 use aptix_rag::Retriever;
+use base64::Engine as _;
 use serde_json::json;
 use tokio::runtime::Runtime;
 
@@ -34,6 +35,95 @@ use crate::session::{
     ConfiguredStore, new_session_id, new_turn_id, open_store, open_store_for_dry_run,
 };
 use crate::{index, workspace};
+
+/// The AGN-034 user turn: the instruction, the attached files and images (`--file`,
+/// `--image`, read here and sent inline, paths relative to the workspace when inside
+/// it) and the retrieval scope (`--scope`). The orchestrator validates it like any
+/// client's request.
+fn turn_json(
+    session_id: &str,
+    instruction: &str,
+    args: &AskArgs,
+    workspace: &Path,
+) -> Result<serde_json::Value, anyhow::Error> {
+    let mut turn = json!({
+        "sessionId": session_id,
+        "turnId": new_turn_id(),
+        "instruction": instruction,
+    });
+    if !args.files.is_empty() {
+        let mut files = Vec::new();
+        for path in &args.files {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("could not read --file {}", path.display()))?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                usage(format!(
+                    "--file {} is not UTF-8 text; attach images with --image",
+                    path.display()
+                ))
+            })?;
+            files.push(json!({"path": shown_path(path, workspace), "content": text}));
+        }
+        turn["files"] = json!(files);
+    }
+    if !args.images.is_empty() {
+        let mut images = Vec::new();
+        for path in &args.images {
+            let media_type = image_media_type(path).ok_or_else(|| {
+                usage(format!(
+                    "--image {} is not a PNG, JPEG, GIF or WebP file (by its extension)",
+                    path.display()
+                ))
+            })?;
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("could not read --image {}", path.display()))?;
+            images.push(json!({
+                "path": shown_path(path, workspace),
+                "contentBase64": base64::engine::general_purpose::STANDARD.encode(bytes),
+                "mediaType": media_type,
+            }));
+        }
+        turn["images"] = json!(images);
+    }
+    if !args.scopes.is_empty() {
+        let conditions = args
+            .scopes
+            .iter()
+            .map(|text| crate::search::parse_scope(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        turn["ragScope"] = json!({ "conditions": conditions });
+    }
+    Ok(turn)
+}
+
+/// The path an attachment is shown under: relative to the workspace when inside it
+/// (AGN-034 paths are relative), else its file name.
+fn shown_path(path: &Path, workspace: &Path) -> String {
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let relative = absolute
+        .strip_prefix(&root)
+        .ok()
+        .map(Path::to_path_buf)
+        .or_else(|| absolute.file_name().map(std::path::PathBuf::from))
+        .unwrap_or_else(|| path.to_path_buf());
+    relative
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn image_media_type(path: &Path) -> Option<&'static str> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        _ => return None,
+    })
+}
 
 /// Runs `aptix ask`; returns the exit code.
 pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
@@ -47,11 +137,12 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         "settings in force"
     );
     let session_id = args.session.clone().unwrap_or_else(new_session_id);
-    let request = AgentExecuteRequest::from_json_value(&json!({
-        "sessionId": session_id,
-        "turnId": new_turn_id(),
-        "instruction": instruction,
-    }))
+    let request = AgentExecuteRequest::from_json_value(&turn_json(
+        &session_id,
+        &instruction,
+        args,
+        &workspace,
+    )?)
     .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
 
     if let Some(path) = &args.schema {

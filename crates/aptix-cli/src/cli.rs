@@ -76,6 +76,19 @@ pub(crate) struct AskArgs {
     #[arg(long)]
     pub(crate) no_stream: bool,
 
+    /// Attach a text file to the turn, sent as context with its path (repeatable)
+    #[arg(long = "file", value_name = "PATH")]
+    pub(crate) files: Vec<PathBuf>,
+
+    /// Attach an image (PNG, JPEG, GIF or WebP), sent inline (repeatable)
+    #[arg(long = "image", value_name = "PATH")]
+    pub(crate) images: Vec<PathBuf>,
+
+    /// Limit retrieved context to chunks matching `KEY OP VALUE[,VALUE...]`, e.g.
+    /// 'path contains crates/' or 'kind == source' (repeatable; all must hold)
+    #[arg(long = "scope", value_name = "CONDITION")]
+    pub(crate) scopes: Vec<String>,
+
     /// Do not offer the model the built-in tools (search_code, read_file, list_files);
     /// the same as `--tools false`
     #[arg(long, conflicts_with = "tools")]

@@ -8,6 +8,7 @@
 //! 127.0.0.1 only.
 
 mod ask_e2e;
+mod attachments;
 mod config_errors;
 mod dry_run;
 mod faults;

@@ -1,0 +1,104 @@
+//! `aptix ask --file`, `--image` and `--scope`, seen in the dry-run body: the text file
+//! travels as context with its workspace path, the image as an inline input image, and
+//! the scope keeps retrieved chunks to what it names.
+
+use serde_json::Value;
+
+use crate::support::{Sandbox, code, stderr, stdout_json};
+
+#[test]
+fn files_images_and_scope_reach_the_body() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("notes/plan.md", "The plan: rename the fold.\n");
+    sandbox.write_workspace_file(
+        "src/fold.rs",
+        "pub fn fold_events() -> usize { 1 }\n// the fold of events\n",
+    );
+    sandbox.write_workspace_file(
+        "docs/fold.md",
+        "# The fold\nThe fold of events is described here.\n",
+    );
+    let image = sandbox.workspace.path().join("shot.png");
+    std::fs::write(&image, [0x89, b'P', b'N', b'G', 0, 1, 2, 3]).unwrap();
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--workspace",
+            &sandbox.workspace_arg(),
+        ])
+        .args(["--file", "notes/plan.md", "--image", "shot.png"])
+        .args(["--scope", "path contains src/"])
+        .arg("How does the fold of events work?")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let body = stdout_json(&output);
+    let text = body.to_string();
+    assert!(text.contains("notes/plan.md"), "the file's path is shown");
+    assert!(
+        text.contains("The plan: rename the fold."),
+        "the file's content is sent"
+    );
+    assert!(
+        text.contains("src/fold.rs"),
+        "retrieval still runs within the scope"
+    );
+    assert!(
+        !text.contains("docs/fold.md"),
+        "a chunk outside the scope was sent"
+    );
+    let images: Vec<&Value> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter(|part| part["type"] == "input_image")
+        .collect();
+    assert_eq!(images.len(), 1, "{body:#}");
+    assert!(
+        images[0]["image_url"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("data:image/png;base64,iVBORw")),
+        "{}",
+        images[0]
+    );
+}
+
+#[test]
+fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.workspace.path().join("blob.bin"),
+        [0xff, 0xfe, 0x00],
+    )
+    .unwrap();
+    for (args, expected) in [
+        (vec!["--file", "missing.md"], "--file missing.md"),
+        (vec!["--file", "blob.bin"], "not UTF-8"),
+        (vec!["--image", "blob.bin"], "--image blob.bin"),
+        (vec!["--scope", "path resembles src"], "--scope"),
+    ] {
+        let output = sandbox
+            .aptix()
+            .args([
+                "ask",
+                "--dry-run",
+                "--no-tools",
+                "--workspace",
+                &sandbox.workspace_arg(),
+            ])
+            .args(&args)
+            .arg("question")
+            .output()
+            .unwrap();
+        assert_ne!(code(&output), 0, "{args:?}");
+        assert!(
+            stderr(&output).contains(expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
