@@ -189,6 +189,8 @@ impl IntoResponse for ApiError {
             self.json(),
         )
             .into_response();
+        // Read by the metrics layer, which counts errors by code.
+        response.extensions_mut().insert(self.code);
         let headers = response.headers_mut();
         match self.code {
             ErrorCode::OverCapacity => {

@@ -11,9 +11,9 @@ use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{Next, from_fn};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -26,6 +26,7 @@ use tracing::Instrument as _;
 
 use crate::config::ServerConfig;
 use crate::error::{ApiError, ErrorCode, ServerError};
+use crate::metrics::{self, Metrics};
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -54,6 +55,8 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}", get(session))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .layer(from_fn_with_state(state.clone(), count_request))
         .with_state(state)
         .layer(from_fn(request_id))
 }
@@ -101,6 +104,23 @@ async fn request_id(mut request: Request, next: Next) -> Response {
     let mut response = next.run(request).instrument(span).await;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// Counts the request by route template (never the concrete path, which may hold a
+/// session id), method and status, and an error response by its code.
+async fn count_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let metrics = &state.config.metrics;
+    metrics.request(&route, method.as_str(), response.status().as_u16());
+    if let Some(code) = response.extensions().get::<ErrorCode>() {
+        metrics.response_error(*code);
     }
     response
 }
@@ -252,6 +272,7 @@ fn spawn_turn(
 ) -> tokio::task::JoinHandle<Outcome> {
     let orchestrator = Arc::clone(&state.orchestrator);
     let deadline = state.config.turn_timeout;
+    let metrics = state.config.metrics.clone();
     tokio::spawn(async move {
         let Turn { request, permit } = turn;
         let run = async {
@@ -266,8 +287,11 @@ fn spawn_turn(
                 None => orchestrator.execute(request).await,
             }
         };
-        let outcome = match tokio::time::timeout(deadline, run).await {
-            Ok(Ok(envelope)) => Ok(envelope),
+        let outcome = match metrics.turn(tokio::time::timeout(deadline, run)).await {
+            Ok(Ok(envelope)) => {
+                metrics.envelope(&envelope);
+                Ok(envelope)
+            }
             Ok(Err(error)) => Err(ApiError::from_orchestrator(error, &request_id)),
             Err(_) => Err(ApiError::new(
                 ErrorCode::TurnTimeout,
@@ -303,6 +327,7 @@ fn stream_turn(
 ) -> Sse<impl tokio_stream::Stream<Item = Result<Event, Infallible>>> {
     let (sender, receiver) = mpsc::unbounded_channel();
     let handle = spawn_turn(&state, turn, request_id.clone(), Some(sender));
+    let metrics = state.config.metrics.clone();
     let deltas = UnboundedReceiverStream::new(receiver).map(|delta| {
         Ok(Event::default()
             .event("delta")
@@ -315,15 +340,21 @@ fn stream_turn(
             Ok(Ok(envelope)) => Event::default()
                 .event("envelope")
                 .data(serde_json::to_string(&envelope).unwrap_or_default()),
-            Ok(Err(error)) => Event::default().event("error").data(error.json()),
-            Err(join) => Event::default().event("error").data(
-                ApiError::new(
-                    ErrorCode::Internal,
-                    format!("the turn's task failed: {join}"),
-                    &request_id,
+            Ok(Err(error)) => {
+                metrics.response_error(error.code);
+                Event::default().event("error").data(error.json())
+            }
+            Err(join) => {
+                metrics.response_error(ErrorCode::Internal);
+                Event::default().event("error").data(
+                    ApiError::new(
+                        ErrorCode::Internal,
+                        format!("the turn's task failed: {join}"),
+                        &request_id,
+                    )
+                    .json(),
                 )
-                .json(),
-            ),
+            }
         };
         Ok(event)
     });
@@ -404,4 +435,15 @@ async fn readyz(State(state): State<AppState>, request: Request) -> Response {
         )
         .into_response(),
     }
+}
+
+/// `GET /metrics`: Prometheus (OpenMetrics) text; behind the bearer token when tokens are
+/// configured.
+async fn metrics_text(State(state): State<AppState>, request: Request) -> Response {
+    let request_id = id_of(&request);
+    if let Err(error) = authorize(&state, request.headers(), &request_id) {
+        return error.into_response();
+    }
+    let text = Metrics::encode(&state.config.metrics);
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
