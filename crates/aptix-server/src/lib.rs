@@ -10,7 +10,8 @@
 //! shows a stored session; `GET /healthz` and `GET /readyz` are for orchestrators of
 //! processes; `GET /metrics` serves Prometheus (OpenMetrics) text from [`Metrics`], with
 //! provider time and orchestration overhead when the provider is wrapped in
-//! [`TimedProvider`].
+//! [`TimedProvider`]; `GET /openapi.json` serves the OpenAPI document
+//! ([`openapi_json`], committed as `docs/openapi.json`).
 //!
 //! Handlers translate HTTP to orchestrator calls and back: validation stays in
 //! `aptix-model`, the turn in `aptix-orchestrator`. Every error has one JSON shape,
@@ -61,9 +62,11 @@
 mod config;
 mod error;
 mod metrics;
+mod openapi;
 mod routes;
 
 pub use config::{ServerConfig, Tokens};
 pub use error::{ErrorCode, ServerError};
 pub use metrics::{Metrics, TimedProvider};
+pub use openapi::openapi_json;
 pub use routes::{router, serve};

@@ -687,3 +687,21 @@ async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
     );
     assert_eq!(sample(&text, "aptix_turns_in_flight", &[]), Some(0.0));
 }
+
+#[tokio::test]
+async fn the_openapi_document_is_served_without_a_token() {
+    let config = ServerConfig {
+        tokens: Tokens::from_lines("secret-token-123\n"),
+        ..ServerConfig::default()
+    };
+    let server = start(Arc::new(FakeProvider::new()), config).await;
+    let response = server
+        .client
+        .get(format!("{}/openapi.json", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), aptix_server::openapi_json());
+}
