@@ -33,7 +33,7 @@ fn main() -> Result<()> {
         #[cfg(feature = "serve-bench")]
         Some("serve-bench-run") => serve_bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|serve-bench [seconds per run]>");
+            eprintln!("usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse]>");
             eprintln!(
                 "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"
             );

@@ -291,7 +291,7 @@ fn inner_overhead(metrics: &Metrics) -> Option<f64> {
     (count > 0.0).then(|| sum / count * 1000.0)
 }
 
-async fn bench(duration: Duration) -> Result<()> {
+async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
     let provider = provider()?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
@@ -309,6 +309,9 @@ async fn bench(duration: Duration) -> Result<()> {
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
     let mut overheads = Vec::new();
     for mode in [Mode::Json, Mode::Streamed] {
+        if only.is_some_and(|only| only != mode.name()) {
+            continue;
+        }
         // The fake answers with exactly what the service answered.
         let (probe, _) = start_aptix(Arc::clone(&provider)).await?;
         let answer = request(&client, &probe, mode).send().await?;
@@ -364,7 +367,8 @@ async fn bench(duration: Duration) -> Result<()> {
 }
 
 /// Runs the benchmark (the optimised build: `cargo xtask serve-bench` re-runs xtask in
-/// release mode with this feature).
+/// release mode with this feature). Arguments: seconds per run (default 2), then
+/// optionally `json` or `sse` to run one mode only (for a profiler).
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let seconds: f64 = match args.first() {
         Some(value) => value
@@ -377,5 +381,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(bench(Duration::from_secs_f64(seconds)))
+    let only = args.get(1).map(String::as_str);
+    if only.is_some_and(|only| only != "json" && only != "sse") {
+        bail!("the mode must be json or sse");
+    }
+    runtime.block_on(bench(Duration::from_secs_f64(seconds), only))
 }
