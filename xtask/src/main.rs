@@ -1,12 +1,15 @@
 //! Project automation. `cargo xtask ci` runs everything CI checks, in the order that
 //! fails fastest: formatting, lints, layering, unused dependencies, tests, doc tests,
-//! docs.
+//! docs. `cargo xtask serve-bench` measures the HTTP service under load.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+
+#[cfg(feature = "serve-bench")]
+mod serve_bench;
 
 /// Crates that must stay pure: no network stack and no async runtime underneath.
 const CORE_CRATES: &[&str] = &[
@@ -26,12 +29,18 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("layering") => layering(),
+        Some("serve-bench") => serve_bench(&args[1..]),
+        #[cfg(feature = "serve-bench")]
+        Some("serve-bench-run") => serve_bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering>");
+            eprintln!("usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse]>");
             eprintln!(
                 "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"
             );
             eprintln!("  layering  check that core crates pull in no network stack or runtime");
+            eprintln!(
+                "  serve-bench  load on the HTTP service beside a fake answering the same bytes (release build)"
+            );
             bail!("unknown or missing task")
         }
     }
@@ -69,6 +78,24 @@ fn ci() -> Result<()> {
         .env("RUSTDOCFLAGS", "-D warnings"))?;
     eprintln!("xtask: ci passed in {:.0?}", started.elapsed());
     Ok(())
+}
+
+/// Re-runs xtask optimised, with the service built in, to measure it: a debug build's
+/// figures would say nothing about the service.
+fn serve_bench(args: &[String]) -> Result<()> {
+    run(Command::new(cargo_bin())
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            "xtask",
+            "--features",
+            "serve-bench",
+            "--",
+            "serve-bench-run",
+        ])
+        .args(args))
 }
 
 /// rust-analyzer's rule: CI fails when a banned dependency shows up under a crate.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use aptix_orchestrator::{Orchestrator, SessionStore};
-use aptix_server::{ServerConfig, Tokens, router, serve};
+use aptix_server::{Metrics, ServerConfig, TimedProvider, Tokens, router, serve};
 use clap::Args;
 use tokio::runtime::Runtime;
 
@@ -76,7 +76,13 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
             args.listen
         )));
     }
-    let provider = provider(&settings, env)?;
+    // Provider calls are timed into the service's metrics (provider latency, and each
+    // turn's orchestration overhead: its time minus the time waiting on the provider).
+    let metrics = Metrics::new();
+    let provider: Arc<dyn aptix_client::ResponsesProvider> = Arc::new(TimedProvider::new(
+        provider(&settings, env)?,
+        metrics.clone(),
+    ));
     let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
         Arc::new(open_store(&workspace)?),
         settings.clone(),
@@ -91,6 +97,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         body_limit: args.body_limit,
         max_concurrent_turns: args.max_concurrent_turns,
         turn_timeout: args.turn_timeout.0,
+        metrics,
         ..ServerConfig::default()
     };
     let authenticated = !config.tokens.is_empty();

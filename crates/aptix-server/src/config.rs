@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use subtle::ConstantTimeEq;
 
+use crate::metrics::Metrics;
+
 /// Bearer tokens accepted by the service. Compared in constant time; never shown by
 /// `Debug`, logs or errors.
 #[derive(Clone, Default)]
@@ -74,6 +76,10 @@ pub struct ServerConfig {
     pub turn_timeout: Duration,
     /// How often a streamed response sends a heartbeat comment (default 15 s).
     pub heartbeat: Duration,
+    /// Where `GET /metrics` reads from (default a fresh registry). Give the same one to
+    /// [`TimedProvider`](crate::TimedProvider) to get provider time and orchestration
+    /// overhead.
+    pub metrics: Metrics,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +90,7 @@ impl Default for ServerConfig {
             max_concurrent_turns: 64,
             turn_timeout: Duration::from_secs(600),
             heartbeat: Duration::from_secs(15),
+            metrics: Metrics::new(),
         }
     }
 }

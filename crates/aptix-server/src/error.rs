@@ -7,7 +7,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// Every cause of an error response, with its stable snake_case code and status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorCode {
     /// `400 invalid_request`: the body broke AGN-034 (every violation listed), or is not
@@ -36,6 +37,7 @@ pub enum ErrorCode {
     /// `504 turn_timeout`: the turn ran past the deadline.
     TurnTimeout,
     /// `500 internal_error`: anything else; the message says what.
+    #[serde(rename = "internal_error")]
     Internal,
 }
 
@@ -103,26 +105,39 @@ pub(crate) struct ApiError {
     pub(crate) violations: Vec<Violation>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Inner<'a>,
+/// The body of every error response (and the data of an SSE `error` event).
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub(crate) struct ErrorBody {
+    /// What went wrong.
+    error: ErrorDetail,
 }
 
-#[derive(Serialize)]
+/// What went wrong.
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Inner<'a> {
-    code: &'static str,
-    message: &'a str,
-    request_id: &'a str,
+pub(crate) struct ErrorDetail {
+    /// The stable code of the cause; its status is fixed (see the responses).
+    code: ErrorCode,
+    /// What happened, for a person.
+    message: String,
+    /// The request's `x-request-id`.
+    request_id: String,
+    /// Every AGN-034 violation; on `400 invalid_request` only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    violations: Option<Vec<ViolationJson<'a>>>,
+    violations: Option<Vec<ViolationJson>>,
 }
 
-#[derive(Serialize)]
-struct ViolationJson<'a> {
-    path: &'a str,
+/// One AGN-034 violation.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Violation)]
+pub(crate) struct ViolationJson {
+    /// Where, as a JSON path into the request (`sessionId`, `toolResults[0].resultJson`).
+    path: String,
+    /// The rule broken (`ViolationCode`, snake_case).
     rule: &'static str,
-    message: &'a str,
+    /// What is wrong, for a person.
+    message: String,
 }
 
 impl ApiError {
@@ -137,18 +152,18 @@ impl ApiError {
 
     /// The JSON text of the body (also the data of an SSE `error` event).
     pub(crate) fn json(&self) -> String {
-        let body = Body {
-            error: Inner {
-                code: self.code.as_str(),
-                message: &self.message,
-                request_id: &self.request_id,
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message.clone(),
+                request_id: self.request_id.clone(),
                 violations: (self.code == ErrorCode::InvalidRequest).then(|| {
                     self.violations
                         .iter()
                         .map(|violation| ViolationJson {
-                            path: &violation.path,
+                            path: violation.path.clone(),
                             rule: violation.code.as_str(),
-                            message: &violation.message,
+                            message: violation.message.clone(),
                         })
                         .collect()
                 }),
@@ -189,6 +204,8 @@ impl IntoResponse for ApiError {
             self.json(),
         )
             .into_response();
+        // Read by the metrics layer, which counts errors by code.
+        response.extensions_mut().insert(self.code);
         let headers = response.headers_mut();
         match self.code {
             ErrorCode::OverCapacity => {
@@ -200,5 +217,34 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_serialise_as_their_codes() {
+        for code in [
+            ErrorCode::InvalidRequest,
+            ErrorCode::ToolResultsMismatch,
+            ErrorCode::Unauthorized,
+            ErrorCode::UnknownSession,
+            ErrorCode::SessionBusy,
+            ErrorCode::NothingPending,
+            ErrorCode::SessionConflict,
+            ErrorCode::BodyTooLarge,
+            ErrorCode::UnsupportedMediaType,
+            ErrorCode::OverCapacity,
+            ErrorCode::StoreUnavailable,
+            ErrorCode::TurnTimeout,
+            ErrorCode::Internal,
+        ] {
+            assert_eq!(
+                serde_json::to_value(code).ok(),
+                Some(serde_json::Value::from(code.as_str()))
+            );
+        }
     }
 }

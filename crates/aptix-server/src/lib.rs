@@ -8,7 +8,10 @@
 //! data is what the JSON path returns for the same replies, or one `event: error`;
 //! comment heartbeats keep idle proxies from cutting a long turn). `GET /v1/sessions/{id}`
 //! shows a stored session; `GET /healthz` and `GET /readyz` are for orchestrators of
-//! processes.
+//! processes; `GET /metrics` serves Prometheus (OpenMetrics) text from [`Metrics`], with
+//! provider time and orchestration overhead when the provider is wrapped in
+//! [`TimedProvider`]; `GET /openapi.json` serves the OpenAPI document
+//! ([`openapi_json`], committed as `docs/openapi.json`).
 //!
 //! Handlers translate HTTP to orchestrator calls and back: validation stays in
 //! `aptix-model`, the turn in `aptix-orchestrator`. Every error has one JSON shape,
@@ -24,8 +27,8 @@
 //!   wasted and the session's lease to expire; finishing keeps the session consistent
 //!   and the retry free.
 //! - **Bearer tokens** are compared in constant time and never logged; with tokens
-//!   configured every `/v1/*` route requires one, while `/healthz` and `/readyz` stay
-//!   open.
+//!   configured every `/v1/*` route and `/metrics` require one, while `/healthz` and
+//!   `/readyz` stay open.
 //! - **Limits**: a body limit (`413`), a limit on turns in flight (`503` with
 //!   `Retry-After`), a per-turn deadline (`504`).
 //!
@@ -58,8 +61,12 @@
 
 mod config;
 mod error;
+mod metrics;
+mod openapi;
 mod routes;
 
 pub use config::{ServerConfig, Tokens};
 pub use error::{ErrorCode, ServerError};
+pub use metrics::{Metrics, TimedProvider};
+pub use openapi::openapi_json;
 pub use routes::{router, serve};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use aptix_client::{Capabilities, ClientError, FakeProvider, ProviderResponse, ResponsesProvider};
 use aptix_model::wire::{CreateResponseRequest, Response};
 use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
-use aptix_server::{ServerConfig, Tokens, router, serve};
+use aptix_server::{Metrics, ServerConfig, TimedProvider, Tokens, router, serve};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -440,4 +440,268 @@ async fn shutdown_lets_the_turn_in_flight_finish() {
         .await
         .expect("the server stops once the turn is done")
         .unwrap();
+}
+
+/// The value of the sample `name{labels}` in OpenMetrics text, labels in any order.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let (metric, rest) = series.split_once('{').unwrap_or((series, "}"));
+        if metric != name {
+            return None;
+        }
+        let rest = rest.strip_suffix('}')?;
+        let found: Vec<&str> = rest.split(',').filter(|pair| !pair.is_empty()).collect();
+        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        (found.len() == wanted.len() && wanted.iter().all(|w| found.contains(&w.as_str())))
+            .then(|| value.parse().ok())
+            .flatten()
+    })
+}
+
+#[tokio::test]
+async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the_token() {
+    let fake = Arc::new(FakeProvider::new());
+    let mut answered = text_response("resp_1", "Hello!");
+    answered.usage = serde_json::from_value(json!({
+        "input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
+        "input_tokens_details": {"cached_tokens": 4},
+        "output_tokens_details": {"reasoning_tokens": 2}
+    }))
+    .unwrap();
+    fake.push_response(answered);
+    fake.push_response(
+        serde_json::from_value(json!({
+            "id": "resp_2", "status": "failed", "model": "m", "output": [],
+            "error": {"code": "server_error", "message": "the model fell over"}
+        }))
+        .unwrap(),
+    );
+    let metrics = Metrics::new();
+    let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
+    let config = ServerConfig {
+        tokens: Tokens::from_lines("metrics-secret-77\n"),
+        metrics,
+        ..ServerConfig::default()
+    };
+    let server = start(provider, config).await;
+    let auth = "Bearer metrics-secret-77";
+
+    let unauthorized = server
+        .client
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status(), 401);
+
+    let ok = server
+        .post(&turn("s-secret-session", "t1"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let failed: Value = server
+        .post(&turn("s2", "t1"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(failed["kind"], "error");
+    let error_code = failed["errorCode"].as_str().unwrap().to_owned();
+    let wrong_type = server
+        .client
+        .post(format!("{}/v1/agent/execute", server.base))
+        .header("authorization", auth)
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_type.status(), 415);
+    let session = server
+        .client
+        .get(format!("{}/v1/sessions/s-secret-session", server.base))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status(), 200);
+
+    let response = server
+        .client
+        .get(format!("{}/metrics", server.base))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = response.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let execute = |status: &'static str| {
+        [
+            ("route", "/v1/agent/execute"),
+            ("method", "POST"),
+            ("status", status),
+        ]
+    };
+    assert_eq!(
+        sample(&text, "aptix_http_requests_total", &execute("200")),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(&text, "aptix_http_requests_total", &execute("415")),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_http_requests_total",
+            &[("route", "/metrics"), ("method", "GET"), ("status", "401")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_http_requests_total",
+            &[
+                ("route", "/v1/sessions/{id}"),
+                ("method", "GET"),
+                ("status", "200")
+            ]
+        ),
+        Some(1.0)
+    );
+    for (kind, count) in [
+        ("input", 10.0),
+        ("output", 3.0),
+        ("cached", 4.0),
+        ("reasoning", 2.0),
+    ] {
+        assert_eq!(
+            sample(&text, "aptix_tokens_total", &[("kind", kind)]),
+            Some(count),
+            "{kind}"
+        );
+    }
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_errors_total",
+            &[("source", "response"), ("code", "unsupported_media_type")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_errors_total",
+            &[("source", "response"), ("code", "unauthorized")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_errors_total",
+            &[("source", "envelope"), ("code", error_code.as_str())]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "aptix_turns_in_flight", &[]), Some(0.0));
+    assert_eq!(
+        sample(&text, "aptix_turn_duration_seconds_count", &[]),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(&text, "aptix_turn_overhead_seconds_count", &[]),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_provider_call_duration_seconds_count",
+            &[("call", "create"), ("outcome", "ok")]
+        ),
+        Some(2.0)
+    );
+    // Nothing secret: neither the token nor a session id.
+    assert!(!text.contains("metrics-secret"), "{text}");
+    assert!(!text.contains("s-secret-session"), "{text}");
+}
+
+#[tokio::test]
+async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
+    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
+    let events: Vec<aptix_model::wire::StreamEvent> = fixture
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
+        .collect();
+    let fake = Arc::new(FakeProvider::new());
+    fake.push_events(events);
+    let metrics = Metrics::new();
+    let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
+    let server = start(
+        provider,
+        ServerConfig {
+            metrics: metrics.clone(),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let body = server
+        .post(&turn("s1", "t1"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("event: envelope"), "{body}");
+    let text = metrics.encode();
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_provider_call_duration_seconds_count",
+            &[("call", "stream"), ("outcome", "ok")]
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "aptix_turn_overhead_seconds_count", &[]),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "aptix_turns_in_flight", &[]), Some(0.0));
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_served_without_a_token() {
+    let config = ServerConfig {
+        tokens: Tokens::from_lines("secret-token-123\n"),
+        ..ServerConfig::default()
+    };
+    let server = start(Arc::new(FakeProvider::new()), config).await;
+    let response = server
+        .client
+        .get(format!("{}/openapi.json", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), aptix_server::openapi_json());
 }

@@ -1,0 +1,448 @@
+//! `GET /metrics`: the service's counters and histograms in the Prometheus (OpenMetrics)
+//! text format, and [`TimedProvider`], the decorator that times the provider so that a
+//! turn's own cost (orchestration overhead) can be told from the model's.
+//!
+//! Nothing secret is recorded: labels are route templates (`/v1/sessions/{id}`, never a
+//! session id), statuses, error codes, token kinds and call kinds.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use aptix_client::{Capabilities, ClientError, EventStream, ProviderResponse, ResponsesProvider};
+use aptix_model::contract::{AgentExecuteResponse, Kind};
+use aptix_model::wire::CreateResponseRequest;
+use async_trait::async_trait;
+use futures_util::Stream;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// The content type of `GET /metrics`.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The longest envelope `errorCode` kept as a label; longer ones are cut, so that a
+/// provider's odd error cannot blow up a label.
+const MAX_CODE_LABEL: usize = 64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    /// `response` (an error response or SSE `error` event, code an [`ErrorCode`]) or
+    /// `envelope` (a `200` envelope of `kind: error`, code its `errorCode`).
+    ///
+    /// [`ErrorCode`]: crate::ErrorCode
+    source: &'static str,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    /// `create`, `stream` or `resume`.
+    call: &'static str,
+    /// `ok` or `error`.
+    outcome: &'static str,
+}
+
+fn turn_buckets() -> Histogram {
+    // 1 ms .. ~9 min.
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
+fn overhead_buckets() -> Histogram {
+    // 25 µs .. ~0.8 s.
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+}
+
+struct Inner {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    turn_seconds: Histogram,
+    in_flight: Gauge,
+    tokens: Family<TokenLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram>,
+    overhead_seconds: Histogram,
+    /// Whether a [`TimedProvider`] reports here: without one, a turn's provider time is
+    /// unknown and no overhead is recorded.
+    provider_timed: AtomicBool,
+}
+
+/// The service's metrics registry. Cheap to clone (shared); give the same one to
+/// [`ServerConfig::metrics`](crate::ServerConfig::metrics) and to [`TimedProvider::new`].
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field(
+                "provider_timed",
+                &self.inner.provider_timed.load(Ordering::Relaxed),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every metric of the service registered (names prefixed
+    /// `aptix_`).
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("aptix");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route template, method and status",
+            requests.clone(),
+        );
+        let turn_seconds = turn_buckets();
+        registry.register(
+            "turn_duration_seconds",
+            "Wall time of a turn, from its task's start to its envelope or error",
+            turn_seconds.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register("turns_in_flight", "Turns running now", in_flight.clone());
+        let tokens = Family::<TokenLabels, Counter>::default();
+        registry.register(
+            "tokens",
+            "Tokens reported in envelopes' usage: input, output, cached, reasoning",
+            tokens.clone(),
+        );
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "errors",
+            "Errors: source=response for error responses and SSE error events (code is the ErrorCode), source=envelope for envelopes of kind error (code is their errorCode)",
+            errors.clone(),
+        );
+        let provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(turn_buckets);
+        registry.register(
+            "provider_call_duration_seconds",
+            "Time in the provider per call (streamed calls: until the stream ends); needs TimedProvider",
+            provider_seconds.clone(),
+        );
+        let overhead_seconds = overhead_buckets();
+        registry.register(
+            "turn_overhead_seconds",
+            "Turn time minus time waiting on the provider; needs TimedProvider",
+            overhead_seconds.clone(),
+        );
+        Metrics {
+            inner: Arc::new(Inner {
+                registry,
+                requests,
+                turn_seconds,
+                in_flight,
+                tokens,
+                errors,
+                provider_seconds,
+                overhead_seconds,
+                provider_timed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The registry as OpenMetrics text (what `GET /metrics` sends).
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry);
+        text
+    }
+
+    pub(crate) fn request(&self, route: &str, method: &str, status: u16) {
+        self.inner
+            .requests
+            .get_or_create(&RequestLabels {
+                route: route.to_owned(),
+                method: method.to_owned(),
+                status,
+            })
+            .inc();
+    }
+
+    pub(crate) fn response_error(&self, code: crate::ErrorCode) {
+        self.inner
+            .errors
+            .get_or_create(&ErrorLabels {
+                source: "response",
+                code: code.as_str().to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts what an envelope says: its tokens, and its error when it is one.
+    pub(crate) fn envelope(&self, envelope: &AgentExecuteResponse) {
+        let usage = &envelope.usage;
+        for (kind, count) in [
+            ("input", usage.prompt_tokens),
+            ("output", usage.completion_tokens),
+            ("cached", usage.cached_tokens),
+            ("reasoning", usage.reasoning_tokens),
+        ] {
+            if count > 0 {
+                self.inner
+                    .tokens
+                    .get_or_create(&TokenLabels { kind })
+                    .inc_by(count);
+            }
+        }
+        if envelope.kind == Kind::Error {
+            let code: String = envelope
+                .error_code
+                .as_deref()
+                .unwrap_or("unknown")
+                .chars()
+                .take(MAX_CODE_LABEL)
+                .collect();
+            self.inner
+                .errors
+                .get_or_create(&ErrorLabels {
+                    source: "envelope",
+                    code,
+                })
+                .inc();
+        }
+    }
+
+    /// Runs `turn` as one turn: counted in flight, timed, and (with a
+    /// [`TimedProvider`]) its overhead recorded.
+    pub(crate) async fn turn<F: Future>(&self, turn: F) -> F::Output {
+        let inner = &self.inner;
+        inner.in_flight.inc();
+        let _in_flight = InFlight(&inner.in_flight);
+        let provider_nanos = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let output = PROVIDER_NANOS
+            .scope(Arc::clone(&provider_nanos), turn)
+            .await;
+        let elapsed = started.elapsed();
+        inner.turn_seconds.observe(elapsed.as_secs_f64());
+        if inner.provider_timed.load(Ordering::Relaxed) {
+            let waited = Duration::from_nanos(provider_nanos.load(Ordering::Relaxed));
+            inner
+                .overhead_seconds
+                .observe(elapsed.saturating_sub(waited).as_secs_f64());
+        }
+        output
+    }
+
+    fn provider_call(
+        &self,
+        call: &'static str,
+        ok: bool,
+        took: Duration,
+        turn: Option<&AtomicU64>,
+    ) {
+        self.inner
+            .provider_seconds
+            .get_or_create(&CallLabels {
+                call,
+                outcome: if ok { "ok" } else { "error" },
+            })
+            .observe(took.as_secs_f64());
+        if let Some(turn) = turn {
+            let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            turn.fetch_add(nanos, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Decrements the in-flight gauge however the turn ends (even when its task is
+/// aborted).
+struct InFlight<'a>(&'a Gauge);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+tokio::task_local! {
+    /// Nanoseconds the current turn has spent waiting on the provider.
+    static PROVIDER_NANOS: Arc<AtomicU64>;
+}
+
+fn current_turn() -> Option<Arc<AtomicU64>> {
+    PROVIDER_NANOS.try_with(Arc::clone).ok()
+}
+
+/// A [`ResponsesProvider`] that times every call of the provider it wraps into a
+/// [`Metrics`] registry: `aptix_provider_call_duration_seconds`, and for turns served by
+/// the router, `aptix_turn_overhead_seconds` (turn time minus provider time).
+///
+/// The router receives a built `Orchestrator`, so the binary wraps its provider before
+/// building it:
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use aptix_client::FakeProvider;
+/// use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+/// use aptix_server::{Metrics, ServerConfig, TimedProvider, router};
+///
+/// let metrics = Metrics::new();
+/// let provider = TimedProvider::new(Arc::new(FakeProvider::new()), metrics.clone());
+/// let orchestrator =
+///     Orchestrator::builder(Arc::new(provider), Arc::new(InMemorySessionStore::new())).build()?;
+/// let config = ServerConfig { metrics, ..ServerConfig::default() };
+/// let app = router(Arc::new(orchestrator), config);
+/// # drop(app);
+/// # Ok::<(), aptix_orchestrator::OrchestratorError>(())
+/// ```
+///
+/// A streamed call is timed until its stream ends (its last event, an error, or the
+/// stream being dropped).
+pub struct TimedProvider {
+    inner: Arc<dyn ResponsesProvider>,
+    metrics: Metrics,
+}
+
+impl TimedProvider {
+    /// Wraps `inner`, reporting into `metrics`.
+    pub fn new(inner: Arc<dyn ResponsesProvider>, metrics: Metrics) -> TimedProvider {
+        metrics.inner.provider_timed.store(true, Ordering::Relaxed);
+        TimedProvider { inner, metrics }
+    }
+
+    fn timed_stream(
+        &self,
+        call: &'static str,
+        started: Instant,
+        result: Result<EventStream, ClientError>,
+    ) -> Result<EventStream, ClientError> {
+        let turn = current_turn();
+        match result {
+            Ok(stream) => {
+                let meta = stream.meta().clone();
+                Ok(EventStream::new(
+                    meta,
+                    TimedStream {
+                        inner: stream,
+                        call,
+                        started,
+                        metrics: self.metrics.clone(),
+                        turn,
+                        done: false,
+                    },
+                ))
+            }
+            Err(error) => {
+                self.metrics
+                    .provider_call(call, false, started.elapsed(), turn.as_deref());
+                Err(error)
+            }
+        }
+    }
+}
+
+impl fmt::Debug for TimedProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimedProvider").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ResponsesProvider for TimedProvider {
+    async fn create(
+        &self,
+        request: &CreateResponseRequest,
+    ) -> Result<ProviderResponse, ClientError> {
+        let started = Instant::now();
+        let result = self.inner.create(request).await;
+        self.metrics.provider_call(
+            "create",
+            result.is_ok(),
+            started.elapsed(),
+            current_turn().as_deref(),
+        );
+        result
+    }
+
+    async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        let started = Instant::now();
+        let result = self.inner.stream(request).await;
+        self.timed_stream("stream", started, result)
+    }
+
+    async fn resume_stream(
+        &self,
+        response_id: &str,
+        starting_after: Option<u64>,
+    ) -> Result<EventStream, ClientError> {
+        let started = Instant::now();
+        let result = self.inner.resume_stream(response_id, starting_after).await;
+        self.timed_stream("resume", started, result)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+}
+
+/// A provider stream that records its time once, when it ends or is dropped.
+struct TimedStream {
+    inner: EventStream,
+    call: &'static str,
+    started: Instant,
+    metrics: Metrics,
+    turn: Option<Arc<AtomicU64>>,
+    done: bool,
+}
+
+impl TimedStream {
+    fn finish(&mut self, ok: bool) {
+        if !self.done {
+            self.done = true;
+            self.metrics
+                .provider_call(self.call, ok, self.started.elapsed(), self.turn.as_deref());
+        }
+    }
+}
+
+impl Stream for TimedStream {
+    type Item = <EventStream as Stream>::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let item = Pin::new(&mut this.inner).poll_next(cx);
+        match &item {
+            Poll::Ready(None) => this.finish(true),
+            Poll::Ready(Some(Err(_))) => this.finish(false),
+            _ => {}
+        }
+        item
+    }
+}
+
+impl Drop for TimedStream {
+    fn drop(&mut self) {
+        self.finish(true);
+    }
+}

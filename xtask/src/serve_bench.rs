@@ -1,0 +1,389 @@
+//! `cargo xtask serve-bench`: load on the HTTP service, side by side with the same
+//! requests sent straight to a fake, so the service's overhead is a difference measured
+//! in the same run on the same machine.
+//!
+//! Three targets per mode (JSON, streamed) and concurrency (1, 16, 64), each on a fresh
+//! server and in-memory store:
+//!
+//! - `aptix`: `POST /v1/agent/execute` on the router served on loopback, over the
+//!   in-memory store, with a provider that answers instantly in-process (a canned
+//!   response, or the canned events of `sse_text_deltas.sse`), wrapped in
+//!   `TimedProvider`.
+//! - `fake`: the same request, same client, to a loopback axum route that answers with
+//!   the exact bytes `aptix` answered (the envelope, or the whole event stream) and does
+//!   nothing else: the HTTP round trip alone.
+//! - `direct`: the orchestrator called in-process, no HTTP: the turn alone.
+//!
+//! Overhead = `aptix` - `fake`, per percentile. Client, servers and fake share one tokio
+//! runtime (2 worker threads on the 2-core machine), as they share the cores.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use aptix_client::{
+    Capabilities, ClientError, EventStream, ProviderResponse, ReplyMeta, ResponsesProvider,
+};
+use aptix_model::contract::AgentExecuteRequest;
+use aptix_model::wire::{CreateResponseRequest, Response, StreamEvent};
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator};
+use aptix_server::{Metrics, ServerConfig, TimedProvider};
+use async_trait::async_trait;
+use axum::serve::ListenerExt as _;
+
+const FIXTURE: &str = include_str!("../../tests/fixtures/responses/sse_text_deltas.sse");
+const CONCURRENCY: [usize; 3] = [1, 16, 64];
+
+/// A provider that answers at once: the canned response, or its canned events.
+struct InstantProvider {
+    response: Response,
+    events: Vec<StreamEvent>,
+}
+
+#[async_trait]
+impl ResponsesProvider for InstantProvider {
+    async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
+        Ok(ProviderResponse {
+            response: self.response.clone(),
+            meta: ReplyMeta::synthetic(),
+        })
+    }
+
+    async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        Ok(EventStream::from_events(
+            ReplyMeta::synthetic(),
+            self.events.iter().cloned().map(Ok),
+        ))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::openai_responses()
+    }
+}
+
+fn provider() -> Result<Arc<InstantProvider>> {
+    let events = FIXTURE
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(StreamEvent::from_json)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| anyhow::anyhow!("the fixture does not decode: {error:?}"))?;
+    let response = events
+        .last()
+        .and_then(StreamEvent::terminal_response)
+        .context("the fixture has no terminal event")?
+        .clone();
+    Ok(Arc::new(InstantProvider { response, events }))
+}
+
+static IDS: AtomicU64 = AtomicU64::new(0);
+
+/// A new turn on a new session, so that no turn waits on another's session.
+fn body() -> String {
+    let n = IDS.fetch_add(1, Ordering::Relaxed);
+    format!(r#"{{"sessionId":"bench-{n}","turnId":"t1","instruction":"Say hello"}}"#)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Json,
+    Streamed,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Json => "json",
+            Mode::Streamed => "sse",
+        }
+    }
+}
+
+struct Stats {
+    latencies: Vec<Duration>,
+    failures: u64,
+    elapsed: Duration,
+}
+
+impl Stats {
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((self.latencies.len() as f64) * p).ceil() as usize;
+        self.latencies[rank.clamp(1, self.latencies.len()) - 1]
+    }
+}
+
+/// Runs `call` from `concurrency` tasks for `duration`, each call timed end to end.
+async fn load<F, Fut>(concurrency: usize, duration: Duration, call: F) -> Stats
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let call = Arc::new(call);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let call = Arc::clone(&call);
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(16 * 1024);
+                let mut failures = 0u64;
+                while Instant::now() < deadline {
+                    let sent = Instant::now();
+                    if call().await {
+                        latencies.push(sent.elapsed());
+                    } else {
+                        failures += 1;
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let mut stats = Stats {
+        latencies: Vec::new(),
+        failures: 0,
+        elapsed: Duration::ZERO,
+    };
+    for worker in workers {
+        if let Ok((latencies, failures)) = worker.await {
+            stats.latencies.extend(latencies);
+            stats.failures += failures;
+        }
+    }
+    stats.elapsed = started.elapsed();
+    stats.latencies.sort_unstable();
+    stats
+}
+
+/// The service on a fresh store, served on loopback; its address and metrics.
+async fn start_aptix(provider: Arc<InstantProvider>) -> Result<(String, Metrics)> {
+    let metrics = Metrics::new();
+    let timed = Arc::new(TimedProvider::new(provider, metrics.clone()));
+    let orchestrator = Orchestrator::builder(timed, Arc::new(InMemorySessionStore::new()))
+        .build()
+        .context("building the orchestrator")?;
+    let config = ServerConfig {
+        max_concurrent_turns: 4096,
+        metrics: metrics.clone(),
+        ..ServerConfig::default()
+    };
+    let app = aptix_server::router(Arc::new(orchestrator), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(aptix_server::serve(
+        listener,
+        app,
+        std::future::pending::<()>(),
+    ));
+    Ok((base, metrics))
+}
+
+/// The fake: answers every POST with `bytes` as `content_type`, doing nothing else.
+async fn start_fake(bytes: axum::body::Bytes, content_type: &'static str) -> Result<String> {
+    use axum::routing::post;
+    let app = axum::Router::new().route(
+        "/v1/agent/execute",
+        post(move |_body: axum::body::Bytes| {
+            let bytes = bytes.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, content_type)], bytes) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    // Served the way `aptix_server::serve` serves (TCP_NODELAY), so that the two differ
+    // only in what the service does.
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(base)
+}
+
+fn request(client: &reqwest::Client, base: &str, mode: Mode) -> reqwest::RequestBuilder {
+    let request = client
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .body(body());
+    match mode {
+        Mode::Json => request,
+        Mode::Streamed => request.header("accept", "text/event-stream"),
+    }
+}
+
+async fn http_load(
+    client: &reqwest::Client,
+    base: &str,
+    mode: Mode,
+    concurrency: usize,
+    duration: Duration,
+) -> Stats {
+    let client = client.clone();
+    let base = base.to_owned();
+    load(concurrency, duration, move || {
+        let sent = request(&client, &base, mode).send();
+        async move {
+            match sent.await {
+                Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
+                _ => false,
+            }
+        }
+    })
+    .await
+}
+
+async fn direct_load(
+    provider: Arc<InstantProvider>,
+    mode: Mode,
+    concurrency: usize,
+    duration: Duration,
+) -> Result<Stats> {
+    let orchestrator = Arc::new(
+        Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+            .build()
+            .context("building the orchestrator")?,
+    );
+    Ok(load(concurrency, duration, move || {
+        let orchestrator = Arc::clone(&orchestrator);
+        async move {
+            let Ok(request) = AgentExecuteRequest::from_json_slice(body().as_bytes()) else {
+                return false;
+            };
+            match mode {
+                Mode::Json => orchestrator.execute(request).await.is_ok(),
+                Mode::Streamed => {
+                    let mut sink = |_: &aptix_mapping::StreamDelta| {};
+                    orchestrator
+                        .execute_streaming(request, &mut sink)
+                        .await
+                        .is_ok()
+                }
+            }
+        }
+    })
+    .await)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// Mean of `aptix_turn_overhead_seconds` as the server measured it (turn time minus
+/// provider time, inside the turn's task).
+fn inner_overhead(metrics: &Metrics) -> Option<f64> {
+    let text = metrics.encode();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse::<f64>().ok())
+    };
+    let sum = value("aptix_turn_overhead_seconds_sum")?;
+    let count = value("aptix_turn_overhead_seconds_count")?;
+    (count > 0.0).then(|| sum / count * 1000.0)
+}
+
+async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
+    let provider = provider()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .context("building the HTTP client")?;
+    println!(
+        "serve-bench: {} s per run; client, service and fake share {} worker threads",
+        duration.as_secs_f64(),
+        tokio::runtime::Handle::current().metrics().num_workers()
+    );
+    println!();
+    println!(
+        "| mode | conc. | target | turns/s | p50 ms | p99 ms | failed | turn overhead in server (mean ms) |"
+    );
+    println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    let mut overheads = Vec::new();
+    for mode in [Mode::Json, Mode::Streamed] {
+        if only.is_some_and(|only| only != mode.name()) {
+            continue;
+        }
+        // The fake answers with exactly what the service answered.
+        let (probe, _) = start_aptix(Arc::clone(&provider)).await?;
+        let answer = request(&client, &probe, mode).send().await?;
+        if answer.status() != 200 {
+            bail!("the service answered {} to the probe", answer.status());
+        }
+        let bytes = answer.bytes().await?;
+        let content_type = match mode {
+            Mode::Json => "application/json",
+            Mode::Streamed => "text/event-stream",
+        };
+        let fake = start_fake(bytes, content_type).await?;
+        // Warm both up (connections, allocator).
+        let _ = http_load(&client, &fake, mode, 16, Duration::from_millis(300)).await;
+        let _ = http_load(&client, &probe, mode, 16, Duration::from_millis(300)).await;
+        for concurrency in CONCURRENCY {
+            let fake_stats = http_load(&client, &fake, mode, concurrency, duration).await;
+            let (base, metrics) = start_aptix(Arc::clone(&provider)).await?;
+            let aptix_stats = http_load(&client, &base, mode, concurrency, duration).await;
+            let direct_stats =
+                direct_load(Arc::clone(&provider), mode, concurrency, duration).await?;
+            let inner = inner_overhead(&metrics);
+            for (target, stats, inner) in [
+                ("fake", &fake_stats, None),
+                ("aptix", &aptix_stats, inner),
+                ("direct", &direct_stats, None),
+            ] {
+                println!(
+                    "| {} | {concurrency} | {target} | {:.0} | {:.3} | {:.3} | {} | {} |",
+                    mode.name(),
+                    stats.throughput(),
+                    ms(stats.percentile(0.50)),
+                    ms(stats.percentile(0.99)),
+                    stats.failures,
+                    inner.map_or_else(|| "".to_owned(), |mean| format!("{mean:.3}")),
+                );
+            }
+            overheads.push((
+                mode,
+                concurrency,
+                ms(aptix_stats.percentile(0.50)) - ms(fake_stats.percentile(0.50)),
+                ms(aptix_stats.percentile(0.99)) - ms(fake_stats.percentile(0.99)),
+            ));
+        }
+    }
+    println!();
+    println!("| mode | conc. | overhead p50 ms (aptix - fake) | overhead p99 ms (aptix - fake) |");
+    println!("|---|---:|---:|---:|");
+    for (mode, concurrency, p50, p99) in overheads {
+        println!("| {} | {concurrency} | {p50:.3} | {p99:.3} |", mode.name());
+    }
+    Ok(())
+}
+
+/// Runs the benchmark (the optimised build: `cargo xtask serve-bench` re-runs xtask in
+/// release mode with this feature). Arguments: seconds per run (default 2), then
+/// optionally `json` or `sse` to run one mode only (for a profiler).
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    let seconds: f64 = match args.first() {
+        Some(value) => value
+            .parse()
+            .with_context(|| format!("the run length {value:?} is not a number of seconds"))?,
+        None => 2.0,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let only = args.get(1).map(String::as_str);
+    if only.is_some_and(|only| only != "json" && only != "sse") {
+        bail!("the mode must be json or sse");
+    }
+    runtime.block_on(bench(Duration::from_secs_f64(seconds), only))
+}
