@@ -56,6 +56,24 @@ impl OpenAiProvider {
         self.transport.config()
     }
 
+    /// A streamed reply's events: checked to be an event stream, framed, scrubbed, and
+    /// ended by the idle timeout.
+    fn events(
+        &self,
+        response: reqwest::Response,
+        meta: crate::provider::ReplyMeta,
+    ) -> Result<EventStream, ClientError> {
+        check_event_stream(&response, &meta)?;
+        let transport = Arc::clone(&self.transport);
+        Ok(event_stream(
+            response,
+            meta,
+            self.config().timeouts().stream_idle,
+            ResponsesEvents,
+            transport,
+        ))
+    }
+
     fn body(&self, request: &CreateResponseRequest, stream: bool) -> Result<Bytes, ClientError> {
         let mut request = request.clone();
         // The method decides streaming, whatever the request says: `create` on an SSE
@@ -105,15 +123,7 @@ impl ResponsesProvider for OpenAiProvider {
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
         let body = self.body(request, true)?;
         let (response, meta) = self.transport.post_for_stream(RESPONSES_PATH, body).await?;
-        check_event_stream(&response, &meta)?;
-        let transport = Arc::clone(&self.transport);
-        Ok(event_stream(
-            response,
-            meta,
-            self.config().timeouts().stream_idle,
-            ResponsesEvents,
-            transport,
-        ))
+        self.events(response, meta)
     }
 
     async fn resume_stream(
@@ -137,15 +147,7 @@ impl ResponsesProvider for OpenAiProvider {
         }
         let path = format!("{RESPONSES_PATH}/{response_id}");
         let (response, meta) = self.transport.get_for_stream(&path, &query).await?;
-        check_event_stream(&response, &meta)?;
-        let transport = Arc::clone(&self.transport);
-        Ok(event_stream(
-            response,
-            meta,
-            self.config().timeouts().stream_idle,
-            ResponsesEvents,
-            transport,
-        ))
+        self.events(response, meta)
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -26,20 +26,25 @@ pub struct FileListing {
     pub truncated: bool,
 }
 
+/// A workspace root as every part of the index takes it: an existing directory, made
+/// canonical (so that confinement checks compare real paths).
+pub(crate) fn canonical_root(root: &Path) -> Result<PathBuf, IndexError> {
+    if !root.is_dir() {
+        return Err(IndexError::NotADirectory {
+            path: root.to_owned(),
+        });
+    }
+    root.canonicalize().map_err(|source| IndexError::Io {
+        path: root.to_owned(),
+        source,
+    })
+}
+
 impl WorkspaceFiles {
     /// The files of the workspace at `root` (made canonical, so that confinement checks
     /// compare real paths).
     pub fn new(root: impl AsRef<Path>, config: IndexConfig) -> Result<WorkspaceFiles, IndexError> {
-        let root = root.as_ref();
-        if !root.is_dir() {
-            return Err(IndexError::NotADirectory {
-                path: root.to_owned(),
-            });
-        }
-        let root = root.canonicalize().map_err(|source| IndexError::Io {
-            path: root.to_owned(),
-            source,
-        })?;
+        let root = canonical_root(root.as_ref())?;
         Ok(WorkspaceFiles { root, config })
     }
 

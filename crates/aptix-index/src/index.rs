@@ -59,16 +59,7 @@ impl WorkspaceIndex {
     /// Opening does not index anything: call [`refresh`](Self::refresh).
     pub fn open(root: impl AsRef<Path>, config: IndexConfig) -> Result<WorkspaceIndex, IndexError> {
         config.validate()?;
-        let root = root.as_ref();
-        if !root.is_dir() {
-            return Err(IndexError::NotADirectory {
-                path: root.to_owned(),
-            });
-        }
-        let root = root.canonicalize().map_err(|source| IndexError::Io {
-            path: root.to_owned(),
-            source,
-        })?;
+        let root = crate::files::canonical_root(root.as_ref())?;
         let aptix_dir = root.join(APTIX_DIR);
         let index_dir = aptix_dir.join("index");
         std::fs::create_dir_all(&index_dir).map_err(|source| IndexError::Io {

@@ -266,24 +266,11 @@ pub(crate) fn check_pairing(
 
 #[cfg(test)]
 mod normalize_tests {
-    use aptix_model::wire::{ContentPart, FunctionCall, InputMessage, ReasoningItem, Role};
+    use aptix_model::wire::ReasoningItem;
     use proptest::prelude::*;
 
+    use super::tests::{call, output, user};
     use super::*;
-
-    fn call(id: &str) -> InputItem {
-        InputItem::FunctionCall(FunctionCall {
-            id: None,
-            call_id: id.into(),
-            name: "f".into(),
-            arguments: "{}".into(),
-            status: None,
-        })
-    }
-
-    fn output(id: &str) -> InputItem {
-        InputItem::FunctionCallOutput(FunctionCallOutput::text(id, "{}"))
-    }
 
     fn reasoning() -> InputItem {
         InputItem::Reasoning(ReasoningItem {
@@ -293,13 +280,6 @@ mod normalize_tests {
             encrypted_content: Some("opaque".into()),
             status: None,
         })
-    }
-
-    fn user() -> InputItem {
-        InputItem::Message(InputMessage::new(
-            Role::User,
-            vec![ContentPart::input_text("hi")],
-        ))
     }
 
     #[test]
@@ -413,7 +393,7 @@ mod tests {
 
     use super::*;
 
-    fn call(id: &str) -> InputItem {
+    pub(super) fn call(id: &str) -> InputItem {
         InputItem::FunctionCall(FunctionCall {
             id: None,
             call_id: id.into(),
@@ -423,7 +403,7 @@ mod tests {
         })
     }
 
-    fn output(id: &str) -> InputItem {
+    pub(super) fn output(id: &str) -> InputItem {
         InputItem::FunctionCallOutput(FunctionCallOutput::text(id, "{}"))
     }
 
@@ -437,7 +417,7 @@ mod tests {
         })
     }
 
-    fn user() -> InputItem {
+    pub(super) fn user() -> InputItem {
         InputItem::Message(InputMessage::new(
             Role::User,
             vec![ContentPart::input_text("hi")],
