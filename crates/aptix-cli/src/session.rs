@@ -179,6 +179,18 @@ impl SessionStore for ConfiguredStore {
             .take_over_lease(session_id, stale_holder, holder, ttl)
             .await
     }
+
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<aptix_orchestrator::SessionPage, OrchestratorError> {
+        self.inner.list_sessions(limit, cursor).await
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        self.inner.delete_session(session_id).await
+    }
 }
 
 #[cfg(test)]

@@ -89,5 +89,7 @@ pub use session::{
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;
-pub use store::{InMemorySessionStore, MemoryStoreLimits, SessionStore};
+pub use store::{
+    InMemorySessionStore, MemoryStoreLimits, SessionPage, SessionStore, SessionSummary,
+};
 pub use tools::{ClientTool, ServerTool, Typed, TypedTool};

@@ -188,10 +188,71 @@ async fn check_racing_commits(store: Arc<dyn SessionStore>) {
     assert_eq!(store.load("race").await.unwrap().unwrap().version, 2);
 }
 
+/// Listing pages through every session once, newest first; deleting removes a session
+/// with its turns, refuses one with a live lease, and says whether it existed.
+async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
+    for n in 0..5 {
+        let session = format!("s{n}");
+        store
+            .commit(
+                &state(&session, None),
+                None,
+                &turn("t1", Scenario::UserTurn, "a"),
+            )
+            .await
+            .unwrap();
+        // Distinct change times for the file store's millisecond clock.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store.list_sessions(2, cursor.as_deref()).await.unwrap();
+        assert!(page.sessions.len() <= 2);
+        seen.extend(
+            page.sessions
+                .iter()
+                .map(|summary| summary.session_id.clone()),
+        );
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["s4", "s3", "s2", "s1", "s0"]);
+    assert!(store.list_sessions(10, Some("not a cursor")).await.is_err());
+
+    assert!(store.delete_session("s2").await.unwrap());
+    assert!(!store.delete_session("s2").await.unwrap());
+    assert!(store.load("s2").await.unwrap().is_none());
+    assert!(
+        store
+            .stored_turn(&key("s2", "t1", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .acquire_lease("s3", "holder", Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        store.delete_session("s3").await,
+        Err(OrchestratorError::SessionBusy { .. })
+    ));
+    assert!(store.load("s3").await.unwrap().is_some());
+    let page = store.list_sessions(10, None).await.unwrap();
+    assert_eq!(page.sessions.len(), 4);
+    assert_eq!(page.next_cursor, None);
+}
+
 #[tokio::test]
 async fn in_memory_store_conforms() {
     check_store(Arc::new(InMemorySessionStore::new())).await;
     check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
+    check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,6 +264,10 @@ async fn sqlite_store_conforms() {
     .await;
     check_racing_commits(Arc::new(
         SqliteSessionStore::open(dir.path().join("b.db")).unwrap(),
+    ))
+    .await;
+    check_listing_and_deleting(Arc::new(
+        SqliteSessionStore::open(dir.path().join("c.db")).unwrap(),
     ))
     .await;
 }

@@ -9,7 +9,9 @@ use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
 use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
 use crate::error::{ErrorBody, ErrorCode, ErrorDetail, ViolationJson};
-use crate::routes::{PendingCallView, SessionView, StatusView};
+use crate::routes::{
+    PendingCallView, SessionListView, SessionSummaryView, SessionView, StatusView,
+};
 
 /// The AGN-034 request body. Its type lives in `aptix-model`, which has no OpenAPI
 /// derive, so the document names it and points at its definition instead of copying
@@ -79,6 +81,8 @@ impl Modify for BearerAuth {
     paths(
         crate::routes::execute,
         crate::routes::session,
+        crate::routes::sessions,
+        crate::routes::delete_session,
         crate::routes::healthz,
         crate::routes::readyz,
         crate::routes::metrics_text,
@@ -91,6 +95,8 @@ impl Modify for BearerAuth {
         ViolationJson,
         SessionView,
         PendingCallView,
+        SessionSummaryView,
+        SessionListView,
         StatusView,
         AgentExecuteRequestSchema,
         AgentExecuteResponseSchema,

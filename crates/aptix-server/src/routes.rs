@@ -54,7 +54,8 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
     };
     Router::new()
         .route("/v1/agent/execute", post(execute))
-        .route("/v1/sessions/{id}", get(session))
+        .route("/v1/sessions", get(sessions))
+        .route("/v1/sessions/{id}", get(session).delete(delete_session))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -503,6 +504,127 @@ pub(crate) async fn session(
             .into_response()
         }
         Ok(None) => ApiError::new(
+            ErrorCode::UnknownSession,
+            format!("there is no session {id}"),
+            &request_id,
+        )
+        .into_response(),
+        Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
+    }
+}
+
+/// A stored session in a listing.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SessionSummary)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionSummaryView {
+    /// The session's id.
+    session_id: String,
+    /// The session's mode.
+    mode: String,
+    /// The stored version (grows with each committed turn).
+    version: u64,
+}
+
+/// One page of sessions.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SessionList)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionListView {
+    /// The sessions, most recent first.
+    sessions: Vec<SessionSummaryView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    next_cursor: Option<String>,
+}
+
+/// `GET /v1/sessions?limit=N&cursor=C`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+pub(crate) struct ListQuery {
+    /// At most this many sessions (1 to 1000, default 50).
+    limit: Option<usize>,
+    /// The `nextCursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// `GET /v1/sessions`: one page of the stored sessions, most recent first.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions",
+    tag = "sessions",
+    summary = "List stored sessions",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "One page of sessions, most recent first", body = SessionListView),
+        (status = 400, description = "`invalid_request`: a cursor that is not one", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])),
+)]
+pub(crate) async fn sessions(
+    State(state): State<AppState>,
+    axum::extract::Query(query): axum::extract::Query<ListQuery>,
+    request: Request<Body>,
+) -> Response {
+    let request_id = id_of(&request);
+    if let Err(error) = authorize(&state, request.headers(), &request_id) {
+        return error.into_response();
+    }
+    let limit = query.limit.unwrap_or(50).clamp(1, 1000);
+    match state
+        .orchestrator
+        .store()
+        .list_sessions(limit, query.cursor.as_deref())
+        .await
+    {
+        Ok(page) => axum::Json(SessionListView {
+            sessions: page
+                .sessions
+                .into_iter()
+                .map(|summary| SessionSummaryView {
+                    session_id: summary.session_id,
+                    mode: summary.mode,
+                    version: summary.version,
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+        })
+        .into_response(),
+        Err(OrchestratorError::Config(message)) => {
+            ApiError::new(ErrorCode::InvalidRequest, message, &request_id).into_response()
+        }
+        Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
+    }
+}
+
+/// `DELETE /v1/sessions/{id}`: forgets a session and its stored turns.
+#[utoipa::path(
+    delete,
+    path = "/v1/sessions/{id}",
+    tag = "sessions",
+    summary = "Delete a stored session",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 204, description = "Deleted, with its stored turns"),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 404, description = "`unknown_session`", body = ErrorBody),
+        (status = 409, description = "`session_busy`: a turn is running on it", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])),
+)]
+pub(crate) async fn delete_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request<Body>,
+) -> Response {
+    let request_id = id_of(&request);
+    if let Err(error) = authorize(&state, request.headers(), &request_id) {
+        return error.into_response();
+    }
+    match state.orchestrator.store().delete_session(&id).await {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => ApiError::new(
             ErrorCode::UnknownSession,
             format!("there is no session {id}"),
             &request_id,

@@ -705,3 +705,79 @@ async fn the_openapi_document_is_served_without_a_token() {
     assert_eq!(response.headers()["content-type"], "application/json");
     assert_eq!(response.text().await.unwrap(), aptix_server::openapi_json());
 }
+
+#[tokio::test]
+async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
+    let provider = Arc::new(FakeProvider::new());
+    for n in 0..3 {
+        provider.push_response(text_response(&format!("resp_{n}"), "Hello!"));
+    }
+    let server = start(provider, ServerConfig::default()).await;
+    for session in ["s-a", "s-b", "s-c"] {
+        let response = server.post(&turn(session, "t1")).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let mut seen = Vec::new();
+    let mut url = format!("{}/v1/sessions?limit=2", server.base);
+    loop {
+        let page: Value = server
+            .client
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for session in page["sessions"].as_array().unwrap() {
+            seen.push(session["sessionId"].as_str().unwrap().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(cursor) => url = format!("{}/v1/sessions?limit=2&cursor={cursor}", server.base),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["s-c", "s-b", "s-a"]);
+
+    let (status, body) = error_of(
+        server
+            .client
+            .get(format!("{}/v1/sessions?cursor=nonsense", server.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+
+    let deleted = server
+        .client
+        .delete(format!("{}/v1/sessions/s-b", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let (status, body) = error_of(
+        server
+            .client
+            .delete(format!("{}/v1/sessions/s-b", server.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("unknown_session"))
+    );
+    let gone = server
+        .client
+        .get(format!("{}/v1/sessions/s-b", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::SessionStore;
+use super::{SessionPage, SessionStore, SessionSummary};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
@@ -320,6 +320,59 @@ impl SessionStore for InMemorySessionStore {
             }
             _ => Ok(false),
         }
+    }
+
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, OrchestratorError> {
+        let inner = self.lock();
+        // The cursor is the use tick of the last session listed: the next page holds
+        // the sessions used before it.
+        let before = match cursor {
+            None => u64::MAX,
+            Some(text) => text.parse::<u64>().map_err(|_| {
+                OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
+            })?,
+        };
+        let limit = limit.max(1);
+        let mut sessions = Vec::new();
+        let mut next_cursor = None;
+        for (tick, session_id) in inner.recency.range(..before).rev() {
+            if sessions.len() == limit {
+                next_cursor = sessions
+                    .last()
+                    .map(|_: &SessionSummary| (tick + 1).to_string());
+                break;
+            }
+            if let Some(entry) = inner.sessions.get(session_id) {
+                sessions.push(SessionSummary {
+                    session_id: session_id.clone(),
+                    version: entry.version,
+                    mode: entry.state.mode.clone(),
+                });
+            }
+        }
+        Ok(SessionPage {
+            sessions,
+            next_cursor,
+        })
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        let mut inner = self.lock();
+        if inner.leased(session_id, Instant::now()) {
+            return Err(OrchestratorError::SessionBusy {
+                session_id: session_id.to_owned(),
+                holder: None,
+                expires_in: None,
+            });
+        }
+        let existed = inner.sessions.contains_key(session_id);
+        inner.remove(session_id);
+        inner.leases.remove(session_id);
+        Ok(existed)
     }
 }
 

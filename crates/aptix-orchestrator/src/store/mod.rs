@@ -66,6 +66,39 @@ pub trait SessionStore: Send + Sync {
         Ok(None)
     }
 
+    /// One page of the stored sessions, most recent first (by last change; the
+    /// in-memory store, whose order is its eviction order, by last use): at most `limit`,
+    /// after `cursor` (the [`SessionPage::next_cursor`] of the previous page). The
+    /// default says the store cannot list.
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, OrchestratorError> {
+        let _ = (limit, cursor);
+        Err(OrchestratorError::Store {
+            operation: "list sessions",
+            source: Box::new(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this session store cannot list sessions",
+            )),
+        })
+    }
+
+    /// Deletes a session with its stored turns and lease; returns whether it existed. A
+    /// session with a turn running (a live lease) is [`OrchestratorError::SessionBusy`].
+    /// The default says the store cannot delete.
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        let _ = session_id;
+        Err(OrchestratorError::Store {
+            operation: "delete session",
+            source: Box::new(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this session store cannot delete sessions",
+            )),
+        })
+    }
+
     /// Gives the lease to `holder` if `stale_holder` still holds it: for a holder known
     /// to be gone (its process died), whose lease has not expired yet. Returns whether
     /// `holder` now holds it. The default never takes over (the TTL then applies).
@@ -79,4 +112,24 @@ pub trait SessionStore: Send + Sync {
         let _ = (session_id, stale_holder, holder, ttl);
         Ok(false)
     }
+}
+
+/// One page of [`SessionStore::list_sessions`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionPage {
+    /// The sessions, most recently changed first.
+    pub sessions: Vec<SessionSummary>,
+    /// The cursor of the next page, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// A stored session in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session id.
+    pub session_id: String,
+    /// Its version (one more per committed turn).
+    pub version: u64,
+    /// The agent mode.
+    pub mode: String,
 }

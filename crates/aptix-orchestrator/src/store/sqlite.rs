@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::SessionStore;
+use super::{SessionPage, SessionStore, SessionSummary};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
@@ -355,4 +355,105 @@ impl SessionStore for SqliteSessionStore {
         })
         .await
     }
+
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, OrchestratorError> {
+        // The cursor is `<updated_at_ms>:<session_id>` of the first session of the next
+        // page; the order is the same pair, newest first.
+        let after = match cursor {
+            None => None,
+            Some(text) => Some(
+                text.split_once(':')
+                    .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_owned())))
+                    .ok_or_else(|| {
+                        OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
+                    })?,
+            ),
+        };
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        self.with_connection("list sessions", move |connection| {
+            let (ms, id) = after.unwrap_or((i64::MAX, String::new()));
+            let unbounded = cursor_is_none(&id, ms);
+            let mut statement = connection
+                .prepare(
+                    "SELECT session_id, version, state, updated_at_ms FROM sessions
+                     WHERE ?1 OR updated_at_ms < ?2 OR (updated_at_ms = ?2 AND session_id <= ?3)
+                     ORDER BY updated_at_ms DESC, session_id DESC LIMIT ?4",
+                )
+                .map_err(|error| OrchestratorError::store("list sessions", error))?;
+            let rows = statement
+                .query_map(params![unbounded, ms, id, limit.saturating_add(1)], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                })
+                .map_err(|error| OrchestratorError::store("list sessions", error))?;
+            let mut page = SessionPage::default();
+            for row in rows {
+                let (session_id, version, state, updated) =
+                    row.map_err(|error| OrchestratorError::store("list sessions", error))?;
+                if i64::try_from(page.sessions.len()).unwrap_or(i64::MAX) == limit {
+                    page.next_cursor = Some(format!("{updated}:{session_id}"));
+                    break;
+                }
+                let mode = serde_json::from_str::<SessionState>(&state)
+                    .map(|state| state.mode)
+                    .unwrap_or_default();
+                page.sessions.push(SessionSummary {
+                    session_id,
+                    version: to_version(version),
+                    mode,
+                });
+            }
+            Ok(page)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        self.with_connection("delete session", move |connection| {
+            let transaction = connection
+                .transaction()
+                .map_err(|error| OrchestratorError::store("delete session", error))?;
+            let leased: bool = transaction
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM leases WHERE session_id = ?1 AND expires_at_ms > ?2)",
+                    params![session_id, now_ms()],
+                    |row| row.get(0),
+                )
+                .map_err(|error| OrchestratorError::store("delete session", error))?;
+            if leased {
+                return Err(OrchestratorError::SessionBusy {
+                    session_id,
+                    holder: None,
+                    expires_in: None,
+                });
+            }
+            let deleted = transaction
+                .execute("DELETE FROM sessions WHERE session_id = ?1", params![session_id])
+                .map_err(|error| OrchestratorError::store("delete session", error))?;
+            for table in ["DELETE FROM turns WHERE session_id = ?1", "DELETE FROM leases WHERE session_id = ?1"] {
+                transaction
+                    .execute(table, params![session_id])
+                    .map_err(|error| OrchestratorError::store("delete session", error))?;
+            }
+            transaction
+                .commit()
+                .map_err(|error| OrchestratorError::store("delete session", error))?;
+            Ok(deleted == 1)
+        })
+        .await
+    }
+}
+
+/// Whether a listing starts at the newest session (no cursor).
+fn cursor_is_none(id: &str, ms: i64) -> bool {
+    id.is_empty() && ms == i64::MAX
 }
