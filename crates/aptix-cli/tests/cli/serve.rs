@@ -149,3 +149,96 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
     assert!(log.contains("stopping"), "{log}");
     assert!(!log.contains(SECRET_KEY), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_the_key_never_reach_the_trace_log() {
+    let answer = json!({
+        "id": "resp_t", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Fine."}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 1, "total_tokens": 6}
+    });
+    let upstream = FaultServer::start(vec![Reply::json(200, &answer)]).await;
+    let sandbox = Sandbox::new();
+    let token = "serve-token-7c1d5e-DO-NOT-LOG";
+    let tokens = sandbox.write_workspace_file("tokens.txt", &format!("# team\n{token}\n"));
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .env("RUST_LOG", "trace")
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .args(["--base-url", &upstream.base_url()])
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut up = false;
+    for _ in 0..200 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "aptix serve did not come up");
+    let turn = json!({"sessionId": "s-log", "turnId": "t-1", "instruction": "How?"}).to_string();
+    let refused = client
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer wrong-token-but-secret-too")
+        .body(turn.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let answered = client
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(turn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .header("authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains(token) && !metrics.contains(SECRET_KEY));
+
+    let pid = served.0.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..200 {
+        if served.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut log = String::new();
+    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(log.contains(" TRACE "), "trace logging was not on:\n{log}");
+    let key_tail = &SECRET_KEY[SECRET_KEY.len() - 4..];
+    for secret in [token, "wrong-token-but-secret-too", SECRET_KEY, key_tail] {
+        assert!(!log.contains(secret), "the trace log holds {secret:?}");
+    }
+}
