@@ -102,3 +102,45 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
         );
     }
 }
+
+#[test]
+fn the_default_dry_run_offers_the_built_in_tools_with_their_usage_block() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+        .arg("What does answer return?")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let body = stdout_json(&output);
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .expect("tools are offered by default")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, ["search_code", "read_file", "list_files"]);
+    let system = body["input"][0]["content"].to_string();
+    for name in names {
+        assert!(
+            system.contains(name),
+            "the usage block does not explain {name}"
+        );
+    }
+
+    let without = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--workspace",
+            &sandbox.workspace_arg(),
+        ])
+        .arg("What does answer return?")
+        .output()
+        .unwrap();
+    assert!(stdout_json(&without).get("tools").is_none());
+}
