@@ -159,6 +159,20 @@ fn id_of(request: &Request) -> String {
         .map_or_else(new_request_id, |id| id.0.clone())
 }
 
+/// The request id of a request to a protected route, or the `401` to answer with.
+fn authorized(state: &AppState, request: &Request) -> Result<String, ApiError> {
+    let request_id = id_of(request);
+    authorize(state, request.headers(), &request_id).map(|()| request_id)
+}
+
+fn unknown_session(id: &str, request_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::UnknownSession,
+        format!("there is no session {id}"),
+        request_id,
+    )
+}
+
 /// `Authorization: Bearer <token>` when tokens are configured.
 fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
@@ -469,10 +483,10 @@ pub(crate) async fn session(
     Path(id): Path<String>,
     request: Request<Body>,
 ) -> Response {
-    let request_id = id_of(&request);
-    if let Err(error) = authorize(&state, request.headers(), &request_id) {
-        return error.into_response();
-    }
+    let request_id = match authorized(&state, &request) {
+        Ok(request_id) => request_id,
+        Err(refused) => return refused.into_response(),
+    };
     match state.orchestrator.store().load(&id).await {
         Ok(Some(versioned)) => {
             let session = versioned.value;
@@ -503,12 +517,7 @@ pub(crate) async fn session(
             })
             .into_response()
         }
-        Ok(None) => ApiError::new(
-            ErrorCode::UnknownSession,
-            format!("there is no session {id}"),
-            &request_id,
-        )
-        .into_response(),
+        Ok(None) => unknown_session(&id, &request_id).into_response(),
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
 }
@@ -566,10 +575,10 @@ pub(crate) async fn sessions(
     axum::extract::Query(query): axum::extract::Query<ListQuery>,
     request: Request<Body>,
 ) -> Response {
-    let request_id = id_of(&request);
-    if let Err(error) = authorize(&state, request.headers(), &request_id) {
-        return error.into_response();
-    }
+    let request_id = match authorized(&state, &request) {
+        Ok(request_id) => request_id,
+        Err(refused) => return refused.into_response(),
+    };
     let limit = query.limit.unwrap_or(50).clamp(1, 1000);
     match state
         .orchestrator
@@ -618,18 +627,13 @@ pub(crate) async fn delete_session(
     Path(id): Path<String>,
     request: Request<Body>,
 ) -> Response {
-    let request_id = id_of(&request);
-    if let Err(error) = authorize(&state, request.headers(), &request_id) {
-        return error.into_response();
-    }
+    let request_id = match authorized(&state, &request) {
+        Ok(request_id) => request_id,
+        Err(refused) => return refused.into_response(),
+    };
     match state.orchestrator.store().delete_session(&id).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
-        Ok(false) => ApiError::new(
-            ErrorCode::UnknownSession,
-            format!("there is no session {id}"),
-            &request_id,
-        )
-        .into_response(),
+        Ok(false) => unknown_session(&id, &request_id).into_response(),
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
 }
@@ -685,9 +689,8 @@ pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> R
     security((), ("bearer" = [])),
 )]
 pub(crate) async fn metrics_text(State(state): State<AppState>, request: Request) -> Response {
-    let request_id = id_of(&request);
-    if let Err(error) = authorize(&state, request.headers(), &request_id) {
-        return error.into_response();
+    if let Err(refused) = authorized(&state, &request) {
+        return refused.into_response();
     }
     let text = Metrics::encode(&state.config.metrics);
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
