@@ -60,8 +60,16 @@ fn ci() -> Result<()> {
     ])?;
     layering()?;
     unused_dependencies()?;
+    // The PostgreSQL store's tests (conformance, replicas) run on a real server, started
+    // here once for the whole suite and stopped when the suite ends, failed or not.
+    let postgres = TestPostgres::start()?;
+    let tests = |args: &[&str]| {
+        run(Command::new(cargo_bin())
+            .args(args)
+            .env("APTIX_TEST_POSTGRES_URL", &postgres.url))
+    };
     if has_nextest() {
-        cargo(&[
+        tests(&[
             "nextest",
             "run",
             "--workspace",
@@ -70,9 +78,10 @@ fn ci() -> Result<()> {
         ])?;
     } else {
         eprintln!("xtask: cargo-nextest is not installed; running the suite with cargo test");
-        cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
+        tests(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
-    cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    tests(&["test", "--workspace", "--locked", "--doc"])?;
+    drop(postgres);
     run(Command::new(cargo_bin())
         .args(["doc", "--workspace", "--no-deps", "--locked"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
@@ -170,6 +179,57 @@ fn unused_dependencies() -> Result<()> {
     run(Command::new(cargo_bin())
         .arg("machete")
         .env_remove("CARGO_PKG_NAME"))
+}
+
+/// A PostgreSQL server from `scripts/test-postgres.sh` (which installs the Debian
+/// package when it can, and says how when it cannot), stopped on drop.
+struct TestPostgres {
+    dir: PathBuf,
+    url: String,
+}
+
+impl TestPostgres {
+    fn start() -> Result<TestPostgres> {
+        let dir = root().join("target").join("ci-postgres");
+        // A server left by an interrupted run is stopped first.
+        let _ = Command::new("bash")
+            .arg(root().join("scripts/test-postgres.sh"))
+            .arg("stop")
+            .arg(&dir)
+            .status();
+        eprintln!(
+            "xtask: starting PostgreSQL for the store tests in {}",
+            dir.display()
+        );
+        let output = Command::new("bash")
+            .arg(root().join("scripts/test-postgres.sh"))
+            .arg("start")
+            .arg(&dir)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .context("running scripts/test-postgres.sh")?;
+        if !output.status.success() {
+            bail!(
+                "PostgreSQL could not be started for the store tests (see the message above); \
+                 the suite needs it and does not skip those tests"
+            );
+        }
+        let url = String::from_utf8(output.stdout)
+            .context("the script's URL is not UTF-8")?
+            .trim()
+            .to_owned();
+        Ok(TestPostgres { dir, url })
+    }
+}
+
+impl Drop for TestPostgres {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(root().join("scripts/test-postgres.sh"))
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
 }
 
 fn has_nextest() -> bool {

@@ -166,7 +166,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
 
     let provider = provider(&settings, env)?;
     let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
-        Arc::new(open_store(&workspace)?),
+        runtime.block_on(open_store(&workspace, &settings))?,
         settings.clone(),
     ));
     let mut builder =
@@ -422,7 +422,7 @@ fn dry_run(
 ) -> Result<u8, anyhow::Error> {
     let provider = Arc::new(FakeProvider::new().with_capabilities(capabilities(settings)));
     let store = Arc::new(ConfiguredStore::new(
-        open_store_for_dry_run(workspace)?,
+        runtime.block_on(open_store_for_dry_run(workspace, settings))?,
         settings.clone(),
     ));
     let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());

@@ -43,6 +43,8 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
 pub(crate) fn env_var(key: &str) -> String {
     if key == "base_url" {
         "OPENAI_BASE_URL".to_owned()
+    } else if key == "store" {
+        "APTIX_STORE_URL".to_owned()
     } else {
         format!("APTIX_{}", key.to_ascii_uppercase())
     }
@@ -154,6 +156,39 @@ settings! {
     /// list_files) over the workspace; `--no-tools` or `false` turns them off [config:
     /// tools, env: APTIX_TOOLS]
     tools: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// Where sessions are kept: a PostgreSQL URL (postgres://user:password@host/db),
+    /// shared by every process that uses it, or a SQLite file; default
+    /// .aptix/sessions.db in the workspace [config: store, env: APTIX_STORE_URL]
+    store: StoreUrl, arg(value_name = "URL");
+}
+
+/// Where sessions are kept, as configured: a PostgreSQL URL or a SQLite file path.
+/// `Debug` hides the password, so a printed layer never shows it; parsing never fails
+/// (a bad value is reported when the store is opened, with the password hidden), so no
+/// parser error can echo it either.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct StoreUrl(pub(crate) String);
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreUrl({:?})", aptix_orchestrator::redact_url(&self.0))
+    }
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<StoreUrl, Self::Err> {
+        Ok(StoreUrl(text.trim().to_owned()))
+    }
+}
+
+impl FromEnvText for StoreUrl {
+    const EXPECTED: &'static str = "a postgres:// URL or a file path";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
 }
 
 /// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's
@@ -352,6 +387,7 @@ impl Layer {
         self.model = non_blank("model", self.model)?;
         self.reasoning_effort = non_blank("reasoning_effort", self.reasoning_effort)?;
         self.base_url = non_blank("base_url", self.base_url)?;
+        self.store = non_blank("store", self.store.map(|store| store.0))?.map(StoreUrl);
         if let Some(url) = &self.base_url {
             let lower = url.to_ascii_lowercase();
             if !(lower.starts_with("http://") || lower.starts_with("https://")) {
@@ -723,7 +759,7 @@ mod tests {
         let path = write(
             dir.path(),
             "aptix.toml",
-            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\ntools = false\n",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\ntools = false\nstore = \"postgres://u:pw@db/aptix\"\n",
         );
         let from_file = Layer::from_file(&path).unwrap().unwrap();
         let vars: Vec<(String, String)> = [
@@ -745,6 +781,7 @@ mod tests {
             ("background", "on"),
             ("lease_ttl", "90s"),
             ("tools", "off"),
+            ("store", "postgres://u:pw@db/aptix"),
         ]
         .iter()
         .map(|(key, value)| (env_var(key), (*value).to_owned()))
@@ -764,6 +801,11 @@ mod tests {
         assert_eq!(config.lease_ttl, std::time::Duration::from_secs(90));
         assert_eq!(config.stream_recovery.max_attempts, 3);
         assert!(config.background);
+        assert_eq!(
+            format!("{:?}", settings.configured.store),
+            "Some(StoreUrl(\"postgres://u:***@db/aptix\"))",
+            "Debug never shows the password"
+        );
         let client = settings
             .apply_client_settings(
                 aptix_client::OpenAiConfig::builder().base_url("http://127.0.0.1:1/v1"),

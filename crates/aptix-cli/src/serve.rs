@@ -21,7 +21,7 @@ use crate::ask::{fresh_index, provider, with_index};
 use crate::config::{Env, HumanDuration, Layer, Settings};
 use crate::exit::{SUCCESS, usage};
 use crate::output::{note, warn};
-use crate::session::{ConfiguredStore, open_store};
+use crate::session::{ConfiguredStore, StoreLocation, open_store};
 use crate::workspace;
 
 /// `aptix serve`.
@@ -84,7 +84,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         metrics.clone(),
     ));
     let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
-        Arc::new(open_store(&workspace)?),
+        runtime.block_on(open_store(&workspace, &settings))?,
         settings.clone(),
     ));
     let builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
@@ -101,6 +101,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         ..ServerConfig::default()
     };
     let authenticated = !config.tokens.is_empty();
+    let sessions = StoreLocation::of(&workspace, &settings)?.shown();
     let grace = args.shutdown_grace.0;
     let listen = args.listen;
     runtime.block_on(async move {
@@ -109,7 +110,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
             .with_context(|| format!("could not listen on {listen}"))?;
         let address = listener.local_addr().unwrap_or(listen);
         note(format_args!(
-            "serving workspace {} on http://{address} ({}); Ctrl-C stops",
+            "serving workspace {} on http://{address} ({}; sessions in {sessions}); Ctrl-C stops",
             workspace.display(),
             if authenticated {
                 "bearer tokens required"

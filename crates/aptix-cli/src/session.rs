@@ -1,7 +1,10 @@
 //! Sessions as the command line sees them: where they are kept, the ids it makes, and
 //! the configured settings applied to a continued session.
 //!
-//! Sessions live in `<workspace>/.aptix/sessions.db` (the orchestrator's SQLite store).
+//! Sessions live in `<workspace>/.aptix/sessions.db` (the orchestrator's SQLite store)
+//! unless the `store` setting names another SQLite file or a PostgreSQL database
+//! (`postgres://…`), which several processes (replicas of `aptix serve`, and `aptix
+//! ask`) can share.
 //! Every `aptix ask` without `--session` starts a new session with a fresh id and prints
 //! it on stderr; `--session ID` continues it (or starts a session of that name). Every
 //! invocation is a new turn with a unique id, so a turn is never answered from the
@@ -16,11 +19,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use aptix_orchestrator::{
     InMemorySessionStore, OrchestratorError, SessionState, SessionStore, SqliteSessionStore,
-    StoredTurn, TurnKey, Versioned,
+    StoredTurn, TurnKey, Versioned, redact_url,
 };
 use async_trait::async_trait;
 
-use crate::config::Settings;
+use crate::config::{Settings, StoreUrl};
+use crate::exit::usage;
 
 /// The folder under the workspace that Aptix owns.
 pub(crate) const APTIX_DIR: &str = ".aptix";
@@ -33,27 +37,111 @@ pub(crate) fn sessions_path(workspace: &Path) -> PathBuf {
     workspace.join(APTIX_DIR).join(SESSIONS_FILE)
 }
 
-/// Opens the workspace's session store, creating `.aptix/` (with a `.gitignore` that
-/// keeps its contents out of version control) when missing.
-pub(crate) fn open_store(workspace: &Path) -> Result<SqliteSessionStore, anyhow::Error> {
-    ensure_aptix_dir(workspace)?;
-    let path = sessions_path(workspace);
-    SqliteSessionStore::open(&path)
-        .with_context(|| format!("could not open the session store {}", path.display()))
+/// Where the configured sessions live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoreLocation {
+    /// A PostgreSQL database (the URL as configured; shown only through
+    /// [`redact_url`]).
+    Postgres(String),
+    /// A SQLite file.
+    Sqlite(PathBuf),
 }
 
-/// The store for a dry run: the workspace's store when it exists (so that `--session`
-/// shows a continuation), else an empty one in memory, so a dry run creates no file.
-pub(crate) fn open_store_for_dry_run(
+impl StoreLocation {
+    /// The `store` setting read for `workspace`: a `postgres://` or `postgresql://` URL,
+    /// a `sqlite:` path, or a plain path (relative to the workspace); unset, the
+    /// workspace's `.aptix/sessions.db`.
+    pub(crate) fn of(
+        workspace: &Path,
+        settings: &Settings,
+    ) -> Result<StoreLocation, anyhow::Error> {
+        let Some(StoreUrl(text)) = &settings.configured.store else {
+            return Ok(StoreLocation::Sqlite(sessions_path(workspace)));
+        };
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            return Ok(StoreLocation::Postgres(text.clone()));
+        }
+        let path = match lower.find("://") {
+            _ if lower.starts_with("sqlite://") => &text["sqlite://".len()..],
+            _ if lower.starts_with("sqlite:") => &text["sqlite:".len()..],
+            Some(end) => {
+                return Err(usage(format!(
+                    "the session store `{}` has the unsupported scheme `{}`: expected \
+                     postgres://user:password@host/db (PostgreSQL) or a SQLite file path",
+                    redact_url(text),
+                    &text[..end]
+                )));
+            }
+            None => text.as_str(),
+        };
+        Ok(StoreLocation::Sqlite(workspace.join(path)))
+    }
+
+    /// The location as it may be shown: a URL's password hidden.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            StoreLocation::Postgres(url) => redact_url(url),
+            StoreLocation::Sqlite(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// Opens the configured session store: the workspace's SQLite file (creating `.aptix/`,
+/// with a `.gitignore` that keeps its contents out of version control, when missing),
+/// another SQLite file, or a PostgreSQL database (its schema brought up to date).
+pub(crate) async fn open_store(
     workspace: &Path,
+    settings: &Settings,
 ) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
-    let path = sessions_path(workspace);
-    if path.is_file() {
-        let store = SqliteSessionStore::open(&path)
-            .with_context(|| format!("could not open the session store {}", path.display()))?;
-        Ok(Arc::new(store))
-    } else {
-        Ok(Arc::new(InMemorySessionStore::new()))
+    let location = StoreLocation::of(workspace, settings)?;
+    match &location {
+        StoreLocation::Postgres(url) => open_postgres(url, &location).await,
+        StoreLocation::Sqlite(path) => {
+            if *path == sessions_path(workspace) {
+                ensure_aptix_dir(workspace)?;
+            }
+            let store = SqliteSessionStore::open(path).with_context(|| {
+                format!("could not open the session store {}", location.shown())
+            })?;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(
+    url: &str,
+    location: &StoreLocation,
+) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+    let store =
+        aptix_orchestrator::PgSessionStore::connect(url, aptix_orchestrator::DEFAULT_POOL_SIZE)
+            .await
+            .with_context(|| format!("could not open the session store {}", location.shown()))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(
+    _url: &str,
+    location: &StoreLocation,
+) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+    Err(usage(format!(
+        "the session store {} is a PostgreSQL database, and this aptix was built without \
+         PostgreSQL support (the `postgres` cargo feature, on by default)",
+        location.shown()
+    )))
+}
+
+/// The store for a dry run: the configured store when it exists (so that `--session`
+/// shows a continuation), else an empty one in memory, so a dry run creates no file.
+pub(crate) async fn open_store_for_dry_run(
+    workspace: &Path,
+    settings: &Settings,
+) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+    match StoreLocation::of(workspace, settings)? {
+        StoreLocation::Sqlite(path) if !path.is_file() => Ok(Arc::new(InMemorySessionStore::new())),
+        _ => open_store(workspace, settings).await,
     }
 }
 
@@ -196,6 +284,55 @@ impl SessionStore for ConfiguredStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settings_with_store(store: Option<&str>) -> Settings {
+        Settings {
+            configured: crate::config::Layer {
+                store: store.map(|text| StoreUrl(text.to_owned())),
+                ..crate::config::Layer::default()
+            },
+            files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_store_setting_names_postgres_or_a_sqlite_file_and_hides_passwords() {
+        let workspace = Path::new("/repo");
+        let at = |store| StoreLocation::of(workspace, &settings_with_store(store));
+        assert_eq!(
+            at(None).unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/repo/.aptix/sessions.db"))
+        );
+        for url in ["postgres://u:pw@db:5432/aptix", "POSTGRESQL://db/aptix"] {
+            assert_eq!(
+                at(Some(url)).unwrap(),
+                StoreLocation::Postgres(url.to_owned())
+            );
+        }
+        assert_eq!(
+            at(Some("postgres://u:hunter2@db/aptix")).unwrap().shown(),
+            "postgres://u:***@db/aptix"
+        );
+        assert_eq!(
+            at(Some("sqlite:state/s.db")).unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/repo/state/s.db"))
+        );
+        assert_eq!(
+            at(Some("sqlite:///var/lib/aptix.db")).unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/var/lib/aptix.db"))
+        );
+        assert_eq!(
+            at(Some("/abs/s.db")).unwrap(),
+            StoreLocation::Sqlite(PathBuf::from("/abs/s.db"))
+        );
+        let error = at(Some("mysql://u:hunter2@db/aptix"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("unsupported scheme `mysql`") && !error.contains("hunter2"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn ids_are_unique_and_valid_agn034_ids() {

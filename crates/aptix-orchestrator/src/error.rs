@@ -93,7 +93,7 @@ pub enum OrchestratorError {
     },
 }
 
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl OrchestratorError {
     pub(crate) fn store(
         operation: &'static str,

@@ -6,7 +6,8 @@
 //!
 //! - a provider ([`aptix_client::ResponsesProvider`]): the OpenAI Responses API, the
 //!   Chat Completions bridge, or a scripted fake;
-//! - a [`SessionStore`]: `SqliteSessionStore` (one file; the default `sqlite` feature) or
+//! - a [`SessionStore`]: `SqliteSessionStore` (one file; the default `sqlite` feature),
+//!   `PgSessionStore` (PostgreSQL, shared by many processes; the `postgres` feature) or
 //!   [`InMemorySessionStore`];
 //! - optionally a retriever ([`aptix_rag::Retriever`], e.g. the workspace index);
 //! - [`ServerTool`]s it runs itself and [`ClientTool`]s whose calls go back to the client.
@@ -89,7 +90,9 @@ pub use session::{
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;
+#[cfg(feature = "postgres")]
+pub use store::{DEFAULT_POOL_SIZE, PgSessionStore};
 pub use store::{
-    InMemorySessionStore, MemoryStoreLimits, SessionPage, SessionStore, SessionSummary,
+    InMemorySessionStore, MemoryStoreLimits, SessionPage, SessionStore, SessionSummary, redact_url,
 };
 pub use tools::{ClientTool, ServerTool, Typed, TypedTool};

@@ -342,3 +342,117 @@ async fn sqlite_refuses_a_file_from_a_newer_schema_and_reports_corrupt_state() {
     let source = std::error::Error::source(&error).unwrap().to_string();
     assert!(source.contains("99"), "{source}");
 }
+
+/// The same checks on PostgreSQL, each on a fresh database of a real server
+/// (`scripts/test-postgres.sh`; see `aptix_testkit::postgres`).
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use aptix_orchestrator::PgSessionStore;
+    use aptix_testkit::postgres::TestDatabase;
+
+    async fn fresh() -> (TestDatabase, Arc<PgSessionStore>) {
+        let database = TestDatabase::create();
+        let store = PgSessionStore::connect(database.url(), 8).await.unwrap();
+        (database, Arc::new(store))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_store_conforms() {
+        let (_a, store) = fresh().await;
+        check_store(store).await;
+        let (_b, store) = fresh().await;
+        check_racing_commits(store).await;
+        let (_c, store) = fresh().await;
+        check_listing_and_deleting(store).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_keeps_state_across_connections_and_refuses_a_newer_schema() {
+        let database = TestDatabase::create();
+        {
+            let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
+            store
+                .commit(
+                    &state("s", Some("resp_1")),
+                    None,
+                    &turn("t1", Scenario::UserTurn, "kept"),
+                )
+                .await
+                .unwrap();
+        }
+        // A second connect (another replica starting) finds the schema in place and the
+        // session as committed; migrations are not applied twice.
+        let (first, second) = tokio::join!(
+            PgSessionStore::connect(database.url(), 2),
+            PgSessionStore::connect(database.url(), 2)
+        );
+        let (store, _) = (first.unwrap(), second.unwrap());
+        let loaded = store.load("s").await.unwrap().unwrap();
+        assert_eq!(
+            (loaded.version, loaded.value.last_response_id.as_deref()),
+            (1, Some("resp_1"))
+        );
+
+        let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let applied: i64 = raw
+            .query_one("SELECT count(*) FROM aptix_schema_migrations", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(applied, 1);
+
+        // Stored text that is not a session is reported as corrupt, not panicked on.
+        raw.execute(
+            "UPDATE aptix_sessions SET state = '{\"not\": \"a session\"}' WHERE session_id = 's'",
+            &[],
+        )
+        .await
+        .unwrap();
+        let error = store.load("s").await.unwrap_err();
+        assert!(
+            matches!(error, OrchestratorError::CorruptState { .. }),
+            "{error:?}"
+        );
+
+        raw.execute(
+            "INSERT INTO aptix_schema_migrations (version) VALUES (99)",
+            &[],
+        )
+        .await
+        .unwrap();
+        let error = PgSessionStore::connect(database.url(), 2)
+            .await
+            .unwrap_err();
+        let message = format!("{error}: {}", std::error::Error::source(&error).unwrap());
+        assert!(
+            message.contains("schema version 99") && message.contains("understands up to 1"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_password_never_shows_in_errors_or_debug() {
+        // Nothing listens on port 1: connecting fails, and neither the error chain nor
+        // Debug names the password.
+        let url = "postgres://aptix:hunter2-secret@127.0.0.1:1/aptix?connect_timeout=2";
+        let error = PgSessionStore::connect(url, 1).await.unwrap_err();
+        let mut text = format!("{error} {error:?}");
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            text.push_str(&format!(" {cause} {cause:?}"));
+            source = cause.source();
+        }
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("aptix:***@127.0.0.1:1"), "{text}");
+
+        let error = PgSessionStore::connect("postgres://a:hunter2@db/x?sslmode=require", 1)
+            .await
+            .unwrap_err();
+        let text = format!("{error:?}");
+        assert!(!text.contains("hunter2") && text.contains("TLS"), "{text}");
+    }
+}

@@ -9,7 +9,8 @@
 //! for, never a silent skip. [`spec`] validates request bodies against that description.
 //! With the `fault-server` feature, `fault_server` is a loopback HTTP server scripted
 //! per request (statuses, headers, resets, cut and stalled streams) for the client,
-//! orchestrator and CLI tests.
+//! orchestrator and CLI tests. With the `postgres` feature, `postgres` gives each test
+//! a fresh database on a real PostgreSQL server started by `scripts/test-postgres.sh`.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,8 @@ pub mod spec;
 
 #[cfg(feature = "fault-server")]
 pub mod fault_server;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 /// The repository root (the folder holding the workspace `Cargo.toml`).
 pub fn repository_root() -> PathBuf {

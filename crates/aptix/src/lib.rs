@@ -25,6 +25,7 @@
 //! |---|---|---|
 //! | `http` | yes | [`OpenAiProvider`], [`ChatCompletionsProvider`], [`OpenAiConfig`] (reqwest, rustls) |
 //! | `sqlite` | no | `SqliteSessionStore`: sessions in one file (bundled SQLite, a C compile) |
+//! | `postgres` | no | `PgSessionStore`: sessions in PostgreSQL, shared by several processes |
 //! | `index` | no | `aptix::index`: the tantivy workspace index and its retriever (tree-sitter grammars, C compiles) |
 //! | `schema` | no | `aptix::schema`: seed 003, JSON of a given shape on any provider |
 //!
@@ -247,6 +248,8 @@ pub use aptix_rag::{
     Chunk, ChunkId, LineSpan, RagError, Retrieval, RetrievalQuery, Retriever, ScoredChunk,
 };
 
+#[cfg(feature = "postgres")]
+pub use aptix_orchestrator::PgSessionStore;
 #[cfg(feature = "sqlite")]
 pub use aptix_orchestrator::SqliteSessionStore;
 pub use aptix_orchestrator::{

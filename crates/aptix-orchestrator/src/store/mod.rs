@@ -1,5 +1,6 @@
 //! Where sessions live between turns: the [`SessionStore`] seam, an in-memory store for
-//! tests and embedding, and the embedded default, one SQLite file.
+//! tests and embedding, the embedded default (one SQLite file), and PostgreSQL for
+//! sessions shared by several processes.
 //!
 //! A turn reads the session once and writes it once: [`SessionStore::commit`] stores the
 //! new state *and* the turn's envelope in one transaction, guarded by the version read
@@ -18,12 +19,27 @@ use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod url;
 
 pub use memory::{InMemorySessionStore, MemoryStoreLimits};
+#[cfg(feature = "postgres")]
+pub use postgres::{DEFAULT_POOL_SIZE, PgSessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
+pub use url::redact_url;
+
+/// A store written by a newer build than this one: refused rather than misread.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[derive(Debug, thiserror::Error)]
+#[error("the store has schema version {found}; this build understands up to {supported}")]
+struct SchemaTooNew {
+    found: i64,
+    supported: i64,
+}
 
 /// Atomic load and save of session and turn state.
 #[async_trait]

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{SessionPage, SessionStore, SessionSummary};
+use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
@@ -117,13 +117,6 @@ impl SqliteSessionStore {
         .await
         .map_err(|error| OrchestratorError::store(operation, error))?
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("the store file has schema version {found}; this build understands up to {supported}")]
-struct SchemaTooNew {
-    found: i64,
-    supported: i64,
 }
 
 fn now_ms() -> i64 {

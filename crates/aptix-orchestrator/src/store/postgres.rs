@@ -1,0 +1,585 @@
+//! Sessions in PostgreSQL, shared by every process that connects to the same database:
+//! several replicas of `aptix serve` behind a load balancer, or a service and the
+//! `aptix` command on one machine.
+//!
+//! The rules are the SQLite store's, but the database enforces them, not process
+//! memory:
+//!
+//! - **Leases** are rows whose expiry is computed with the database's clock, taken with
+//!   one `INSERT … ON CONFLICT … DO UPDATE … WHERE expired or mine`: two replicas asking
+//!   at once get one winner, and a crashed holder's lease expires on its own.
+//! - **Commits** are one transaction: the session row is updated only if its version is
+//!   still the one the turn read (`UPDATE … WHERE version = $expected`, or an `INSERT …
+//!   ON CONFLICT DO NOTHING` for a new session), and the turn's envelope is recorded
+//!   under its primary key (session, turn, scenario), so a retried turn finds it.
+//! - **Schema** changes are numbered migrations, embedded here and applied at connect
+//!   under an advisory lock (replicas starting together apply them once); a database
+//!   whose schema is newer than this build is refused instead of misread.
+//!
+//! State and envelopes are stored as `json` (the text as written, queryable with `->>`);
+//! tables are prefixed `aptix_` so they can share a database with other applications.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, redact_url};
+use crate::OrchestratorError;
+use crate::lease::LeaseInfo;
+use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+
+/// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
+/// Append only; never edit one that has shipped.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE aptix_sessions (
+    session_id TEXT PRIMARY KEY,
+    version    BIGINT NOT NULL,
+    state      JSON NOT NULL,
+    updated_us BIGINT NOT NULL
+);
+CREATE INDEX aptix_sessions_recent ON aptix_sessions (updated_us DESC, session_id DESC);
+CREATE TABLE aptix_turns (
+    session_id TEXT NOT NULL,
+    turn_id    TEXT NOT NULL,
+    scenario   TEXT NOT NULL CHECK (scenario IN ('user_turn', 'tool_continuation')),
+    envelope   JSON NOT NULL,
+    created_us BIGINT NOT NULL,
+    PRIMARY KEY (session_id, turn_id, scenario)
+);
+CREATE TABLE aptix_leases (
+    session_id TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+"];
+
+/// The key of the advisory lock that serialises migrations ("aptix" in ASCII).
+const MIGRATION_LOCK: i64 = 0x61_70_74_69_78;
+
+/// The database clock in microseconds since the epoch: every replica orders and expires
+/// by the same clock.
+macro_rules! now_us {
+    () => {
+        "(extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT"
+    };
+}
+
+/// Connections a store opens at most, unless told otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// Sessions in a PostgreSQL database.
+///
+/// `Debug` shows where it connects without the password.
+#[derive(Clone)]
+pub struct PgSessionStore {
+    pool: Pool,
+    target: String,
+}
+
+impl fmt::Debug for PgSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgSessionStore")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failure that names the database by its URL without the password.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {target}: {source}")]
+struct AtTarget {
+    what: &'static str,
+    target: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl PgSessionStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or
+    /// libpq's `host=… dbname=…` form) with a pool of at most `pool_size` connections,
+    /// and brings its schema up to date. Fails if the database cannot be reached or its
+    /// schema is newer than this build understands.
+    ///
+    /// TLS is not built in: connect over a Unix socket, a private network, or a
+    /// TLS-terminating proxy; a URL that requires TLS (`sslmode=require`) is refused
+    /// with an error that says so.
+    pub async fn connect(url: &str, pool_size: usize) -> Result<PgSessionStore, OrchestratorError> {
+        let target = redact_url(url);
+        let config = tokio_postgres::Config::from_str(url).map_err(|error| {
+            OrchestratorError::store(
+                "open",
+                AtTarget {
+                    what: "invalid PostgreSQL URL",
+                    target: target.clone(),
+                    source: Box::new(error),
+                },
+            )
+        })?;
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err(OrchestratorError::store(
+                "open",
+                AtTarget {
+                    what: "cannot connect to",
+                    target,
+                    source: "the URL requires TLS (sslmode=require), which this build does not \
+                             include; connect through a Unix socket, a private network or a \
+                             TLS-terminating proxy with sslmode=disable"
+                        .into(),
+                },
+            ));
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(30)))
+            .create_timeout(Some(Duration::from_secs(10)))
+            .build()
+            .map_err(|error| {
+                OrchestratorError::store(
+                    "open",
+                    AtTarget {
+                        what: "cannot set up a connection pool for",
+                        target: target.clone(),
+                        source: Box::new(error),
+                    },
+                )
+            })?;
+        let store = PgSessionStore { pool, target };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Where this store connects, with the password replaced by `***`.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Applies the migrations this database lacks, under an advisory lock.
+    async fn migrate(&self) -> Result<(), OrchestratorError> {
+        let mut client = self.client("open").await?;
+        let fail = |error: tokio_postgres::Error| {
+            OrchestratorError::store(
+                "open",
+                AtTarget {
+                    what: "cannot migrate the schema of",
+                    target: self.target.clone(),
+                    source: Box::new(error),
+                },
+            )
+        };
+        let transaction = client.transaction().await.map_err(fail)?;
+        transaction
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(fail)?;
+        transaction
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS aptix_schema_migrations (
+                     version    INTEGER PRIMARY KEY,
+                     applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                 )",
+            )
+            .await
+            .map_err(fail)?;
+        let found: i32 = transaction
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM aptix_schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        let supported = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+        if found > supported {
+            return Err(OrchestratorError::store(
+                "open",
+                AtTarget {
+                    what: "cannot use",
+                    target: self.target.clone(),
+                    source: Box::new(SchemaTooNew {
+                        found: i64::from(found),
+                        supported: i64::from(supported),
+                    }),
+                },
+            ));
+        }
+        for (version, migration) in (1..)
+            .zip(MIGRATIONS)
+            .skip(usize::try_from(found).unwrap_or(0))
+        {
+            transaction.batch_execute(migration).await.map_err(fail)?;
+            transaction
+                .execute(
+                    "INSERT INTO aptix_schema_migrations (version) VALUES ($1)",
+                    &[&version],
+                )
+                .await
+                .map_err(fail)?;
+        }
+        transaction.commit().await.map_err(fail)
+    }
+
+    /// A pooled connection.
+    async fn client(
+        &self,
+        operation: &'static str,
+    ) -> Result<deadpool_postgres::Object, OrchestratorError> {
+        self.pool.get().await.map_err(|error| {
+            OrchestratorError::store(
+                operation,
+                AtTarget {
+                    what: "cannot connect to",
+                    target: self.target.clone(),
+                    source: Box::new(error),
+                },
+            )
+        })
+    }
+}
+
+fn to_version(raw: i64) -> u64 {
+    u64::try_from(raw).unwrap_or(0)
+}
+
+fn to_db_version(version: u64) -> i64 {
+    i64::try_from(version).unwrap_or(i64::MAX)
+}
+
+fn seconds(duration: Duration) -> f64 {
+    duration.as_secs_f64()
+}
+
+fn corrupt(session_id: &str) -> impl FnOnce(serde_json::Error) -> OrchestratorError + '_ {
+    move |source| OrchestratorError::CorruptState {
+        session_id: session_id.to_owned(),
+        source,
+    }
+}
+
+fn failed(operation: &'static str) -> impl Fn(tokio_postgres::Error) -> OrchestratorError {
+    move |error| OrchestratorError::store(operation, error)
+}
+
+#[async_trait]
+impl SessionStore for PgSessionStore {
+    async fn load(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let client = self.client("load session").await?;
+        let row = client
+            .query_opt(
+                "SELECT state::TEXT, version FROM aptix_sessions WHERE session_id = $1",
+                &[&session_id],
+            )
+            .await
+            .map_err(failed("load session"))?;
+        row.map(|row| {
+            let state: &str = row.get(0);
+            serde_json::from_str(state)
+                .map(|value| Versioned {
+                    value,
+                    version: to_version(row.get(1)),
+                })
+                .map_err(corrupt(session_id))
+        })
+        .transpose()
+    }
+
+    async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
+        let client = self.client("load turn").await?;
+        let row = client
+            .query_opt(
+                "SELECT envelope::TEXT FROM aptix_turns
+                 WHERE session_id = $1 AND turn_id = $2 AND scenario = $3",
+                &[&key.session_id, &key.turn_id, &key.scenario.as_str()],
+            )
+            .await
+            .map_err(failed("load turn"))?;
+        row.map(|row| {
+            serde_json::from_str(row.get(0))
+                .map(|envelope| StoredTurn {
+                    turn_id: key.turn_id.clone(),
+                    scenario: key.scenario,
+                    envelope,
+                })
+                .map_err(corrupt(&key.session_id))
+        })
+        .transpose()
+    }
+
+    async fn commit(
+        &self,
+        state: &SessionState,
+        expected_version: Option<u64>,
+        turn: &StoredTurn,
+    ) -> Result<u64, OrchestratorError> {
+        // Serialise before touching the database, so an encoding failure changes nothing.
+        let state_json = serde_json::to_string(state).map_err(corrupt(&state.session_id))?;
+        let envelope_json =
+            serde_json::to_string(&turn.envelope).map_err(corrupt(&state.session_id))?;
+        let session_id = state.session_id.as_str();
+        let fail = failed("commit turn");
+        let mut client = self.client("commit turn").await?;
+        let transaction = client.transaction().await.map_err(&fail)?;
+        let changed = match expected_version {
+            None => transaction
+                .execute(
+                    concat!(
+                        "INSERT INTO aptix_sessions (session_id, version, state, updated_us)
+                         VALUES ($1, 1, $2::TEXT::JSON, ",
+                        now_us!(),
+                        ") ON CONFLICT (session_id) DO NOTHING"
+                    ),
+                    &[&session_id, &state_json],
+                )
+                .await
+                .map_err(&fail)?,
+            Some(expected) => transaction
+                .execute(
+                    concat!(
+                        "UPDATE aptix_sessions SET version = version + 1,
+                             state = $2::TEXT::JSON, updated_us = ",
+                        now_us!(),
+                        " WHERE session_id = $1 AND version = $3"
+                    ),
+                    &[&session_id, &state_json, &to_db_version(expected)],
+                )
+                .await
+                .map_err(&fail)?,
+        };
+        if changed != 1 {
+            // Dropping the transaction rolls it back; say what the winner left.
+            drop(transaction);
+            let found = client
+                .query_opt(
+                    "SELECT version FROM aptix_sessions WHERE session_id = $1",
+                    &[&session_id],
+                )
+                .await
+                .map_err(&fail)?
+                .map(|row| to_version(row.get(0)));
+            return Err(OrchestratorError::Conflict {
+                session_id: session_id.to_owned(),
+                expected: expected_version,
+                found,
+            });
+        }
+        transaction
+            .execute(
+                concat!(
+                    "INSERT INTO aptix_turns (session_id, turn_id, scenario, envelope, created_us)
+                     VALUES ($1, $2, $3, $4::TEXT::JSON, ",
+                    now_us!(),
+                    ") ON CONFLICT (session_id, turn_id, scenario)
+                     DO UPDATE SET envelope = excluded.envelope"
+                ),
+                &[
+                    &session_id,
+                    &turn.turn_id,
+                    &turn.scenario.as_str(),
+                    &envelope_json,
+                ],
+            )
+            .await
+            .map_err(&fail)?;
+        transaction.commit().await.map_err(|error| {
+            // Two new sessions of the same id racing can meet at commit time under
+            // stricter isolation levels: that is a conflict, not a failure.
+            if error.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                || error.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+            {
+                OrchestratorError::Conflict {
+                    session_id: session_id.to_owned(),
+                    expected: expected_version,
+                    found: None,
+                }
+            } else {
+                fail(error)
+            }
+        })?;
+        Ok(expected_version.map_or(1, |version| version + 1))
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let client = self.client("take lease").await?;
+        // Insert, or take over a lease that expired or that this holder already has; the
+        // row lock of ON CONFLICT DO UPDATE makes two takers meet one at a time.
+        let changed = client
+            .execute(
+                "INSERT INTO aptix_leases (session_id, holder, expires_at)
+                 VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3))
+                 ON CONFLICT (session_id) DO UPDATE
+                     SET holder = excluded.holder, expires_at = excluded.expires_at
+                     WHERE aptix_leases.expires_at <= clock_timestamp()
+                        OR aptix_leases.holder = excluded.holder",
+                &[&session_id, &holder, &seconds(ttl)],
+            )
+            .await
+            .map_err(failed("take lease"))?;
+        Ok(changed == 1)
+    }
+
+    async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError> {
+        let client = self.client("release lease").await?;
+        client
+            .execute(
+                "DELETE FROM aptix_leases WHERE session_id = $1 AND holder = $2",
+                &[&session_id, &holder],
+            )
+            .await
+            .map_err(failed("release lease"))?;
+        Ok(())
+    }
+
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        let client = self.client("read lease").await?;
+        let row = client
+            .query_opt(
+                "SELECT holder,
+                     GREATEST(0, extract(epoch FROM expires_at - clock_timestamp()))::FLOAT8
+                 FROM aptix_leases WHERE session_id = $1",
+                &[&session_id],
+            )
+            .await
+            .map_err(failed("read lease"))?;
+        Ok(row.map(|row| LeaseInfo {
+            holder: row.get(0),
+            expires_in: Duration::try_from_secs_f64(row.get(1)).unwrap_or_default(),
+        }))
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        let client = self.client("take over lease").await?;
+        let changed = client
+            .execute(
+                "UPDATE aptix_leases
+                 SET holder = $3, expires_at = clock_timestamp() + make_interval(secs => $4)
+                 WHERE session_id = $1 AND holder = $2",
+                &[&session_id, &stale_holder, &holder, &seconds(ttl)],
+            )
+            .await
+            .map_err(failed("take over lease"))?;
+        Ok(changed == 1)
+    }
+
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, OrchestratorError> {
+        // The cursor is `<updated_us>:<session_id>` of the first session of the next
+        // page; the order is the same pair, newest first.
+        let after = match cursor {
+            None => None,
+            Some(text) => Some(
+                text.split_once(':')
+                    .and_then(|(us, id)| Some((us.parse::<i64>().ok()?, id.to_owned())))
+                    .ok_or_else(|| {
+                        OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
+                    })?,
+            ),
+        };
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        let client = self.client("list sessions").await?;
+        let rows =
+            match &after {
+                None => client
+                    .query(
+                        "SELECT session_id, version, state->>'mode', updated_us FROM aptix_sessions
+                         ORDER BY updated_us DESC, session_id DESC LIMIT $1",
+                        &[&limit.saturating_add(1)],
+                    )
+                    .await,
+                Some((us, id)) => client
+                    .query(
+                        "SELECT session_id, version, state->>'mode', updated_us FROM aptix_sessions
+                         WHERE (updated_us, session_id) <= ($1, $2)
+                         ORDER BY updated_us DESC, session_id DESC LIMIT $3",
+                        &[us, id, &limit.saturating_add(1)],
+                    )
+                    .await,
+            }
+            .map_err(failed("list sessions"))?;
+        let mut page = SessionPage::default();
+        for row in rows {
+            let session_id: String = row.get(0);
+            if i64::try_from(page.sessions.len()).unwrap_or(i64::MAX) == limit {
+                let updated: i64 = row.get(3);
+                page.next_cursor = Some(format!("{updated}:{session_id}"));
+                break;
+            }
+            page.sessions.push(SessionSummary {
+                session_id,
+                version: to_version(row.get(1)),
+                mode: row.get::<_, Option<String>>(2).unwrap_or_default(),
+            });
+        }
+        Ok(page)
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        let fail = failed("delete session");
+        let mut client = self.client("delete session").await?;
+        let transaction = client.transaction().await.map_err(&fail)?;
+        // Lock the lease row (if any) so a turn cannot start between the check and the
+        // delete.
+        let leased = transaction
+            .query_opt(
+                "SELECT expires_at > clock_timestamp() FROM aptix_leases
+                 WHERE session_id = $1 FOR UPDATE",
+                &[&session_id],
+            )
+            .await
+            .map_err(&fail)?
+            .is_some_and(|row| row.get::<_, bool>(0));
+        if leased {
+            return Err(OrchestratorError::SessionBusy {
+                session_id: session_id.to_owned(),
+                holder: None,
+                expires_in: None,
+            });
+        }
+        let deleted = transaction
+            .execute(
+                "DELETE FROM aptix_sessions WHERE session_id = $1",
+                &[&session_id],
+            )
+            .await
+            .map_err(&fail)?;
+        for statement in [
+            "DELETE FROM aptix_turns WHERE session_id = $1",
+            "DELETE FROM aptix_leases WHERE session_id = $1",
+        ] {
+            transaction
+                .execute(statement, &[&session_id])
+                .await
+                .map_err(&fail)?;
+        }
+        transaction.commit().await.map_err(&fail)?;
+        Ok(deleted == 1)
+    }
+}
