@@ -16,5 +16,6 @@ mod index;
 mod inspect;
 mod schema;
 mod serve;
+mod serve_replicas;
 mod support;
 mod tools_e2e;
