@@ -69,6 +69,51 @@ macro_rules! now_us {
     };
 }
 
+/// The turn record of a commit, written only if the session row was (`written`).
+macro_rules! record_turn {
+    () => {
+        concat!(
+            "INSERT INTO aptix_turns (session_id, turn_id, scenario, envelope, created_us)
+             SELECT $1, $4::TEXT, $5::TEXT, $6::TEXT::JSON, ",
+            now_us!(),
+            " FROM written
+             ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope"
+        )
+    };
+}
+
+/// Records the turn of a session's first commit: `$1` session, `$2` state, `$3` unused
+/// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope.
+/// Returns the new version, or no row when the session exists already.
+const COMMIT_NEW: &str = concat!(
+    "WITH written AS (
+         INSERT INTO aptix_sessions (session_id, version, state, updated_us)
+         SELECT $1, 1, $2::TEXT::JSON, ",
+    now_us!(),
+    " WHERE $3::BIGINT = 0
+         ON CONFLICT (session_id) DO NOTHING
+         RETURNING version
+     ), recorded AS (",
+    record_turn!(),
+    ") SELECT version FROM written"
+);
+
+/// Commits from version `$3`; the parameters are [`COMMIT_NEW`]'s. Returns the new
+/// version, or no row when the session is not at version `$3`.
+const COMMIT_NEXT: &str = concat!(
+    "WITH written AS (
+         UPDATE aptix_sessions SET version = version + 1, state = $2::TEXT::JSON,
+             updated_us = ",
+    now_us!(),
+    " WHERE session_id = $1 AND version = $3::BIGINT
+         RETURNING version
+     ), recorded AS (",
+    record_turn!(),
+    ") SELECT version FROM written"
+);
+
+const SELECT_VERSION: &str = "SELECT version FROM aptix_sessions WHERE session_id = $1";
+
 /// Connections a store opens at most, unless told otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
@@ -249,6 +294,16 @@ impl PgSessionStore {
     }
 }
 
+/// `sql` prepared on `client`, once per connection (deadpool keeps a statement cache), so
+/// a hot statement costs one round trip instead of two.
+async fn prepared(
+    client: &deadpool_postgres::Object,
+    operation: &'static str,
+    sql: &str,
+) -> Result<tokio_postgres::Statement, OrchestratorError> {
+    client.prepare_cached(sql).await.map_err(failed(operation))
+}
+
 fn to_version(raw: i64) -> u64 {
     u64::try_from(raw).unwrap_or(0)
 }
@@ -281,7 +336,12 @@ impl SessionStore for PgSessionStore {
         let client = self.client("load session").await?;
         let row = client
             .query_opt(
-                "SELECT state::TEXT, version FROM aptix_sessions WHERE session_id = $1",
+                &prepared(
+                    &client,
+                    "load session",
+                    "SELECT state::TEXT, version FROM aptix_sessions WHERE session_id = $1",
+                )
+                .await?,
                 &[&session_id],
             )
             .await
@@ -302,8 +362,13 @@ impl SessionStore for PgSessionStore {
         let client = self.client("load turn").await?;
         let row = client
             .query_opt(
-                "SELECT envelope::TEXT FROM aptix_turns
+                &prepared(
+                    &client,
+                    "load turn",
+                    "SELECT envelope::TEXT FROM aptix_turns
                  WHERE session_id = $1 AND turn_id = $2 AND scenario = $3",
+                )
+                .await?,
                 &[&key.session_id, &key.turn_id, &key.scenario.as_str()],
             )
             .await
@@ -332,85 +397,58 @@ impl SessionStore for PgSessionStore {
             serde_json::to_string(&turn.envelope).map_err(corrupt(&state.session_id))?;
         let session_id = state.session_id.as_str();
         let fail = failed("commit turn");
-        let mut client = self.client("commit turn").await?;
-        let transaction = client.transaction().await.map_err(&fail)?;
-        let changed = match expected_version {
-            None => transaction
-                .execute(
-                    concat!(
-                        "INSERT INTO aptix_sessions (session_id, version, state, updated_us)
-                         VALUES ($1, 1, $2::TEXT::JSON, ",
-                        now_us!(),
-                        ") ON CONFLICT (session_id) DO NOTHING"
-                    ),
-                    &[&session_id, &state_json],
-                )
-                .await
-                .map_err(&fail)?,
-            Some(expected) => transaction
-                .execute(
-                    concat!(
-                        "UPDATE aptix_sessions SET version = version + 1,
-                             state = $2::TEXT::JSON, updated_us = ",
-                        now_us!(),
-                        " WHERE session_id = $1 AND version = $3"
-                    ),
-                    &[&session_id, &state_json, &to_db_version(expected)],
-                )
-                .await
-                .map_err(&fail)?,
+        let client = self.client("commit turn").await?;
+        // One statement, so one round trip and one atomic step: the session row is
+        // written only from the expected version (or created only if absent), and the
+        // turn is recorded only if it was.
+        let sql = match expected_version {
+            None => COMMIT_NEW,
+            Some(_) => COMMIT_NEXT,
         };
-        if changed != 1 {
-            // Dropping the transaction rolls it back; say what the winner left.
-            drop(transaction);
-            let found = client
-                .query_opt(
-                    "SELECT version FROM aptix_sessions WHERE session_id = $1",
-                    &[&session_id],
-                )
-                .await
-                .map_err(&fail)?
-                .map(|row| to_version(row.get(0)));
-            return Err(OrchestratorError::Conflict {
-                session_id: session_id.to_owned(),
-                expected: expected_version,
-                found,
-            });
-        }
-        transaction
-            .execute(
-                concat!(
-                    "INSERT INTO aptix_turns (session_id, turn_id, scenario, envelope, created_us)
-                     VALUES ($1, $2, $3, $4::TEXT::JSON, ",
-                    now_us!(),
-                    ") ON CONFLICT (session_id, turn_id, scenario)
-                     DO UPDATE SET envelope = excluded.envelope"
-                ),
+        let statement = client.prepare_cached(sql).await.map_err(&fail)?;
+        let expected = expected_version.map_or(0, to_db_version);
+        let committed = client
+            .query_opt(
+                &statement,
                 &[
                     &session_id,
+                    &state_json,
+                    &expected,
                     &turn.turn_id,
                     &turn.scenario.as_str(),
                     &envelope_json,
                 ],
             )
             .await
-            .map_err(&fail)?;
-        transaction.commit().await.map_err(|error| {
-            // Two new sessions of the same id racing can meet at commit time under
-            // stricter isolation levels: that is a conflict, not a failure.
-            if error.code() == Some(&SqlState::UNIQUE_VIOLATION)
-                || error.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
-            {
-                OrchestratorError::Conflict {
-                    session_id: session_id.to_owned(),
-                    expected: expected_version,
-                    found: None,
+            .map_err(|error| {
+                // Stricter isolation levels report a lost race as a failure to serialise.
+                if error.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) {
+                    OrchestratorError::Conflict {
+                        session_id: session_id.to_owned(),
+                        expected: expected_version,
+                        found: None,
+                    }
+                } else {
+                    fail(error)
                 }
-            } else {
-                fail(error)
-            }
-        })?;
-        Ok(expected_version.map_or(1, |version| version + 1))
+            })?;
+        if let Some(row) = committed {
+            return Ok(to_version(row.get(0)));
+        }
+        // Another writer won: say what it left.
+        let found = client
+            .query_opt(
+                &client.prepare_cached(SELECT_VERSION).await.map_err(&fail)?,
+                &[&session_id],
+            )
+            .await
+            .map_err(&fail)?
+            .map(|row| to_version(row.get(0)));
+        Err(OrchestratorError::Conflict {
+            session_id: session_id.to_owned(),
+            expected: expected_version,
+            found,
+        })
     }
 
     async fn acquire_lease(
@@ -424,12 +462,17 @@ impl SessionStore for PgSessionStore {
         // row lock of ON CONFLICT DO UPDATE makes two takers meet one at a time.
         let changed = client
             .execute(
-                "INSERT INTO aptix_leases (session_id, holder, expires_at)
+                &prepared(
+                    &client,
+                    "take lease",
+                    "INSERT INTO aptix_leases (session_id, holder, expires_at)
                  VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3))
                  ON CONFLICT (session_id) DO UPDATE
                      SET holder = excluded.holder, expires_at = excluded.expires_at
                      WHERE aptix_leases.expires_at <= clock_timestamp()
                         OR aptix_leases.holder = excluded.holder",
+                )
+                .await?,
                 &[&session_id, &holder, &seconds(ttl)],
             )
             .await
@@ -441,7 +484,12 @@ impl SessionStore for PgSessionStore {
         let client = self.client("release lease").await?;
         client
             .execute(
-                "DELETE FROM aptix_leases WHERE session_id = $1 AND holder = $2",
+                &prepared(
+                    &client,
+                    "release lease",
+                    "DELETE FROM aptix_leases WHERE session_id = $1 AND holder = $2",
+                )
+                .await?,
                 &[&session_id, &holder],
             )
             .await
