@@ -112,12 +112,12 @@ pub(crate) async fn open_store(
 #[cfg(feature = "postgres")]
 async fn open_postgres(
     url: &str,
-    location: &StoreLocation,
+    _location: &StoreLocation,
 ) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+    // The store's own error names the database (password hidden) and the reason.
     let store =
         aptix_orchestrator::PgSessionStore::connect(url, aptix_orchestrator::DEFAULT_POOL_SIZE)
-            .await
-            .with_context(|| format!("could not open the session store {}", location.shown()))?;
+            .await?;
     Ok(Arc::new(store))
 }
 

@@ -156,3 +156,50 @@ fn max_output_tokens_below_the_api_minimum_is_refused_with_the_builders_message(
         .unwrap();
     assert_eq!(code(&output), 0, "16 is the minimum: {}", stderr(&output));
 }
+
+#[test]
+fn an_unreachable_postgres_store_is_named_without_its_password_at_any_verbosity() {
+    let sandbox = Sandbox::new();
+    for (flag_or_env, verbosity) in [(true, "-vvv"), (false, "-v")] {
+        let mut command = sandbox.aptix();
+        command
+            .env("OPENAI_API_KEY", "sk-test-key-never-printed")
+            .env("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+            .env("RUST_LOG", "trace");
+        let url = "postgres://aptix:hunter2-db-password@127.0.0.1:1/aptix?connect_timeout=2";
+        if flag_or_env {
+            command.args(["ask", "--store", url]);
+        } else {
+            command.env("APTIX_STORE_URL", url).arg("ask");
+        }
+        let output = command
+            .args([verbosity, "--workspace", &sandbox.workspace_arg(), "hello"])
+            .output()
+            .unwrap();
+        let text = stderr(&output);
+        assert_ne!(code(&output), 0, "{text}");
+        assert!(
+            text.contains("postgres://aptix:***@127.0.0.1:1/aptix"),
+            "the store is named: {text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("hunter2"));
+    }
+}
+
+#[test]
+fn a_store_url_of_an_unknown_kind_is_a_usage_error_naming_the_scheme() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+        .args(["ask", "--store", "mysql://root:hunter2@db/aptix"])
+        .args(["--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    let text = stderr(&output);
+    assert_eq!(code(&output), 2, "{text}");
+    assert!(text.contains("unsupported scheme `mysql`"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+}

@@ -136,7 +136,7 @@ impl fmt::Debug for PgSessionStore {
 
 /// A failure that names the database by its URL without the password.
 #[derive(Debug, thiserror::Error)]
-#[error("{what} {target}: {source}")]
+#[error("{what} {target}")]
 struct AtTarget {
     what: &'static str,
     target: String,
@@ -282,16 +282,33 @@ impl PgSessionStore {
         operation: &'static str,
     ) -> Result<deadpool_postgres::Object, OrchestratorError> {
         self.pool.get().await.map_err(|error| {
+            let reason = match &error {
+                deadpool_postgres::PoolError::Timeout(_) => {
+                    "timed out waiting for a connection".to_owned()
+                }
+                other => root_cause(other),
+            };
             OrchestratorError::store(
                 operation,
                 AtTarget {
                     what: "cannot connect to",
                     target: self.target.clone(),
-                    source: Box::new(error),
+                    source: reason.into(),
                 },
             )
         })
     }
+}
+
+/// The innermost cause's message ("Connection refused (os error 111)", "FATAL: password
+/// authentication failed for user …"): the pool and the client each wrap it and repeat
+/// it in their own messages.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
 }
 
 /// `sql` prepared on `client`, once per connection (deadpool keeps a statement cache), so
