@@ -427,7 +427,12 @@ mod postgres {
         let error = PgSessionStore::connect(database.url(), 2)
             .await
             .unwrap_err();
-        let message = format!("{error}: {}", std::error::Error::source(&error).unwrap());
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
         assert!(
             message.contains("schema version 99") && message.contains("understands up to 1"),
             "{message}"
