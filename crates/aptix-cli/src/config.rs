@@ -61,8 +61,9 @@ macro_rules! settings {
         $key:ident: $ty:ty, arg($($arg:tt)*);
     )+) => {
         /// One layer of settings: each value is set or not.
+        // Unknown keys are refused by hand before serde sees a file (naming the file and
+        // the known keys); `aptix serve`'s keys (`SERVE_KEYS`) are read by `ServeLayer`.
         #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
-        #[serde(deny_unknown_fields)]
         pub(crate) struct Layer {
             $(
                 $(#[doc = $doc])*
@@ -319,53 +320,9 @@ impl Layer {
 
     /// The values a config file sets, or `None` when there is no such file.
     pub(crate) fn from_file(path: &Path) -> Result<Option<Layer>, anyhow::Error> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => {
-                return Err(error)
-                    .with_context(|| format!("could not read config file {}", path.display()));
-            }
+        let Some(layer) = read_config_file::<Layer>(path)? else {
+            return Ok(None);
         };
-        let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
-            usage(format!(
-                "config file {} is not valid toml: {}",
-                path.display(),
-                error.message()
-            ))
-        })?;
-        for key in table.keys() {
-            if SECRET_KEYS.contains(&key.as_str()) {
-                return Err(usage(format!(
-                    "key `{key}` in {}: the api key is never read from a config file; set OPENAI_API_KEY instead",
-                    path.display()
-                )));
-            }
-            if !KEYS.contains(&key.as_str()) {
-                return Err(usage(format!(
-                    "unknown key `{key}` in {} (known keys: {})",
-                    path.display(),
-                    KEYS.join(", ")
-                )));
-            }
-        }
-        let layer: Layer = toml::from_str(&text).map_err(|error| {
-            // The error points at the value; its line names the key.
-            let start = error.span().map_or(0, |span| span.start);
-            let line = text.get(..start).unwrap_or_default().matches('\n').count();
-            let key = text
-                .lines()
-                .nth(line)
-                .and_then(|line| line.split('=').next())
-                .unwrap_or_default()
-                .trim();
-            usage(format!(
-                "invalid value for `{key}` in {} (line {}): {}",
-                path.display(),
-                line + 1,
-                error.message()
-            ))
-        })?;
         let shown = path.display().to_string();
         layer
             .checked(&|key| format!("`{key}` in {shown}"))
@@ -437,6 +394,147 @@ impl Layer {
             )));
         }
         Ok(self)
+    }
+}
+
+/// Reads a config file as `T` (`None` when there is no such file): valid TOML, no key
+/// that holds a secret, no key outside [`KEYS`] and [`SERVE_KEYS`], and each value of the
+/// right type, every error naming the file, the key and the line.
+fn read_config_file<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<T>, anyhow::Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(error)
+                .with_context(|| format!("could not read config file {}", path.display()));
+        }
+    };
+    let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
+        usage(format!(
+            "config file {} is not valid toml: {}",
+            path.display(),
+            error.message()
+        ))
+    })?;
+    for key in table.keys() {
+        if SECRET_KEYS.contains(&key.as_str()) {
+            return Err(usage(format!(
+                "key `{key}` in {}: the api key is never read from a config file; set OPENAI_API_KEY instead",
+                path.display()
+            )));
+        }
+        if !KEYS.contains(&key.as_str()) && !SERVE_KEYS.contains(&key.as_str()) {
+            return Err(usage(format!(
+                "unknown key `{key}` in {} (known keys: {}; for aptix serve: {})",
+                path.display(),
+                KEYS.join(", "),
+                SERVE_KEYS.join(", ")
+            )));
+        }
+    }
+    toml::from_str(&text).map(Some).map_err(|error| {
+        // The error points at the value; its line names the key.
+        let start = error.span().map_or(0, |span| span.start);
+        let line = text.get(..start).unwrap_or_default().matches('\n').count();
+        let key = text
+            .lines()
+            .nth(line)
+            .and_then(|line| line.split('=').next())
+            .unwrap_or_default()
+            .trim();
+        usage(format!(
+            "invalid value for `{key}` in {} (line {}): {}",
+            path.display(),
+            line + 1,
+            error.message()
+        ))
+    })
+}
+
+/// `aptix serve`'s own settings, each a `--flag`, a key in the config files and an
+/// `APTIX_<KEY>` variable, layered like the others (flags over the environment over the
+/// workspace file over the user file). Only `serve` reads them.
+pub(crate) const SERVE_KEYS: &[&str] = &[
+    "listen",
+    "tokens_file",
+    "max_concurrent_turns",
+    "body_limit",
+    "turn_timeout",
+    "shutdown_grace",
+];
+
+/// One layer of `aptix serve`'s settings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub(crate) struct ServeLayer {
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    pub(crate) tokens_file: Option<PathBuf>,
+    pub(crate) max_concurrent_turns: Option<usize>,
+    pub(crate) body_limit: Option<usize>,
+    pub(crate) turn_timeout: Option<HumanDuration>,
+    pub(crate) shutdown_grace: Option<HumanDuration>,
+}
+
+impl ServeLayer {
+    /// This layer over `lower`.
+    fn over(self, lower: ServeLayer) -> ServeLayer {
+        ServeLayer {
+            listen: self.listen.or(lower.listen),
+            tokens_file: self.tokens_file.or(lower.tokens_file),
+            max_concurrent_turns: self.max_concurrent_turns.or(lower.max_concurrent_turns),
+            body_limit: self.body_limit.or(lower.body_limit),
+            turn_timeout: self.turn_timeout.or(lower.turn_timeout),
+            shutdown_grace: self.shutdown_grace.or(lower.shutdown_grace),
+        }
+    }
+
+    fn from_env(env: Env<'_>) -> Result<ServeLayer, anyhow::Error> {
+        Ok(ServeLayer {
+            listen: from_env_var(env, "listen")?,
+            tokens_file: from_env_var(env, "tokens_file")?,
+            max_concurrent_turns: from_env_var(env, "max_concurrent_turns")?,
+            body_limit: from_env_var(env, "body_limit")?,
+            turn_timeout: from_env_var(env, "turn_timeout")?,
+            shutdown_grace: from_env_var(env, "shutdown_grace")?,
+        })
+    }
+
+    /// `flags` over the environment over the workspace file over the user file; a
+    /// relative `tokens_file` from a config file is relative to that file's folder.
+    pub(crate) fn load(
+        workspace: &Path,
+        flags: ServeLayer,
+        env: Env<'_>,
+    ) -> Result<ServeLayer, anyhow::Error> {
+        let mut layered = ServeLayer::default();
+        let workspace_file = workspace.join(WORKSPACE_FILE);
+        for path in user_config_path(env)
+            .iter()
+            .chain(std::iter::once(&workspace_file))
+        {
+            if let Some(mut layer) = read_config_file::<ServeLayer>(path)? {
+                if let (Some(file), Some(folder)) = (&layer.tokens_file, path.parent()) {
+                    layer.tokens_file = Some(folder.join(file));
+                }
+                layered = layer.over(layered);
+            }
+        }
+        Ok(flags.over(ServeLayer::from_env(env)?.over(layered)))
+    }
+}
+
+impl FromEnvText for std::net::SocketAddr {
+    const EXPECTED: &'static str = "an address such as 127.0.0.1:8787";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for PathBuf {
+    const EXPECTED: &'static str = "a file path";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(PathBuf::from(text.trim()))
     }
 }
 
@@ -848,7 +946,7 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
         )
         .unwrap();
-        for key in KEYS {
+        for key in KEYS.iter().chain(SERVE_KEYS) {
             assert!(
                 docs.contains(&format!("`{key}`")),
                 "docs/cli.md does not list `{key}`"
@@ -861,5 +959,71 @@ mod tests {
             let flag = format!("--{}", key.replace('_', "-"));
             assert!(docs.contains(&flag), "docs/cli.md does not show {flag}");
         }
+    }
+
+    #[test]
+    fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "aptix.toml",
+            "model = \"m\"\nlisten = \"127.0.0.1:9000\"\ntokens_file = \"secrets/tokens\"\nmax_concurrent_turns = 8\nbody_limit = 2048\nturn_timeout = \"2m\"\nshutdown_grace = 5\n",
+        );
+        // The ask-side layer accepts the file (serve keys are known keys) and ignores them.
+        let layer = Layer::from_file(&dir.path().join("aptix.toml"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(layer.model.as_deref(), Some("m"));
+
+        let none = |_: &str| None;
+        let from_file = ServeLayer::load(dir.path(), ServeLayer::default(), &none).unwrap();
+        assert_eq!(from_file.listen, Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(
+            from_file.tokens_file,
+            Some(dir.path().join("secrets/tokens")),
+            "relative to the file that names it"
+        );
+        assert_eq!(from_file.max_concurrent_turns, Some(8));
+        assert_eq!(from_file.body_limit, Some(2048));
+        assert_eq!(
+            from_file.turn_timeout,
+            Some(HumanDuration(std::time::Duration::from_secs(120)))
+        );
+        assert_eq!(
+            from_file.shutdown_grace,
+            Some(HumanDuration(std::time::Duration::from_secs(5)))
+        );
+
+        let env = env_of(&[
+            ("APTIX_LISTEN", "127.0.0.1:9001"),
+            ("APTIX_BODY_LIMIT", "4096"),
+        ]);
+        let flags = ServeLayer {
+            listen: Some("127.0.0.1:9002".parse().unwrap()),
+            ..ServeLayer::default()
+        };
+        let layered = ServeLayer::load(dir.path(), flags, &env).unwrap();
+        assert_eq!(layered.listen, Some("127.0.0.1:9002".parse().unwrap()));
+        assert_eq!(layered.body_limit, Some(4096));
+        assert_eq!(layered.max_concurrent_turns, Some(8));
+
+        let env = env_of(&[("APTIX_MAX_CONCURRENT_TURNS", "many")]);
+        let text = message(&ServeLayer::load(dir.path(), ServeLayer::default(), &env).unwrap_err());
+        assert!(text.contains("APTIX_MAX_CONCURRENT_TURNS"), "{text}");
+
+        write(dir.path(), "aptix.toml", "listen = \"not an address\"\n");
+        let text =
+            message(&ServeLayer::load(dir.path(), ServeLayer::default(), &none).unwrap_err());
+        assert!(
+            text.contains("`listen`") && text.contains("aptix.toml"),
+            "{text}"
+        );
+        write(dir.path(), "aptix.toml", "listn = \"127.0.0.1:1\"\n");
+        let text =
+            message(&ServeLayer::load(dir.path(), ServeLayer::default(), &none).unwrap_err());
+        assert!(
+            text.contains("unknown key `listn`") && text.contains("listen"),
+            "{text}"
+        );
     }
 }

@@ -18,18 +18,20 @@ use clap::Args;
 use tokio::runtime::Runtime;
 
 use crate::ask::{fresh_index, provider, with_index};
-use crate::config::{Env, HumanDuration, Layer, Settings};
+use crate::config::{Env, HumanDuration, Layer, ServeLayer, Settings};
 use crate::exit::{SUCCESS, usage};
 use crate::output::{note, warn};
 use crate::session::{ConfiguredStore, StoreLocation, open_store};
 use crate::workspace;
 
-/// `aptix serve`.
+/// `aptix serve`. Each of its own settings is also a key in the config files and an
+/// `APTIX_<KEY>` variable (`config::SERVE_KEYS`).
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on; a non-loopback address needs bearer tokens
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
-    pub(crate) listen: SocketAddr,
+    /// The address to listen on; a non-loopback address needs bearer tokens [default:
+    /// 127.0.0.1:8787] [config: listen, env: APTIX_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<SocketAddr>,
 
     /// The workspace whose settings, sessions and index the service uses [default: as
     /// for `aptix ask`]
@@ -38,42 +40,91 @@ pub(crate) struct ServeArgs {
 
     /// Bearer tokens, one per line (`#` comments and blank lines ignored); also
     /// APTIX_SERVE_TOKENS (comma-separated). With tokens, /v1/* needs `Authorization:
-    /// Bearer`
+    /// Bearer` [config: tokens_file, env: APTIX_TOKENS_FILE]
     #[arg(long, value_name = "FILE")]
     pub(crate) tokens_file: Option<PathBuf>,
 
-    /// Turns running at once across all sessions; more are answered 503
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub(crate) max_concurrent_turns: usize,
+    /// Turns running at once across all sessions; more are answered 503 [default: 64]
+    /// [config: max_concurrent_turns, env: APTIX_MAX_CONCURRENT_TURNS]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_concurrent_turns: Option<usize>,
 
-    /// The largest request body in bytes; larger is 413
-    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
-    pub(crate) body_limit: usize,
+    /// The largest request body in bytes; larger is 413 [default: 1048576] [config:
+    /// body_limit, env: APTIX_BODY_LIMIT]
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) body_limit: Option<usize>,
 
-    /// The longest a turn may run (e.g. 10m); longer is 504
-    #[arg(long, value_name = "DURATION", default_value = "10m")]
-    pub(crate) turn_timeout: HumanDuration,
+    /// The longest a turn may run (e.g. 10m); longer is 504 [default: 10m] [config:
+    /// turn_timeout, env: APTIX_TURN_TIMEOUT]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) turn_timeout: Option<HumanDuration>,
 
-    /// How long turns in flight may take to finish after Ctrl-C or SIGTERM
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub(crate) shutdown_grace: HumanDuration,
+    /// How long turns in flight may take to finish after Ctrl-C or SIGTERM [default:
+    /// 30s] [config: shutdown_grace, env: APTIX_SHUTDOWN_GRACE]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) shutdown_grace: Option<HumanDuration>,
 
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
     pub(crate) settings: Layer,
 }
 
+/// `aptix serve`'s own settings, every layer applied, defaults filled in.
+struct Serving {
+    listen: SocketAddr,
+    tokens_file: Option<PathBuf>,
+    max_concurrent_turns: usize,
+    body_limit: usize,
+    turn_timeout: std::time::Duration,
+    shutdown_grace: std::time::Duration,
+}
+
+impl Serving {
+    fn load(args: &ServeArgs, workspace: &Path, env: Env<'_>) -> Result<Serving, anyhow::Error> {
+        let flags = ServeLayer {
+            listen: args.listen,
+            tokens_file: args.tokens_file.clone(),
+            max_concurrent_turns: args.max_concurrent_turns,
+            body_limit: args.body_limit,
+            turn_timeout: args.turn_timeout,
+            shutdown_grace: args.shutdown_grace,
+        };
+        let layer = ServeLayer::load(workspace, flags, env)?;
+        let serving = Serving {
+            listen: layer
+                .listen
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8787))),
+            tokens_file: layer.tokens_file,
+            max_concurrent_turns: layer.max_concurrent_turns.unwrap_or(64),
+            body_limit: layer.body_limit.unwrap_or(1024 * 1024),
+            turn_timeout: layer
+                .turn_timeout
+                .map_or(std::time::Duration::from_secs(600), |HumanDuration(d)| d),
+            shutdown_grace: layer
+                .shutdown_grace
+                .map_or(std::time::Duration::from_secs(30), |HumanDuration(d)| d),
+        };
+        if serving.max_concurrent_turns == 0 || serving.body_limit == 0 {
+            return Err(usage(
+                "max_concurrent_turns and body_limit must be at least 1".to_owned(),
+            ));
+        }
+        Ok(serving)
+    }
+}
+
 /// Runs `aptix serve` until a signal; returns the exit code.
 pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     let workspace = workspace::resolve(args.workspace.as_deref())?;
     let settings = Settings::load(&workspace, &args.settings, env)?;
-    let tokens = tokens(args.tokens_file.as_deref(), env)?;
-    if tokens.is_empty() && !args.listen.ip().is_loopback() {
+    let serving = Serving::load(args, &workspace, env)?;
+    let tokens = tokens(serving.tokens_file.as_deref(), env)?;
+    if tokens.is_empty() && !serving.listen.ip().is_loopback() {
         return Err(usage(format!(
             "refusing to listen on {} without bearer tokens: anyone who can reach it could run \
              turns with your provider key; pass --tokens-file FILE (or set APTIX_SERVE_TOKENS), \
              or listen on 127.0.0.1",
-            args.listen
+            serving.listen
         )));
     }
     // Provider calls are timed into the service's metrics (provider latency, and each
@@ -94,16 +145,16 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
     let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
     let config = ServerConfig {
         tokens,
-        body_limit: args.body_limit,
-        max_concurrent_turns: args.max_concurrent_turns,
-        turn_timeout: args.turn_timeout.0,
+        body_limit: serving.body_limit,
+        max_concurrent_turns: serving.max_concurrent_turns,
+        turn_timeout: serving.turn_timeout,
         metrics,
         ..ServerConfig::default()
     };
     let authenticated = !config.tokens.is_empty();
     let sessions = StoreLocation::of(&workspace, &settings)?.shown();
-    let grace = args.shutdown_grace.0;
-    let listen = args.listen;
+    let grace = serving.shutdown_grace;
+    let listen = serving.listen;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
