@@ -181,6 +181,16 @@ fn instance_name() -> String {
     crate::lease::new_holder_id()
 }
 
+/// Stops a background task when dropped (a lease renewal whose turn ended or was
+/// dropped).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Marks a session as running in this instance until dropped, so a turn dropped
 /// mid-flight frees it.
 struct ActiveTurn<'a> {
@@ -302,7 +312,9 @@ impl Orchestrator {
         }
         let _active = self.enter(&session_id)?;
         self.take_lease(&session_id).await?;
-        let result = self.run_leased(&request, &key, sink).await;
+        let result = self
+            .holding_lease(&session_id, self.run_leased(&request, &key, sink))
+            .await;
         if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
             // The lease expires on its own; the turn's outcome matters more.
             tracing::warn!(session = %session_id, %error, "could not release the session lease");
@@ -316,6 +328,42 @@ impl Orchestrator {
     /// this instance holds no lease on the session.
     pub async fn release_session(&self, session_id: &str) -> Result<(), OrchestratorError> {
         self.store.release_lease(session_id, &self.instance).await
+    }
+
+    /// Runs `turn` while renewing this instance's lease on the session every third of
+    /// its TTL, so that a turn longer than the TTL (a slow model, a long tool loop) keeps
+    /// the session: the TTL bounds how long a *dead* holder blocks it, not how long a
+    /// live turn may run. The renewal is a task of its own, so a turn busy on the CPU
+    /// (counting tokens) does not starve it; it stops when the turn ends or its future is
+    /// dropped. A renewal that finds the lease taken (the process stalled past the TTL
+    /// and another holder took over) is logged; the turn's commit, guarded by the
+    /// session's version, then fails as a conflict instead of overwriting.
+    async fn holding_lease<T>(
+        &self,
+        session_id: &str,
+        turn: impl std::future::Future<Output = T>,
+    ) -> T {
+        let ttl = self.config.lease_ttl;
+        let period = (ttl / 3).max(std::time::Duration::from_millis(50));
+        let store = Arc::clone(&self.store);
+        let (session, holder) = (session_id.to_owned(), self.instance.clone());
+        let renewal = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                match store.acquire_lease(&session, &holder, ttl).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(
+                        session = %session,
+                        "the session's lease was taken by another holder while this turn ran"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(session = %session, %error, "could not renew the session lease");
+                    }
+                }
+            }
+        });
+        let _stop = AbortOnDrop(renewal);
+        turn.await
     }
 
     /// Takes the session's lease: free, expired, this instance's own, or held by a

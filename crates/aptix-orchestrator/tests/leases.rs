@@ -140,3 +140,66 @@ async fn a_live_holder_makes_the_session_busy_and_the_error_says_until_when() {
     let envelope = second.execute(turn("t-2")).await.unwrap();
     assert_eq!(envelope.kind, Kind::Ok);
 }
+
+/// A provider that answers after a pause, as a slow model does.
+struct Slow(Duration);
+
+#[async_trait]
+impl ResponsesProvider for Slow {
+    async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
+        tokio::time::sleep(self.0).await;
+        let response: Response = serde_json::from_value(json!({
+            "id": "resp_slow", "object": "response", "status": "completed", "model": "m",
+            "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "late", "annotations": []}]}]
+        }))
+        .unwrap();
+        Ok(ProviderResponse::new(
+            response,
+            aptix_client::ReplyMeta::synthetic(),
+        ))
+    }
+
+    async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        std::future::pending().await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::openai_responses()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_longer_than_the_lease_ttl_keeps_its_session() {
+    let (_dir, store) = store();
+    let config = OrchestratorConfig {
+        lease_ttl: Duration::from_millis(600),
+        ..OrchestratorConfig::default()
+    };
+    // The model takes four TTLs to answer; the lease is renewed while it thinks.
+    let slow = Orchestrator::builder(Arc::new(Slow(Duration::from_millis(2400))), store.clone())
+        .config(config.clone())
+        .build()
+        .unwrap();
+    let other = Orchestrator::builder(answering(), store.clone())
+        .config(config)
+        .build()
+        .unwrap();
+    let running = tokio::spawn(async move { slow.execute(turn("t-1")).await });
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let attempt = other.execute(turn("t-2")).await;
+        assert!(
+            matches!(attempt, Err(OrchestratorError::SessionBusy { .. })),
+            "another instance must not take a session whose turn is still running: {attempt:?}"
+        );
+    }
+    let envelope = running.await.unwrap().unwrap();
+    assert_eq!(envelope.text.as_deref(), Some("late"));
+    assert!(
+        store.lease("s-1").await.unwrap().is_none(),
+        "released after the turn"
+    );
+    let envelope = other.execute(turn("t-2")).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+}

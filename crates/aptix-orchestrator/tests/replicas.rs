@@ -162,7 +162,7 @@ async fn a_turn_retried_on_the_other_replica_returns_the_stored_envelope() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_lost_mid_turn_leaves_nothing_recorded_and_its_lease_expires() {
     let database = TestDatabase::create();
-    let ttl = Duration::from_secs(2);
+    let ttl = Duration::from_secs(4);
     let gated = Arc::new(Gated {
         gate: Arc::new(Notify::new()),
         calls: AtomicUsize::new(0),
