@@ -78,7 +78,11 @@ impl std::fmt::Debug for OpenedWorkspace {
             .field("retriever", &self.retriever.is_some())
             .field(
                 "tools",
-                &self.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>(),
+                &self
+                    .tools
+                    .iter()
+                    .map(|tool| tool.name())
+                    .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -233,11 +237,13 @@ impl Shared {
             editor_reads = reads,
             "initialize"
         );
-        let capabilities = AgentCapabilities::new().load_session(true).prompt_capabilities(
-            // Text and resource links always; embedded resources and images become the
-            // turn's attachments (AGN-034 files and images). No audio.
-            PromptCapabilities::new().image(true).embedded_context(true),
-        );
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(
+                // Text and resource links always; embedded resources and images become the
+                // turn's attachments (AGN-034 files and images). No audio.
+                PromptCapabilities::new().image(true).embedded_context(true),
+            );
         responder.respond(
             InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)
@@ -297,9 +303,7 @@ impl Shared {
             .editor_reads
             .load(Ordering::Relaxed)
             .then(|| Arc::new(EditorReader::new(cx.clone(), id.to_owned())));
-        let reader = editor
-            .clone()
-            .map(|editor| editor as Arc<dyn FileReader>);
+        let reader = editor.clone().map(|editor| editor as Arc<dyn FileReader>);
         let opener = Arc::clone(&self.opener);
         let dir = cwd.to_path_buf();
         let opened = tokio::task::spawn_blocking(move || opener.open(&dir, reader))
@@ -379,7 +383,8 @@ impl Shared {
                 Some(stored) => {
                     // Replayed before the answer, as the protocol asks.
                     for update in replay::updates(&stored.value.history, &session.root) {
-                        connection.send_notification(SessionNotification::new(id.clone(), update))?;
+                        connection
+                            .send_notification(SessionNotification::new(id.clone(), update))?;
                     }
                 }
                 // A session started on this connection has no stored turn until its
@@ -466,9 +471,14 @@ impl Session {
             Ok(turns) => turns,
             Err(reason) => return Err(internal(reason.clone())),
         };
-        let request =
-            prompt::user_turn(&self.id, turn_id, blocks, &self.root, self.editor.as_deref())
-                .await?;
+        let request = prompt::user_turn(
+            &self.id,
+            turn_id,
+            blocks,
+            &self.root,
+            self.editor.as_deref(),
+        )
+        .await?;
         let reporter = Arc::new(Mutex::new(TurnReporter::new(
             connection,
             self.id.clone(),

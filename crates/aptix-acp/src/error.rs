@@ -82,6 +82,8 @@ pub(crate) fn from_error_envelope(envelope: &AgentExecuteResponse) -> RpcError {
         }
         _ => "",
     };
-    internal(format!("the model call failed: {message} ({code}).{advice}"))
-        .data(serde_json::json!({ "errorCode": code }))
+    internal(format!(
+        "the model call failed: {message} ({code}).{advice}"
+    ))
+    .data(serde_json::json!({ "errorCode": code }))
 }

@@ -51,9 +51,12 @@ pub(crate) fn title(name: &str, arguments: &Value) -> String {
 /// that is absolute or climbs out (the tool refuses those anyway).
 fn in_workspace(cwd: &Path, relative: &str) -> Option<std::path::PathBuf> {
     let path = Path::new(relative);
-    let plain = path
-        .components()
-        .all(|part| matches!(part, std::path::Component::Normal(_) | std::path::Component::CurDir));
+    let plain = path.components().all(|part| {
+        matches!(
+            part,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
     plain.then(|| cwd.join(path))
 }
 
@@ -106,13 +109,7 @@ pub(crate) fn locations_of_result(cwd: &Path, name: &str, result: &Value) -> Vec
         "read_file" => result
             .get("path")
             .and_then(Value::as_str)
-            .and_then(|path| {
-                location(
-                    cwd,
-                    path,
-                    result.get("start_line").and_then(Value::as_u64),
-                )
-            })
+            .and_then(|path| location(cwd, path, result.get("start_line").and_then(Value::as_u64)))
             .into_iter()
             .collect(),
         _ => Vec::new(),
@@ -162,7 +159,8 @@ mod tests {
         assert_eq!(locations[0].path, Path::new("/work/project/src/lib.rs"));
         assert_eq!(locations[0].line, Some(3));
 
-        let found = json!({"hits": [{"path": "a.rs", "start_line": 2}, {"path": "../x", "start_line": 1}]});
+        let found =
+            json!({"hits": [{"path": "a.rs", "start_line": 2}, {"path": "../x", "start_line": 1}]});
         let locations = locations_of_result(cwd, "search_code", &found);
         assert_eq!(locations.len(), 1, "a path climbing out is not shown");
         assert_eq!(summary("search_code", &found).as_deref(), Some("2 matches"));

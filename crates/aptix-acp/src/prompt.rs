@@ -309,7 +309,10 @@ mod tests {
             &dir,
         )
         .unwrap_err();
-        assert!(error.message.contains("could not read the linked file"), "{error:?}");
+        assert!(
+            error.message.contains("could not read the linked file"),
+            "{error:?}"
+        );
         let error = run(vec![ContentBlock::Text(TextContent::new("   "))], &dir).unwrap_err();
         assert!(error.message.contains("not a valid turn"), "{error:?}");
         let _ = std::fs::remove_dir_all(&dir);
@@ -317,11 +320,17 @@ mod tests {
 
     #[test]
     fn only_absolute_file_uris_are_paths() {
-        assert_eq!(file_path("file:///a/b%20c.rs#L3"), Some(PathBuf::from("/a/b c.rs")));
+        assert_eq!(
+            file_path("file:///a/b%20c.rs#L3"),
+            Some(PathBuf::from("/a/b c.rs"))
+        );
         assert_eq!(file_path("file://localhost/x"), Some(PathBuf::from("/x")));
         assert_eq!(file_path("https://example.invalid/x"), None);
         assert_eq!(file_path("file://relative"), None);
-        assert_eq!(shown_path("https://h/a/b.md?x", Path::new("/w"), "f"), "b.md");
+        assert_eq!(
+            shown_path("https://h/a/b.md?x", Path::new("/w"), "f"),
+            "b.md"
+        );
         assert_eq!(shown_path("zed://", Path::new("/w"), "f"), "f");
     }
 

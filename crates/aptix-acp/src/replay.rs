@@ -50,7 +50,9 @@ pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
             InputItem::FunctionCallOutput(output) => {
                 let text = match &output.output {
                     FunctionOutput::Text(text) => text.clone(),
-                    FunctionOutput::Parts(parts) => serde_json::Value::Array(parts.clone()).to_string(),
+                    FunctionOutput::Parts(parts) => {
+                        serde_json::Value::Array(parts.clone()).to_string()
+                    }
                 };
                 let name = names
                     .iter()
@@ -98,8 +100,13 @@ pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
 fn message_updates(message: &InputMessage, updates: &mut Vec<SessionUpdate>) {
     match message.role {
         Role::User => {
-            if let Some(instruction) = instruction_of(message) {
-                updates.push(SessionUpdate::UserMessageChunk(chunk(instruction.to_owned())));
+            // A tool continuation's message carries no instruction: nothing the user said.
+            if let Some(instruction) =
+                instruction_of(message).filter(|instruction| !instruction.trim().is_empty())
+            {
+                updates.push(SessionUpdate::UserMessageChunk(chunk(
+                    instruction.to_owned(),
+                )));
             }
         }
         Role::Assistant => {
@@ -131,7 +138,10 @@ mod tests {
     #[test]
     fn a_history_replays_as_the_user_saw_it() {
         let history = vec![
-            InputItem::Message(InputMessage::new(Role::System, vec![ContentPart::input_text("rules")])),
+            InputItem::Message(InputMessage::new(
+                Role::System,
+                vec![ContentPart::input_text("rules")],
+            )),
             InputItem::Message(InputMessage::new(
                 Role::User,
                 vec![
@@ -146,15 +156,20 @@ mod tests {
                 }))
                 .unwrap(),
             ),
-            InputItem::FunctionCallOutput(FunctionCallOutput::text("call_1", "{\"error\":\"no such file\"}")),
+            InputItem::FunctionCallOutput(FunctionCallOutput::text(
+                "call_1",
+                "{\"error\":\"no such file\"}",
+            )),
             InputItem::Message(InputMessage::new(
                 Role::Assistant,
                 vec![ContentPart::output_text("In src/main.rs.")],
             )),
         ];
         let updates = updates(&history, Path::new("/w"));
-        let json: Vec<serde_json::Value> =
-            updates.iter().map(|u| serde_json::to_value(u).unwrap()).collect();
+        let json: Vec<serde_json::Value> = updates
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect();
         assert_eq!(json.len(), 4, "{json:#?}");
         assert_eq!(json[0]["sessionUpdate"], "user_message_chunk");
         assert_eq!(json[0]["content"]["text"], "Where is main?");

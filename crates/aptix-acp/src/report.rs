@@ -160,9 +160,12 @@ impl TurnReporter {
             started: false,
             finished: false,
         });
-        let call = ToolCall::new(call_id.to_owned(), present::title(name, &serde_json::Value::Null))
-            .kind(present::kind(name))
-            .status(ToolCallStatus::Pending);
+        let call = ToolCall::new(
+            call_id.to_owned(),
+            present::title(name, &serde_json::Value::Null),
+        )
+        .kind(present::kind(name))
+        .status(ToolCallStatus::Pending);
         self.send(SessionUpdate::ToolCall(call));
     }
 

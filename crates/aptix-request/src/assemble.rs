@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 
 use aptix_model::wire::{
-    ContentPart, CreateResponseRequest, Input, InputItem, InputMessage, JsonSchemaFormat, MessageContent,
-    ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice, ToolChoiceMode,
+    ContentPart, CreateResponseRequest, Input, InputItem, InputMessage, JsonSchemaFormat,
+    MessageContent, ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice,
+    ToolChoiceMode,
 };
 
 use crate::builder::{Continuation, RequestBuilder};
@@ -324,7 +325,9 @@ pub fn instruction_of(message: &InputMessage) -> Option<&str> {
         MessageContent::Text(text) => text.as_str(),
     };
     // A mode never holds `]` (`check_mode`), so the first header after it is ours.
-    let (_mode, instruction) = first.strip_prefix(MODE_OPEN)?.split_once(INSTRUCTION_OPEN)?;
+    let (_mode, instruction) = first
+        .strip_prefix(MODE_OPEN)?
+        .split_once(INSTRUCTION_OPEN)?;
     Some(instruction)
 }
 
