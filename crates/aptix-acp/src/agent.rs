@@ -471,14 +471,6 @@ impl Session {
             Ok(turns) => turns,
             Err(reason) => return Err(internal(reason.clone())),
         };
-        let request = prompt::user_turn(
-            &self.id,
-            turn_id,
-            blocks,
-            &self.root,
-            self.editor.as_deref(),
-        )
-        .await?;
         let reporter = Arc::new(Mutex::new(TurnReporter::new(
             connection,
             self.id.clone(),
@@ -489,8 +481,24 @@ impl Session {
             let reporter = Arc::clone(&reporter);
             move |delta: &StreamDelta| lock(&reporter).delta(delta)
         };
+        // Reading linked files through the editor is part of the prompt: a cancel stops
+        // it too.
+        let turn = async {
+            let request = prompt::user_turn(
+                &self.id,
+                turn_id,
+                blocks,
+                &self.root,
+                self.editor.as_deref(),
+            )
+            .await?;
+            turns
+                .execute_streaming(request, &mut sink)
+                .await
+                .map_err(from_orchestrator)
+        };
         let outcome = tokio::select! {
-            result = turns.execute_streaming(request, &mut sink) => Some(result),
+            result = turn => Some(result),
             () = cancel => None,
         };
         self.observer.detach();
@@ -504,7 +512,7 @@ impl Session {
             tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled; nothing stored");
             return Ok(PromptResponse::new(StopReason::Cancelled));
         };
-        let envelope = result.map_err(from_orchestrator)?;
+        let envelope = result?;
         log_turn(&self.id, &envelope);
         if envelope.kind == Kind::Error {
             return Err(from_error_envelope(&envelope));
