@@ -60,6 +60,7 @@ fn ci() -> Result<()> {
     ])?;
     layering()?;
     unused_dependencies()?;
+    acp_test_env()?;
     // The PostgreSQL store's tests (conformance, replicas) run on a real server, started
     // here once for the whole suite and stopped when the suite ends, failed or not.
     let postgres = TestPostgres::start()?;
@@ -267,4 +268,11 @@ fn root() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Installs the client the `aptix acp` tests drive the agent with (the Python ACP SDK,
+/// pinned, in target/acp-venv, where the tests look for it), so that a machine that
+/// cannot install it fails here, saying why, before the tests run.
+fn acp_test_env() -> Result<()> {
+    run(Command::new("bash").arg(root().join("scripts/acp-test-env.sh")))
 }

@@ -49,6 +49,9 @@ pub(crate) enum Command {
     /// Serve the orchestrator over HTTP (POST /v1/agent/execute, JSON or server-sent
     /// events) for editors, scripts and teams; see docs/serve.md
     Serve(Box<crate::serve::ServeArgs>),
+    /// Run as an Agent Client Protocol agent on stdin/stdout, for editors (Zed,
+    /// JetBrains, Neovim); see docs/acp.md
+    Acp(Box<crate::acp::AcpArgs>),
 }
 
 /// `aptix ask`.

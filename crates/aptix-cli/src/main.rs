@@ -1,11 +1,12 @@
 //! The `aptix` command: `ask` one turn, `index` a workspace, `search` it, `inspect` a
-//! captured reply.
+//! captured reply, `serve` over HTTP, `acp` for editors.
 //!
 //! This crate is the glue: it reads argv, the environment and config files, picks the
 //! implementations (HTTP provider, SQLite sessions, workspace index) and writes to
 //! stdout. It is the only crate that does those things, and the only one that uses
 //! `anyhow`. Exit codes are in [`exit`]; `docs/cli.md` is the user's reference.
 
+mod acp;
 mod ask;
 mod cli;
 mod config;
@@ -60,6 +61,12 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
                 .enable_all()
                 .build()?;
             serve::run(args, &config::process_env, &runtime)
+        }
+        Command::Acp(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            acp::run(args, &runtime)
         }
     }
 }

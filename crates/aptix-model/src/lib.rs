@@ -57,6 +57,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod canonical;
 pub mod contract;
 pub mod wire;
 

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 use aptix_model::wire::{
     ContentPart, CreateResponseRequest, Input, InputItem, InputMessage, JsonSchemaFormat,
-    ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice, ToolChoiceMode,
+    MessageContent, ReasoningConfig, Role, TextConfig, TextFormat, Tool, ToolChoice,
+    ToolChoiceMode,
 };
 
 use crate::builder::{Continuation, RequestBuilder};
@@ -274,6 +275,11 @@ fn system_message(base: String, per_request: String, usage_block: String) -> Inp
     InputItem::Message(InputMessage::new(Role::System, parts))
 }
 
+/// What opens the user message, before the mode.
+const MODE_OPEN: &str = "[MODE: ";
+/// What follows the mode and opens the instruction.
+const INSTRUCTION_OPEN: &str = "]\n\n[INSTRUCTION]\n";
+
 /// The single user message: `[MODE]`/`[INSTRUCTION]`, then the context block when not
 /// blank, then the `[TOOL_RESULTS]` block when there is one.
 fn user_message(
@@ -283,13 +289,46 @@ fn user_message(
     results_block: Option<String>,
 ) -> InputItem {
     let mut parts = vec![ContentPart::input_text(format!(
-        "[MODE: {mode}]\n\n[INSTRUCTION]\n{instruction}"
+        "{MODE_OPEN}{mode}{INSTRUCTION_OPEN}{instruction}"
     ))];
     if !is_blank(&context_block) {
         parts.push(ContentPart::input_text(context_block));
     }
     parts.extend(results_block.map(ContentPart::input_text));
     InputItem::Message(InputMessage::new(Role::User, parts))
+}
+
+/// The instruction a user message built by this crate carries, for a reader of a stored
+/// history (an editor replaying a session): the text after `[INSTRUCTION]` in its first
+/// part. `None` for any other message (a system message, a tool-results-only message,
+/// one written by someone else).
+///
+/// ```
+/// use aptix_model::wire::{ContentPart, InputMessage, Role};
+/// use aptix_request::instruction_of;
+///
+/// let message = InputMessage::new(
+///     Role::User,
+///     vec![ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\nWhere is main?")],
+/// );
+/// assert_eq!(instruction_of(&message), Some("Where is main?"));
+/// ```
+pub fn instruction_of(message: &InputMessage) -> Option<&str> {
+    if message.role != Role::User {
+        return None;
+    }
+    let first = match &message.content {
+        MessageContent::Parts(parts) => match parts.first()? {
+            ContentPart::InputText { text } => text.as_str(),
+            _ => return None,
+        },
+        MessageContent::Text(text) => text.as_str(),
+    };
+    // A mode never holds `]` (`check_mode`), so the first header after it is ours.
+    let (_mode, instruction) = first
+        .strip_prefix(MODE_OPEN)?
+        .split_once(INSTRUCTION_OPEN)?;
+    Some(instruction)
 }
 
 fn check_mode(mode: &str) -> Result<(), RequestError> {

@@ -93,6 +93,7 @@ mod tool_results;
 mod tools;
 mod usage_block;
 
+pub use assemble::instruction_of;
 pub use builder::{Continuation, RequestBuilder};
 pub use error::{RequestError, ToolProblem};
 pub use history::{ABORTED_OUTPUT, HistoryRepair, normalize_history};

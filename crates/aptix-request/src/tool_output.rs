@@ -95,6 +95,29 @@ impl ToolOutput {
     }
 }
 
+impl ToolReply {
+    /// The reply that an `output` string written by [`ToolOutput::output_text`] stands
+    /// for, for a reader of a stored history: a JSON object whose one key is `error`,
+    /// holding a string, is an error; anything else is a result.
+    ///
+    /// ```
+    /// use aptix_request::{ToolOutput, ToolReply};
+    ///
+    /// let failed = ToolOutput::error("call_1", "no such file").output_text();
+    /// assert_eq!(ToolReply::from_output_text(&failed), ToolReply::Error("no such file".into()));
+    /// assert_eq!(ToolReply::from_output_text("[1]"), ToolReply::Result("[1]".into()));
+    /// ```
+    pub fn from_output_text(text: &str) -> ToolReply {
+        if let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text)
+            && object.len() == 1
+            && let Some(serde_json::Value::String(message)) = object.get("error")
+        {
+            return ToolReply::Error(message.clone());
+        }
+        ToolReply::Result(text.to_owned())
+    }
+}
+
 /// Checks every result: a usable call id, no call answered twice, result JSON that
 /// parses, a non-blank error message, and an output within the API's size limit.
 pub(crate) fn check_tool_outputs(outputs: &[ToolOutput]) -> Result<(), RequestError> {

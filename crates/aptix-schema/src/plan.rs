@@ -296,7 +296,7 @@ pub(crate) fn schema_instruction(schema: &Value, description: Option<&str>) -> S
         text.push_str(description);
     }
     text.push_str("\n\nJSON Schema:\n");
-    text.push_str(&schema.to_string());
+    text.push_str(&aptix_model::canonical::sorted(schema).to_string());
     text
 }
 

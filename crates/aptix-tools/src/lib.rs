@@ -111,10 +111,20 @@ pub enum ToolError {
 
 /// The three built-in tools for the workspace of `index`, reading files from disk.
 pub fn builtin_tools(index: WorkspaceIndex) -> Vec<Arc<dyn ServerTool>> {
+    builtin_tools_with_reader(index, Arc::new(DiskReader))
+}
+
+/// The three built-in tools for the workspace of `index`, with `read_file` reading
+/// through `reader` (an editor's buffers, say) instead of the disk. Confinement is the
+/// same: `reader` is only asked for paths that passed [`Workspace::confine`].
+pub fn builtin_tools_with_reader(
+    index: WorkspaceIndex,
+    reader: Arc<dyn FileReader>,
+) -> Vec<Arc<dyn ServerTool>> {
     let workspace = Workspace::new(index.files());
     vec![
         Arc::new(SearchCode::new(index)),
-        Arc::new(ReadFile::new(workspace.clone(), Arc::new(DiskReader))),
+        Arc::new(ReadFile::new(workspace.clone(), reader)),
         Arc::new(ListFiles::new(workspace)),
     ]
 }

@@ -7,6 +7,7 @@
 //! setting or key of the machine running the tests leaks in. Servers listen on
 //! 127.0.0.1 only.
 
+mod acp;
 mod ask_e2e;
 mod attachments;
 mod config_errors;

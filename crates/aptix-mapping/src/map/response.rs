@@ -67,6 +67,7 @@ pub fn map_response(response: &Response, raw_json: Option<&str>, turn: &TurnCont
         envelope.error_code = Some(
             error
                 .and_then(|error| error.code.clone())
+                .filter(|code| !code.is_empty())
                 .unwrap_or_else(|| RESPONSE_FAILED_CODE.to_owned()),
         );
         envelope.error_message = Some(

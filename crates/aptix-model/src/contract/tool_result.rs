@@ -135,7 +135,8 @@ fn result_json_of_value(value: &Value) -> Result<String, Problem> {
             ),
         ));
     }
-    let text = serde_json::to_string(value).map_err(|error| {
+    // Sorted, so the model reads the same text whatever serde_json's features.
+    let text = serde_json::to_string(&crate::canonical::sorted(value)).map_err(|error| {
         Problem::new(
             ViolationCode::InvalidResultJson,
             format!("resultJson could not be written as JSON text ({error})"),

@@ -57,7 +57,9 @@ pub(crate) fn render_state(state: &Value, label: Option<&str>) -> String {
     }
     out.push_str("]\n");
     // Serialising a `Value` cannot fail; the fallback keeps this total anyway.
-    let json = serde_json::to_string_pretty(state).unwrap_or_else(|_| state.to_string());
+    // Sorted, so the text is the same whatever serde_json's features.
+    let state = aptix_model::canonical::sorted(state);
+    let json = serde_json::to_string_pretty(&state).unwrap_or_else(|_| state.to_string());
     push_fenced(&mut out, "json", &json);
     out.truncate(out.trim_end_matches('\n').len());
     out

@@ -81,6 +81,9 @@ pub struct RemovedKeyword {
 /// [`SchemaError::NotStrict`] naming the JSON pointer of the first construct strict
 /// mode cannot express.
 pub fn normalize_strict(schema: &Value) -> Result<StrictSchema, SchemaError> {
+    // Walked in key order, so `required` and the removed keywords come out in the same
+    // order whatever serde_json's features.
+    let schema = &aptix_model::canonical::sorted(schema);
     let mut wire = Walker::new(schema, Mode::Wire);
     let wire_schema = wire.root()?;
     let mut validation = Walker::new(schema, Mode::Validation);

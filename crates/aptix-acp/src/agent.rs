@@ -1,0 +1,605 @@
+//! The agent: one typed handler per ACP method. A handler runs inside the connection's
+//! message loop and blocks it until it returns, so every one that waits (opening a
+//! workspace, replaying a session, running a turn) hands its work to a task of the
+//! connection (`cx.spawn`) and returns at once: `session/cancel` is read while a turn
+//! runs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, Meta, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionNotification, StopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Stdio};
+use aptix_client::ResponsesProvider;
+use aptix_mapping::StreamDelta;
+use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind};
+use aptix_orchestrator::{Orchestrator, OrchestratorConfig, ServerTool, SessionStore};
+use aptix_rag::Retriever;
+use aptix_tools::FileReader;
+use tokio::sync::oneshot;
+
+use crate::error::{
+    AcpError, from_error_envelope, from_orchestrator, internal, invalid_params, rpc,
+    unknown_session,
+};
+use crate::report::TurnReporter;
+use crate::tools::{EditorReader, ObservedTool, ToolObserver, lock};
+use crate::{prompt, replay};
+
+/// Opens the workspace a session works in. The caller (the `aptix` command) owns the
+/// wiring: settings, the provider, the session store, the index and the tools.
+pub trait WorkspaceOpener: Send + Sync + 'static {
+    /// Opens the workspace for a session whose editor folder is `cwd`: loads its
+    /// settings, opens its session store, refreshes its index (progress on stderr, never
+    /// stdout) and makes its tools, with `read_file` reading through `reader` when one
+    /// is given (the editor's buffers). Blocking: it is called off the message loop.
+    fn open(
+        &self,
+        cwd: &Path,
+        reader: Option<Arc<dyn FileReader>>,
+    ) -> Result<OpenedWorkspace, AcpError>;
+
+    /// A new session id.
+    fn new_session_id(&self) -> String;
+
+    /// A new turn id, unique per prompt.
+    fn new_turn_id(&self) -> String;
+}
+
+/// What a session runs on.
+pub struct OpenedWorkspace {
+    /// The workspace folder in use (the session's `cwd`, unless the caller pins one).
+    pub root: PathBuf,
+    /// The provider, or why there is none, in words a person can act on (no API key,
+    /// say): the session opens, and each prompt ends with this message.
+    pub provider: Result<Arc<dyn ResponsesProvider>, String>,
+    /// Where the session's turns are kept (shared with `aptix ask` and `aptix serve`).
+    pub store: Arc<dyn SessionStore>,
+    /// The orchestrator's configuration.
+    pub config: OrchestratorConfig,
+    /// The retriever of workspace context, if any.
+    pub retriever: Option<Arc<dyn Retriever>>,
+    /// The server tools offered to the model.
+    pub tools: Vec<Arc<dyn ServerTool>>,
+}
+
+impl std::fmt::Debug for OpenedWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedWorkspace")
+            .field("root", &self.root)
+            .field("provider", &self.provider.as_ref().map(|_| "configured"))
+            .field("retriever", &self.retriever.is_some())
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|tool| tool.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Aptix as an ACP agent. Serve it on stdio with [`serve_stdio`](Self::serve_stdio), or
+/// connect it to any transport of the SDK (it is a `ConnectTo<Client>` component).
+pub struct AcpAgent {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AcpAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpAgent")
+            .field("sessions", &lock(&self.shared.sessions).len())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    opener: Arc<dyn WorkspaceOpener>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Whether the editor serves `fs/read_text_file` (from `initialize`).
+    editor_reads: AtomicBool,
+}
+
+/// A prompt in flight: the slot is taken until its answer is sent.
+#[derive(Default)]
+struct Running {
+    cancel: Option<oneshot::Sender<()>>,
+}
+
+struct Session {
+    id: String,
+    root: PathBuf,
+    /// The session's orchestrator, or why prompts cannot run (no provider).
+    turns: Result<Arc<Orchestrator>, String>,
+    store: Arc<dyn SessionStore>,
+    observer: Arc<ToolObserver>,
+    editor: Option<Arc<EditorReader>>,
+    running: Mutex<Option<Running>>,
+}
+
+impl AcpAgent {
+    /// An agent whose sessions open their workspaces with `opener`.
+    pub fn new(opener: Arc<dyn WorkspaceOpener>) -> AcpAgent {
+        AcpAgent {
+            shared: Arc::new(Shared {
+                opener,
+                sessions: Mutex::new(HashMap::new()),
+                editor_reads: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Serves ACP on this process's stdin and stdout until the editor closes stdin.
+    /// Stdout carries nothing but ACP messages; log to stderr.
+    pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        ConnectTo::<Client>::connect_to(self, Stdio::new())
+            .await
+            .map_err(AcpError::from)
+    }
+
+    fn component(self) -> impl ConnectTo<Client> {
+        let shared = self.shared;
+        let (on_initialize, on_new, on_load, on_prompt, on_cancel) = (
+            Arc::clone(&shared),
+            Arc::clone(&shared),
+            Arc::clone(&shared),
+            Arc::clone(&shared),
+            shared,
+        );
+        Agent
+            .v1()
+            .name("aptix")
+            .on_receive_request(
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    on_initialize.initialize(&request, responder)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: NewSessionRequest,
+                            responder: Responder<NewSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    Shared::new_session(&on_new, request, responder, &cx)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: LoadSessionRequest,
+                            responder: Responder<LoadSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    Shared::load_session(&on_load, request, responder, &cx)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: PromptRequest,
+                            responder: Responder<PromptResponse>,
+                            cx: ConnectionTo<Client>| {
+                    Shared::prompt(&on_prompt, request, responder, &cx)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_notification(
+                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                    on_cancel.cancel(&notification.session_id.0);
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+    }
+}
+
+impl ConnectTo<Client> for AcpAgent {
+    async fn connect_to(self, client: impl ConnectTo<Agent>) -> Result<(), RpcError> {
+        self.component().connect_to(client).await
+    }
+}
+
+/// The session's folder: absolute (ACP requires it) and an existing folder.
+fn checked_cwd(cwd: &Path) -> Result<PathBuf, RpcError> {
+    if !cwd.is_absolute() {
+        return Err(invalid_params(format!(
+            "cwd {} is not an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(invalid_params(format!(
+            "cwd {} is not a folder",
+            cwd.display()
+        )));
+    }
+    Ok(cwd.to_path_buf())
+}
+
+impl Shared {
+    fn initialize(
+        &self,
+        request: &InitializeRequest,
+        responder: Responder<InitializeResponse>,
+    ) -> Result<(), RpcError> {
+        let reads = request.client_capabilities.fs.read_text_file;
+        self.editor_reads.store(reads, Ordering::Relaxed);
+        tracing::info!(
+            client = ?request.client_info.as_ref().map(|info| (&info.name, &info.version)),
+            requested_version = ?request.protocol_version,
+            editor_reads = reads,
+            "initialize"
+        );
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(
+                // Text and resource links always; embedded resources and images become the
+                // turn's attachments (AGN-034 files and images). No audio.
+                PromptCapabilities::new().image(true).embedded_context(true),
+            );
+        responder.respond(
+            InitializeResponse::new(ProtocolVersion::V1)
+                .agent_capabilities(capabilities)
+                // The provider key comes from the environment, as for `aptix ask`.
+                .auth_methods(Vec::new())
+                .agent_info(
+                    Implementation::new("aptix", env!("CARGO_PKG_VERSION"))
+                        .title("Aptix".to_owned()),
+                ),
+        )
+    }
+
+    fn session(&self, session_id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(session_id).cloned()
+    }
+
+    fn new_session(
+        shared: &Arc<Shared>,
+        request: NewSessionRequest,
+        responder: Responder<NewSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), RpcError> {
+        let cwd = match checked_cwd(&request.cwd) {
+            Ok(cwd) => cwd,
+            Err(error) => return responder.respond_with_error(error),
+        };
+        if !request.mcp_servers.is_empty() {
+            tracing::warn!(
+                servers = request.mcp_servers.len(),
+                "the editor offered MCP servers; Aptix does not connect to them"
+            );
+        }
+        let id = shared.opener.new_session_id();
+        let shared = Arc::clone(shared);
+        let connection = cx.clone();
+        cx.spawn(async move {
+            match shared.open_session(&id, &cwd, &connection).await {
+                Ok(session) => {
+                    tracing::info!(session = %id, workspace = %session.root.display(), "new session");
+                    lock(&shared.sessions).insert(id.clone(), session);
+                    responder.respond(NewSessionResponse::new(id))
+                }
+                Err(error) => responder.respond_with_error(error),
+            }
+        })
+    }
+
+    /// Opens the session's workspace (off the message loop: it refreshes the index) and
+    /// builds its orchestrator, with every tool run reported to the prompt in flight.
+    async fn open_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, RpcError> {
+        let editor = self
+            .editor_reads
+            .load(Ordering::Relaxed)
+            .then(|| Arc::new(EditorReader::new(cx.clone(), id.to_owned())));
+        let reader = editor.clone().map(|editor| editor as Arc<dyn FileReader>);
+        let opener = Arc::clone(&self.opener);
+        let dir = cwd.to_path_buf();
+        let opened = tokio::task::spawn_blocking(move || opener.open(&dir, reader))
+            .await
+            .map_err(|error| internal(format!("opening the workspace stopped: {error}")))?
+            .map_err(|error| internal(error.to_string()))?;
+        let observer = Arc::new(ToolObserver::default());
+        // Without a provider the session still opens (it can be loaded, and the editor
+        // shows why prompts fail): each prompt ends with the reason.
+        let turns = match opened.provider {
+            Ok(provider) => {
+                let mut builder = Orchestrator::builder(provider, Arc::clone(&opened.store))
+                    .config(opened.config);
+                if let Some(retriever) = opened.retriever {
+                    builder = builder.retriever(retriever);
+                }
+                for tool in opened.tools {
+                    builder = builder
+                        .server_tool(Arc::new(ObservedTool::new(tool, Arc::clone(&observer))));
+                }
+                let built = builder.build().map_err(|error| {
+                    invalid_params(format!(
+                        "the settings of {} are not usable: {error}",
+                        opened.root.display()
+                    ))
+                })?;
+                Ok(Arc::new(built))
+            }
+            Err(reason) => Err(reason),
+        };
+        Ok(Arc::new(Session {
+            id: id.to_owned(),
+            root: opened.root,
+            turns,
+            store: opened.store,
+            observer,
+            editor,
+            running: Mutex::new(None),
+        }))
+    }
+
+    fn load_session(
+        shared: &Arc<Shared>,
+        request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), RpcError> {
+        let id = request.session_id.0.to_string();
+        let cwd = match checked_cwd(&request.cwd) {
+            Ok(cwd) => cwd,
+            Err(error) => return responder.respond_with_error(error),
+        };
+        if let Some(session) = shared.session(&id)
+            && lock(&session.running).is_some()
+        {
+            return responder.respond_with_error(rpc(
+                ErrorCode::INVALID_REQUEST,
+                format!("session {id} has a prompt running; cancel it before loading the session"),
+            ));
+        }
+        let shared = Arc::clone(shared);
+        let connection = cx.clone();
+        cx.spawn(async move {
+            let session = match shared.open_session(&id, &cwd, &connection).await {
+                Ok(session) => session,
+                Err(error) => return responder.respond_with_error(error),
+            };
+            let stored = match session.store.load(&id).await {
+                Ok(stored) => stored,
+                Err(error) => {
+                    return responder.respond_with_error(internal(format!(
+                        "could not read session {id}: {error}"
+                    )));
+                }
+            };
+            match stored {
+                Some(stored) => {
+                    // Replayed before the answer, as the protocol asks.
+                    for update in replay::updates(&stored.value.history, &session.root) {
+                        connection
+                            .send_notification(SessionNotification::new(id.clone(), update))?;
+                    }
+                }
+                // A session started on this connection has no stored turn until its
+                // first prompt ends: nothing to replay.
+                None if shared.session(&id).is_some() => {}
+                None => return responder.respond_with_error(unknown_session(&id)),
+            }
+            tracing::info!(session = %id, workspace = %session.root.display(), "session loaded");
+            lock(&shared.sessions).insert(id, session);
+            responder.respond(LoadSessionResponse::new())
+        })
+    }
+
+    fn prompt(
+        shared: &Arc<Shared>,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), RpcError> {
+        let id = request.session_id.0.to_string();
+        let Some(session) = shared.session(&id) else {
+            return responder.respond_with_error(unknown_session(&id));
+        };
+        let (cancel, cancelled) = oneshot::channel();
+        {
+            let mut running = lock(&session.running);
+            if running.is_some() {
+                return responder.respond_with_error(rpc(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "session {id} already has a prompt running; wait for its answer or cancel it (session/cancel)"
+                    ),
+                ));
+            }
+            *running = Some(Running {
+                cancel: Some(cancel),
+            });
+        }
+        let turn_id = shared.opener.new_turn_id();
+        let request_cancelled = responder.cancellation();
+        let connection = cx.clone();
+        cx.spawn(async move {
+            let cancel = async move {
+                tokio::select! {
+                    Ok(()) = cancelled => {}
+                    () = request_cancelled.cancelled() => {}
+                }
+            };
+            let outcome = session
+                .run_prompt(&turn_id, request.prompt, connection, cancel)
+                .await;
+            // Free the slot before answering: the editor may send the next prompt as
+            // soon as it has the answer.
+            *lock(&session.running) = None;
+            responder.respond_with_result(outcome)
+        })
+    }
+
+    fn cancel(&self, session_id: &str) {
+        let Some(session) = self.session(session_id) else {
+            tracing::debug!(session = %session_id, "session/cancel for a session this agent does not know");
+            return;
+        };
+        if let Some(running) = lock(&session.running).as_mut()
+            && let Some(cancel) = running.cancel.take()
+        {
+            tracing::info!(session = %session_id, "cancelling the prompt in flight");
+            let _ = cancel.send(());
+        }
+    }
+}
+
+impl Session {
+    /// One prompt: the AGN-034 user turn through the orchestrator, its deltas and tool
+    /// runs as updates, until it ends or `cancel` fires.
+    async fn run_prompt(
+        &self,
+        turn_id: &str,
+        blocks: Vec<agent_client_protocol::v1::schema::ContentBlock>,
+        connection: ConnectionTo<Client>,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<PromptResponse, RpcError> {
+        let turns = match &self.turns {
+            Ok(turns) => turns,
+            Err(reason) => return Err(internal(reason.clone())),
+        };
+        let reporter = Arc::new(Mutex::new(TurnReporter::new(
+            connection,
+            self.id.clone(),
+            self.root.clone(),
+        )));
+        self.observer.attach(Arc::clone(&reporter));
+        let mut sink = {
+            let reporter = Arc::clone(&reporter);
+            move |delta: &StreamDelta| lock(&reporter).delta(delta)
+        };
+        // Reading linked files through the editor is part of the prompt: a cancel stops
+        // it too.
+        let turn = async {
+            let request = prompt::user_turn(
+                &self.id,
+                turn_id,
+                blocks,
+                &self.root,
+                self.editor.as_deref(),
+            )
+            .await?;
+            turns
+                .execute_streaming(request, &mut sink)
+                .await
+                .map_err(from_orchestrator)
+        };
+        let outcome = tokio::select! {
+            result = turn => Some(result),
+            () = cancel => None,
+        };
+        self.observer.detach();
+        let Some(result) = outcome else {
+            // The turn's future is dropped: the provider stream and any tool running
+            // stop, and nothing was stored (a turn is committed once, at its end).
+            lock(&reporter).cancel_open_calls();
+            if let Err(error) = turns.release_session(&self.id).await {
+                tracing::warn!(session = %self.id, %error, "could not release the session after a cancel");
+            }
+            tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled; nothing stored");
+            return Ok(PromptResponse::new(StopReason::Cancelled));
+        };
+        let envelope = result?;
+        log_turn(&self.id, &envelope);
+        if envelope.kind == Kind::Error {
+            return Err(from_error_envelope(&envelope));
+        }
+        lock(&reporter).finish(&envelope);
+        Ok(PromptResponse::new(stop_reason(&envelope)).meta(usage_meta(turn_id, &envelope)))
+    }
+}
+
+/// The ACP stop reason of a finished turn.
+fn stop_reason(envelope: &AgentExecuteResponse) -> StopReason {
+    let no_text = envelope.text.as_deref().is_none_or(str::is_empty);
+    match envelope.finish_reason {
+        Some(FinishReason::Length) => StopReason::MaxTokens,
+        Some(FinishReason::ContentFilter) => StopReason::Refusal,
+        _ if envelope.refusal.is_some() && no_text => StopReason::Refusal,
+        // The model still wanted tools when the turn's bound on model calls was
+        // reached; the last results go with the next prompt.
+        Some(FinishReason::ToolUse) if envelope.tool_calls.is_empty() => {
+            StopReason::MaxTurnRequests
+        }
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// Token usage in the response's `_meta` (protocol v1 has no stable per-turn usage
+/// field; its `usage_update` reports a context window Aptix does not know).
+fn usage_meta(turn_id: &str, envelope: &AgentExecuteResponse) -> Meta {
+    let usage = &envelope.usage;
+    let value = serde_json::json!({
+        "turnId": turn_id,
+        "usage": {
+            "inputTokens": usage.prompt_tokens,
+            "outputTokens": usage.completion_tokens,
+            "totalTokens": usage.total_tokens,
+            "cachedTokens": usage.cached_tokens,
+            "reasoningTokens": usage.reasoning_tokens,
+        },
+    });
+    let mut meta = Meta::new();
+    meta.insert("aptix".to_owned(), value);
+    meta
+}
+
+fn log_turn(session_id: &str, envelope: &AgentExecuteResponse) {
+    let usage = &envelope.usage;
+    tracing::info!(
+        session = %session_id,
+        kind = %envelope.kind,
+        finish_reason = ?envelope.finish_reason,
+        input_tokens = usage.prompt_tokens,
+        cached_tokens = usage.cached_tokens,
+        output_tokens = usage.completion_tokens,
+        reasoning_tokens = usage.reasoning_tokens,
+        "turn finished"
+    );
+    for warning in &envelope.warnings {
+        tracing::warn!(session = %session_id, "{warning}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aptix_model::contract::AgentToolCall;
+
+    #[test]
+    fn stop_reasons_come_from_the_envelope() {
+        let mut envelope = AgentExecuteResponse::new(Kind::Ok);
+        envelope.text = Some("done".into());
+        envelope.finish_reason = Some(FinishReason::Stop);
+        assert_eq!(stop_reason(&envelope), StopReason::EndTurn);
+        envelope.finish_reason = Some(FinishReason::Length);
+        assert_eq!(stop_reason(&envelope), StopReason::MaxTokens);
+        envelope.finish_reason = Some(FinishReason::ContentFilter);
+        assert_eq!(stop_reason(&envelope), StopReason::Refusal);
+        envelope.finish_reason = Some(FinishReason::ToolUse);
+        assert_eq!(stop_reason(&envelope), StopReason::MaxTurnRequests);
+        envelope.tool_calls.push(AgentToolCall {
+            call_id: "c".into(),
+            name: "n".into(),
+            arguments_json: "{}".into(),
+        });
+        assert_eq!(stop_reason(&envelope), StopReason::EndTurn);
+        let mut refused = AgentExecuteResponse::new(Kind::Ok);
+        refused.refusal = Some("no".into());
+        refused.finish_reason = Some(FinishReason::Stop);
+        assert_eq!(stop_reason(&refused), StopReason::Refusal);
+    }
+}

@@ -1,0 +1,89 @@
+//! This crate's one error type, and the JSON-RPC errors a request is answered with.
+
+use std::path::PathBuf;
+
+use agent_client_protocol::{Error as RpcError, ErrorCode};
+use aptix_model::contract::AgentExecuteResponse;
+use aptix_orchestrator::OrchestratorError;
+
+/// What can go wrong serving ACP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcpError {
+    /// A workspace could not be opened: its settings, its session store or its index.
+    #[error("could not open the workspace {path}: {reason}")]
+    Workspace {
+        /// The workspace (the session's `cwd`).
+        path: PathBuf,
+        /// Why, in words a person can act on.
+        reason: String,
+    },
+    /// The connection to the editor failed (its pipes closed mid-message, say).
+    #[error("the ACP connection failed: {0}")]
+    Connection(#[from] RpcError),
+}
+
+/// A JSON-RPC error with this code and message (the message is what an editor shows).
+pub(crate) fn rpc(code: ErrorCode, message: impl Into<String>) -> RpcError {
+    RpcError::new(code, message)
+}
+
+/// `-32602`: the request's parameters are wrong, and why.
+pub(crate) fn invalid_params(message: impl Into<String>) -> RpcError {
+    rpc(ErrorCode::INVALID_PARAMS, message)
+}
+
+/// `-32603` with a message saying what failed.
+pub(crate) fn internal(message: impl Into<String>) -> RpcError {
+    rpc(ErrorCode::INTERNAL_ERROR, message)
+}
+
+/// `-32002` for a session this agent does not know, with `data.sessionId`.
+pub(crate) fn unknown_session(session_id: &str) -> RpcError {
+    rpc(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("unknown session {session_id:?}: start one with session/new, or load a stored one with session/load"),
+    )
+    .data(serde_json::json!({ "sessionId": session_id }))
+}
+
+/// The error a prompt ends with when the orchestrator refuses the turn.
+pub(crate) fn from_orchestrator(error: OrchestratorError) -> RpcError {
+    match &error {
+        OrchestratorError::InvalidRequest(_) => {
+            invalid_params(format!("the prompt is not a valid turn: {error}"))
+        }
+        OrchestratorError::SessionBusy { .. } => rpc(
+            ErrorCode::INVALID_REQUEST,
+            format!("{error}; wait for the other turn to finish, or cancel it"),
+        ),
+        _ => internal(format!("the turn failed: {error}")),
+    }
+}
+
+/// The error a prompt ends with when the model or the provider failed: the envelope's
+/// message, with what to do about it for the failures people can fix themselves.
+pub(crate) fn from_error_envelope(envelope: &AgentExecuteResponse) -> RpcError {
+    let code = envelope.error_code.as_deref().unwrap_or("error");
+    let message = envelope
+        .error_message
+        .as_deref()
+        .unwrap_or("the provider reported an error");
+    let advice = match code {
+        "invalid_api_key" | "401" => {
+            " Check OPENAI_API_KEY in the environment the editor starts `aptix acp` with."
+        }
+        "insufficient_quota" => {
+            " The account's credit or plan limit is used up; retrying will not help until billing is fixed."
+        }
+        "rate_limit_exceeded" | "429" => " The provider is rate limiting; try again shortly.",
+        "transport_error" | "timeout" => {
+            " The provider could not be reached: check base_url (aptix.toml, OPENAI_BASE_URL) and the network."
+        }
+        _ => "",
+    };
+    internal(format!(
+        "the model call failed: {message} ({code}).{advice}"
+    ))
+    .data(serde_json::json!({ "errorCode": code }))
+}

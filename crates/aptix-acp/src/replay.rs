@@ -1,0 +1,184 @@
+//! A stored session as the updates `session/load` replays: each user instruction as
+//! `user_message_chunk`, the model's answers as `agent_message_chunk`, reasoning
+//! summaries as `agent_thought_chunk`, and each tool call as `tool_call` with its
+//! outcome as `tool_call_update` (`completed` or `failed`).
+//!
+//! The history is the orchestrator's replayable conversation (`SessionState::history`);
+//! what a stored user message says is read back with `aptix_request::instruction_of`,
+//! the inverse of the rule that wrote it, and a tool output's success or failure with
+//! `ToolReply::from_output_text`. System messages and the context blocks retrieved for
+//! a turn are not part of what the user saw, and are not replayed.
+
+use std::path::Path;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use aptix_model::wire::{
+    ContentPart, FunctionOutput, InputItem, InputMessage, MessageContent, Role, SummaryPart,
+};
+use aptix_request::{ToolReply, instruction_of};
+
+use crate::present;
+
+fn chunk(text: String) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
+}
+
+/// The updates that show `history` in an editor, in order.
+pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    // Call names by id, for the outputs that answer them.
+    let mut names: Vec<(String, String)> = Vec::new();
+    for item in history {
+        match item {
+            InputItem::Message(message) | InputItem::EasyMessage(message) => {
+                message_updates(message, &mut updates);
+            }
+            InputItem::FunctionCall(call) => {
+                let arguments = present::arguments(&call.arguments);
+                names.push((call.call_id.clone(), call.name.clone()));
+                updates.push(SessionUpdate::ToolCall(
+                    ToolCall::new(call.call_id.clone(), present::title(&call.name, &arguments))
+                        .kind(present::kind(&call.name))
+                        .status(ToolCallStatus::Pending)
+                        .locations(present::locations_of_arguments(cwd, &call.name, &arguments))
+                        .raw_input(arguments),
+                ));
+            }
+            InputItem::FunctionCallOutput(output) => {
+                let text = match &output.output {
+                    FunctionOutput::Text(text) => text.clone(),
+                    FunctionOutput::Parts(parts) => {
+                        serde_json::Value::Array(parts.clone()).to_string()
+                    }
+                };
+                let name = names
+                    .iter()
+                    .find(|(id, _)| id == &output.call_id)
+                    .map(|(_, name)| name.as_str())
+                    .unwrap_or_default();
+                let fields = match ToolReply::from_output_text(&text) {
+                    ToolReply::Result(result) => {
+                        let value = present::arguments(&result);
+                        let mut fields =
+                            ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
+                        let locations = present::locations_of_result(cwd, name, &value);
+                        if !locations.is_empty() {
+                            fields = fields.locations(locations);
+                        }
+                        if let Some(summary) = present::summary(name, &value) {
+                            fields = fields.content(vec![ToolCallContent::from(summary)]);
+                        }
+                        fields
+                    }
+                    ToolReply::Error(message) => ToolCallUpdateFields::new()
+                        .status(ToolCallStatus::Failed)
+                        .content(vec![ToolCallContent::from(message)]),
+                };
+                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    output.call_id.clone(),
+                    fields,
+                )));
+            }
+            InputItem::Reasoning(reasoning) => {
+                for part in &reasoning.summary {
+                    if let SummaryPart::SummaryText { text } = part
+                        && !text.is_empty()
+                    {
+                        updates.push(SessionUpdate::AgentThoughtChunk(chunk(text.clone())));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    updates
+}
+
+fn message_updates(message: &InputMessage, updates: &mut Vec<SessionUpdate>) {
+    match message.role {
+        Role::User => {
+            // A tool continuation's message carries no instruction: nothing the user said.
+            if let Some(instruction) =
+                instruction_of(message).filter(|instruction| !instruction.trim().is_empty())
+            {
+                updates.push(SessionUpdate::UserMessageChunk(chunk(
+                    instruction.to_owned(),
+                )));
+            }
+        }
+        Role::Assistant => {
+            let texts: Vec<String> = match &message.content {
+                MessageContent::Text(text) => vec![text.clone()],
+                MessageContent::Parts(parts) => parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        ContentPart::OutputText(text) => Some(text.text.clone()),
+                        ContentPart::Refusal(refusal) => Some(refusal.refusal.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            };
+            for text in texts.into_iter().filter(|text| !text.is_empty()) {
+                updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aptix_model::wire::{FunctionCall, FunctionCallOutput};
+    use serde_json::json;
+
+    #[test]
+    fn a_history_replays_as_the_user_saw_it() {
+        let history = vec![
+            InputItem::Message(InputMessage::new(
+                Role::System,
+                vec![ContentPart::input_text("rules")],
+            )),
+            InputItem::Message(InputMessage::new(
+                Role::User,
+                vec![
+                    ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\nWhere is main?"),
+                    ContentPart::input_text("[CONTEXT]..."),
+                ],
+            )),
+            InputItem::FunctionCall(
+                serde_json::from_value::<FunctionCall>(json!({
+                    "type": "function_call", "call_id": "call_1", "name": "read_file",
+                    "arguments": "{\"path\":\"src/main.rs\"}"
+                }))
+                .unwrap(),
+            ),
+            InputItem::FunctionCallOutput(FunctionCallOutput::text(
+                "call_1",
+                "{\"error\":\"no such file\"}",
+            )),
+            InputItem::Message(InputMessage::new(
+                Role::Assistant,
+                vec![ContentPart::output_text("In src/main.rs.")],
+            )),
+        ];
+        let updates = updates(&history, Path::new("/w"));
+        let json: Vec<serde_json::Value> = updates
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect();
+        assert_eq!(json.len(), 4, "{json:#?}");
+        assert_eq!(json[0]["sessionUpdate"], "user_message_chunk");
+        assert_eq!(json[0]["content"]["text"], "Where is main?");
+        assert_eq!(json[1]["sessionUpdate"], "tool_call");
+        assert_eq!(json[1]["kind"], "read");
+        assert_eq!(json[1]["locations"][0]["path"], "/w/src/main.rs");
+        assert_eq!(json[2]["sessionUpdate"], "tool_call_update");
+        assert_eq!(json[2]["status"], "failed");
+        assert_eq!(json[3]["sessionUpdate"], "agent_message_chunk");
+        assert_eq!(json[3]["content"]["text"], "In src/main.rs.");
+    }
+}

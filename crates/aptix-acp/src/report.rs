@@ -1,0 +1,286 @@
+//! A turn as the editor sees it while it runs: the orchestrator's stream deltas and the
+//! server tool runs, as `session/update` notifications.
+//!
+//! - answer text: `agent_message_chunk` (a refusal too: it is the model's answer in
+//!   words);
+//! - reasoning summaries: `agent_thought_chunk`;
+//! - a tool call: `tool_call` (pending) when the model starts it, a `tool_call_update`
+//!   with the arguments, title and locations when its arguments are complete,
+//!   `in_progress` when it runs, and `completed` or `failed` with a summary and the
+//!   files it touched when it is done.
+//!
+//! A stream that is cut and sent again from its start repeats text the editor already
+//! shows: the repeated part is skipped (see `StreamDelta::Retrying`).
+
+use std::path::PathBuf;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use aptix_mapping::StreamDelta;
+use aptix_model::contract::AgentExecuteResponse;
+
+use crate::present;
+
+/// One tool call of the turn.
+#[derive(Debug)]
+struct Call {
+    call_id: String,
+    name: String,
+    /// The complete arguments, once known.
+    arguments: Option<String>,
+    started: bool,
+    finished: bool,
+}
+
+/// Sends one turn's updates to the editor.
+pub(crate) struct TurnReporter {
+    connection: ConnectionTo<Client>,
+    session_id: String,
+    cwd: PathBuf,
+    calls: Vec<Call>,
+    /// Answer text already shown for the current model call.
+    shown: String,
+    /// Answer text of the current attempt of the current model call.
+    attempt: String,
+    /// Whether any answer text was shown.
+    any_text: bool,
+    /// Whether a notification failed to go out (logged once).
+    send_failed: bool,
+}
+
+impl TurnReporter {
+    pub(crate) fn new(connection: ConnectionTo<Client>, session_id: String, cwd: PathBuf) -> Self {
+        TurnReporter {
+            connection,
+            session_id,
+            cwd,
+            calls: Vec::new(),
+            shown: String::new(),
+            attempt: String::new(),
+            any_text: false,
+            send_failed: false,
+        }
+    }
+
+    fn send(&mut self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.clone(), update);
+        if let Err(error) = self.connection.send_notification(notification)
+            && !self.send_failed
+        {
+            self.send_failed = true;
+            tracing::warn!(session = %self.session_id, %error, "could not send a session update");
+        }
+    }
+
+    fn text(&mut self, text: String) {
+        if !text.is_empty() {
+            self.any_text = true;
+            self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::Text(TextContent::new(text)),
+            )));
+        }
+    }
+
+    /// One delta of the turn's stream.
+    pub(crate) fn delta(&mut self, delta: &StreamDelta) {
+        match delta {
+            StreamDelta::TextDelta { text, .. } => {
+                self.attempt.push_str(text);
+                // Only what goes beyond the text shown already (a retry from the start
+                // repeats it).
+                if self.attempt.len() > self.shown.len() {
+                    let new = self
+                        .attempt
+                        .get(self.shown.len()..)
+                        .map_or_else(|| text.clone(), str::to_owned);
+                    self.shown.clone_from(&self.attempt);
+                    self.text(new);
+                }
+            }
+            StreamDelta::RefusalDelta { text, .. } => self.text(text.clone()),
+            StreamDelta::ReasoningSummaryDelta { text, .. } if !text.is_empty() => {
+                self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                    ContentBlock::Text(TextContent::new(text.clone())),
+                )));
+            }
+            StreamDelta::ToolCallStarted { call_id, name, .. } => {
+                self.start_call(call_id, name);
+            }
+            StreamDelta::ToolCallDone {
+                call_id,
+                name,
+                arguments_json,
+                ..
+            } => {
+                if !self.calls.iter().any(|call| &call.call_id == call_id) {
+                    self.start_call(call_id, name);
+                }
+                let arguments = present::arguments(arguments_json);
+                let fields = ToolCallUpdateFields::new()
+                    .title(present::title(name, &arguments))
+                    .locations(present::locations_of_arguments(&self.cwd, name, &arguments))
+                    .raw_input(arguments);
+                if let Some(call) = self.calls.iter_mut().find(|call| &call.call_id == call_id) {
+                    call.arguments = Some(arguments_json.clone());
+                }
+                self.update_call(call_id, fields);
+            }
+            StreamDelta::Retrying {
+                resumed: false,
+                reason,
+                ..
+            } => {
+                tracing::info!(session = %self.session_id, %reason, "the stream was cut; sending the request again");
+                self.attempt.clear();
+            }
+            StreamDelta::Retrying { reason, .. } => {
+                tracing::info!(session = %self.session_id, %reason, "the stream was cut; resuming it");
+            }
+            StreamDelta::Error { code, message } => {
+                tracing::warn!(session = %self.session_id, %code, %message, "the stream reported an error");
+            }
+            StreamDelta::Done { .. } => {
+                // The next model call (after tools ran) streams text of its own.
+                self.shown.clear();
+                self.attempt.clear();
+            }
+            _ => {}
+        }
+    }
+
+    fn start_call(&mut self, call_id: &str, name: &str) {
+        self.calls.push(Call {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            arguments: None,
+            started: false,
+            finished: false,
+        });
+        let call = ToolCall::new(
+            call_id.to_owned(),
+            present::title(name, &serde_json::Value::Null),
+        )
+        .kind(present::kind(name))
+        .status(ToolCallStatus::Pending);
+        self.send(SessionUpdate::ToolCall(call));
+    }
+
+    fn update_call(&mut self, call_id: &str, fields: ToolCallUpdateFields) {
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_owned(),
+            fields,
+        )));
+    }
+
+    /// A server tool began to run. The orchestrator runs a response's calls in order, so
+    /// this is the first call of that tool not yet started (with these arguments when
+    /// they are known).
+    pub(crate) fn tool_started(&mut self, name: &str, arguments_json: &str) {
+        let position = self
+            .calls
+            .iter()
+            .position(|call| {
+                !call.started
+                    && call.name == name
+                    && call.arguments.as_deref() == Some(arguments_json)
+            })
+            .or_else(|| {
+                self.calls
+                    .iter()
+                    .position(|call| !call.started && call.name == name)
+            });
+        let Some(call) = position.and_then(|index| self.calls.get_mut(index)) else {
+            return;
+        };
+        call.started = true;
+        let call_id = call.call_id.clone();
+        self.update_call(
+            &call_id,
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        );
+    }
+
+    /// A server tool finished: `completed` with a summary and the files it touched, or
+    /// `failed` with the reason the model is told.
+    pub(crate) fn tool_finished(
+        &mut self,
+        name: &str,
+        _arguments_json: &str,
+        outcome: &Result<String, String>,
+    ) {
+        let Some(call) = self
+            .calls
+            .iter_mut()
+            .find(|call| call.started && !call.finished && call.name == name)
+        else {
+            return;
+        };
+        call.finished = true;
+        let call_id = call.call_id.clone();
+        let fields = match outcome {
+            Ok(result) => {
+                let value = present::arguments(result);
+                let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
+                let locations = present::locations_of_result(&self.cwd, name, &value);
+                if !locations.is_empty() {
+                    fields = fields.locations(locations);
+                }
+                if let Some(summary) = present::summary(name, &value) {
+                    fields = fields.content(vec![ToolCallContent::from(summary)]);
+                }
+                fields.raw_output(value)
+            }
+            Err(message) => ToolCallUpdateFields::new()
+                .status(ToolCallStatus::Failed)
+                .content(vec![ToolCallContent::from(message.clone())])
+                .raw_output(serde_json::json!({ "error": message })),
+        };
+        self.update_call(&call_id, fields);
+    }
+
+    /// The turn ended: its answer is shown whole if no delta carried it (a provider
+    /// that answered at once), and any call still open is closed.
+    pub(crate) fn finish(&mut self, envelope: &AgentExecuteResponse) {
+        if !self.any_text {
+            let answer = envelope
+                .text
+                .clone()
+                .filter(|text| !text.is_empty())
+                .or_else(|| envelope.refusal.clone());
+            if let Some(answer) = answer {
+                self.text(answer);
+            }
+        }
+        self.close_open_calls("not run: the model called a tool this session does not have");
+    }
+
+    /// The turn was cancelled: every call that has not finished is marked failed, so
+    /// the editor shows no call running forever.
+    pub(crate) fn cancel_open_calls(&mut self) {
+        self.close_open_calls("cancelled");
+    }
+
+    fn close_open_calls(&mut self, why: &str) {
+        let open: Vec<String> = self
+            .calls
+            .iter_mut()
+            .filter(|call| !call.finished)
+            .map(|call| {
+                call.finished = true;
+                call.call_id.clone()
+            })
+            .collect();
+        for call_id in open {
+            self.update_call(
+                &call_id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Failed)
+                    .content(vec![ToolCallContent::from(why.to_owned())]),
+            );
+        }
+    }
+}

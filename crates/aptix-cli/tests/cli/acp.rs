@@ -1,0 +1,677 @@
+//! `aptix acp` as editors run it: a child process over real pipes, against a scripted
+//! fake Responses server.
+//!
+//! - Through the official Python ACP SDK (`agent-client-protocol`, installed by
+//!   `scripts/acp-test-env.sh`), by `crates/aptix-cli/tests/acp/driver.py`: initialize,
+//!   new session, a streamed prompt and a second one, server tool runs shown as tool
+//!   calls with `read_file` served by the editor, a cancel mid-stream, an unknown
+//!   session, and `session/load` replaying the history in a second process.
+//! - Raw JSON-RPC lines written by this test: a malformed line, an unknown method,
+//!   wrong parameters and an unknown session answered with errors while the agent
+//!   keeps serving, and stdout holding nothing but JSON-RPC messages, byte for byte,
+//!   at `-vvv`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use aptix_testkit::fault_server::{FaultServer, Reply, Step, sse_text, text_answer_events};
+use serde_json::{Value, json};
+
+use crate::support::{SECRET_KEY, Sandbox};
+
+/// What a slow or stuck agent gets before a test gives up waiting for one message.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The repository root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The Python with the ACP SDK: `APTIX_ACP_PYTHON`, else the one the project's script
+/// installs (it is quick when already installed). Without it the test fails under CI;
+/// elsewhere it is skipped by name, with the reason.
+fn acp_python(test: &str) -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("APTIX_ACP_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let script = repo_root().join("scripts/acp-test-env.sh");
+    let output = Command::new("bash").arg(&script).output();
+    let reason = match output {
+        Ok(output) if output.status.success() => {
+            let python = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            if Path::new(&python).is_file() {
+                return Some(PathBuf::from(python));
+            }
+            format!("{} printed no python: {python:?}", script.display())
+        }
+        Ok(output) => format!(
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+        Err(error) => format!("could not run {}: {error}", script.display()),
+    };
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: the Python ACP SDK is needed and could not be installed: {reason}");
+    }
+    eprintln!("skipping {test}: the Python ACP SDK is not available: {reason}");
+    None
+}
+
+/// SSE text for `events`, numbered in order.
+fn numbered(mut events: Vec<Value>) -> Vec<Value> {
+    for (number, event) in events.iter_mut().enumerate() {
+        event["sequence_number"] = json!(number);
+    }
+    events
+}
+
+/// A streamed reply whose answer text comes in `pieces`, with a pause after the first
+/// (the editor sees text before the answer is complete).
+fn slow_text(response_id: &str, pieces: &[&str]) -> Reply {
+    let events = text_answer_events(response_id, pieces);
+    // created, item added, part added, first delta | the rest.
+    let (head, tail) = events.split_at(4);
+    Reply::sse_steps(vec![
+        Step::Send(sse_text(head).into_bytes()),
+        Step::Sleep(Duration::from_millis(400)),
+        Step::Send(sse_text(tail).into_bytes()),
+    ])
+}
+
+fn text(response_id: &str, pieces: &[&str]) -> Reply {
+    Reply::sse(sse_text(&text_answer_events(response_id, pieces)))
+}
+
+/// A streamed reply calling one tool.
+fn tool_call(response_id: &str, call_id: &str, name: &str, arguments: &Value) -> Reply {
+    let arguments = arguments.to_string();
+    let item_id = format!("fc_{call_id}");
+    let item = json!({"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+                      "arguments": arguments, "status": "completed"});
+    let events = numbered(vec![
+        json!({"type": "response.created", "response": {"id": response_id, "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+                        "arguments": "", "status": "in_progress"}}),
+        json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": 0, "delta": arguments}),
+        json!({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": 0, "arguments": arguments}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed", "response": {"id": response_id, "object": "response",
+               "status": "completed", "model": "gpt-fault", "output": [item],
+               "usage": {"input_tokens": 20, "output_tokens": 5, "total_tokens": 25}}}),
+    ]);
+    Reply::sse(sse_text(&events))
+}
+
+/// A stream that sends some text and then nothing, until the client goes away.
+fn stalled_text(response_id: &str) -> Reply {
+    let events = text_answer_events(response_id, &["Thinking"]);
+    Reply::sse_steps(vec![
+        Step::Send(sse_text(events.get(..4).unwrap()).into_bytes()),
+        Step::Stall,
+    ])
+}
+
+/// The `output` of the `function_call_output` answering `call_id` in a request body.
+fn output_for(request: &Value, call_id: &str) -> String {
+    request["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .and_then(|item| item["output"].as_str())
+        .unwrap_or_else(|| panic!("no output for {call_id} in {request}"))
+        .to_owned()
+}
+
+fn kinds(updates: &Value) -> Vec<String> {
+    updates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|update| update["sessionUpdate"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
+    let test = "acp::an_editor_drives_aptix_acp_through_the_python_sdk";
+    let Some(python) = acp_python(test) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file(
+        "src/lib.rs",
+        "pub fn greet() -> &'static str {\n    \"from the disk\"\n}\n",
+    );
+    let server = FaultServer::start(vec![
+        slow_text("resp_1", &["Hel", "lo ", "there."]),
+        text("resp_2", &["Second ", "answer."]),
+        tool_call(
+            "resp_3",
+            "call_s",
+            "search_code",
+            &json!({"query": "greet"}),
+        ),
+        tool_call(
+            "resp_4",
+            "call_r",
+            "read_file",
+            &json!({"path": "src/lib.rs"}),
+        ),
+        text("resp_5", &["greet is in src/lib.rs."]),
+        stalled_text("resp_6"),
+        text("resp_7", &["Still here."]),
+    ])
+    .await;
+    let stderr_dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(&python);
+    command
+        .arg(repo_root().join("crates/aptix-cli/tests/acp/driver.py"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("APTIX_BIN", env!("CARGO_BIN_EXE_aptix"))
+        .env("ACP_WORKSPACE", sandbox.workspace.path())
+        .env("ACP_STDERR_DIR", stderr_dir.path())
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .env("OPENAI_BASE_URL", server.base_url());
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let agent_stderr: String = ["agent-1.stderr", "agent-2.stderr"]
+        .iter()
+        .map(|name| std::fs::read_to_string(stderr_dir.path().join(name)).unwrap_or_default())
+        .collect();
+    let context = format!(
+        "driver stderr:\n{}\nagent stderr (tail):\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        agent_stderr
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(output.status.success(), "{context}");
+    let results: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("driver output is not JSON ({error}): {context}"));
+    assert!(
+        results.get("driverError").is_none(),
+        "{results:#}\n{context}"
+    );
+
+    // initialize
+    let init = &results["initialize"];
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "aptix");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        true
+    );
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"],
+        true
+    );
+    assert_eq!(init["authMethods"], json!([]));
+
+    // A streamed answer: text arrives while the provider still streams, before the answer.
+    let first = &results["first"];
+    assert_eq!(first["stopReason"], "end_turn", "{first:#}");
+    assert_eq!(first["text"], "Hello there.");
+    let lead = first["firstChunkBeforeAnswer"].as_f64().expect("no chunk");
+    assert!(
+        lead > 0.2,
+        "the first chunk came only {lead} s before the answer"
+    );
+    assert!(
+        first["meta"]["aptix"]["usage"]["totalTokens"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{first}"
+    );
+
+    let second = &results["second"];
+    assert_eq!(second["stopReason"], "end_turn", "{second:#}");
+    assert_eq!(second["text"], "Second answer.");
+
+    // Two tool runs: tool_call, then updates to in_progress and completed, with kinds
+    // and the workspace files they touched.
+    let tools = &results["tools"];
+    assert_eq!(tools["stopReason"], "end_turn", "{tools:#}");
+    assert_eq!(tools["text"], "greet is in src/lib.rs.");
+    let updates = tools["updates"].as_array().unwrap();
+    let lib = sandbox.workspace.path().join("src/lib.rs");
+    let lib = lib.to_str().unwrap();
+    for (call_id, kind) in [("call_s", "search"), ("call_r", "read")] {
+        let of_call: Vec<&Value> = updates
+            .iter()
+            .filter(|update| update["toolCallId"] == call_id)
+            .collect();
+        assert_eq!(of_call[0]["sessionUpdate"], "tool_call", "{of_call:#?}");
+        assert_eq!(of_call[0]["kind"], kind, "{of_call:#?}");
+        // `pending` is the protocol's default status, left out of a `tool_call`.
+        let statuses: Vec<&str> = of_call
+            .iter()
+            .filter_map(|update| match update["status"].as_str() {
+                None if update["sessionUpdate"] == "tool_call" => Some("pending"),
+                status => status,
+            })
+            .collect();
+        assert_eq!(
+            statuses,
+            ["pending", "in_progress", "completed"],
+            "{of_call:#?}"
+        );
+        let touched = of_call
+            .iter()
+            .flat_map(|update| update["locations"].as_array().cloned().unwrap_or_default())
+            .any(|location| location["path"] == lib);
+        assert!(touched, "{call_id} does not show {lib}: {of_call:#?}");
+    }
+    // read_file read the editor's buffer, not the disk.
+    assert_eq!(results["reads"], json!([lib]), "{results:#}");
+    let requests: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|request| request.json().unwrap())
+        .collect();
+    assert_eq!(requests.len(), 7, "{requests:#?}");
+    let read = output_for(&requests[4], "call_r");
+    assert!(read.contains("from the editor buffer"), "{read}");
+    assert!(!read.contains("from the disk"), "{read}");
+    assert!(output_for(&requests[3], "call_s").contains("src/lib.rs"));
+
+    // Cancel: answered `cancelled` promptly, nothing stored, the session usable.
+    let cancel = &results["cancel"];
+    assert_eq!(cancel["stopReason"], "cancelled", "{cancel:#}");
+    let seconds = cancel["seconds"].as_f64().unwrap();
+    assert!(seconds < 2.0, "the cancel took {seconds} s");
+    let after = &results["afterCancel"];
+    assert_eq!(after["stopReason"], "end_turn", "{after:#}");
+    assert_eq!(after["text"], "Still here.");
+    // The cancelled turn left no trace: the next call continues from the last stored one.
+    assert_eq!(requests[1]["previous_response_id"], "resp_1");
+    assert_eq!(
+        requests[6]["previous_response_id"], "resp_5",
+        "{:#}",
+        requests[6]
+    );
+
+    // Bad input is an error and the agent goes on.
+    let unknown = &results["unknownSession"]["error"];
+    assert_eq!(unknown["code"], -32002, "{unknown}");
+    assert_eq!(results["servingAfterError"], true);
+
+    // A second process loads the session from the store and replays it.
+    let load = &results["load"];
+    assert_eq!(
+        load["user"],
+        json!(["Hello", "And again", "Where is greet?", "After the cancel"]),
+        "{load:#}"
+    );
+    assert_eq!(
+        load["agent"],
+        json!([
+            "Hello there.",
+            "Second answer.",
+            "greet is in src/lib.rs.",
+            "Still here."
+        ]),
+        "{load:#}"
+    );
+    let replayed = kinds(&load["updates"]);
+    assert_eq!(
+        replayed.iter().filter(|kind| *kind == "tool_call").count(),
+        2,
+        "{replayed:?}"
+    );
+    assert_eq!(
+        replayed
+            .iter()
+            .filter(|kind| *kind == "tool_call_update")
+            .count(),
+        2,
+        "{replayed:?}"
+    );
+    assert_eq!(
+        results["loadUnknown"]["error"]["code"], -32002,
+        "{results:#}"
+    );
+
+    // The key never reaches a log, even at -vvv.
+    assert!(!agent_stderr.contains(SECRET_KEY));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains(SECRET_KEY));
+}
+
+/// An `aptix acp` child with piped stdio, its stdout read line by line (raw bytes kept).
+struct Agent {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<Vec<u8>>,
+    stdout: Vec<u8>,
+    /// Read all along: at -vvv a full stderr pipe would stop the agent.
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl Agent {
+    fn start(sandbox: &Sandbox, server: &FaultServer) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aptix"))
+            .args(["acp", "-vvv"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", sandbox.home.path())
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .env("OPENAI_BASE_URL", server.base_url())
+            .current_dir(sandbox.workspace.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if sender.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
+        let stdin = child.stdin.take();
+        Agent {
+            child,
+            stdin,
+            lines,
+            stdout: Vec::new(),
+            stderr,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(PATIENCE)
+            .expect("the agent answered nothing");
+        self.stdout.extend_from_slice(&line);
+        serde_json::from_slice(&line).unwrap_or_else(|error| {
+            panic!(
+                "a stdout line is not JSON ({error}): {:?}",
+                String::from_utf8_lossy(&line)
+            )
+        })
+    }
+
+    /// Messages up to and including the response with `id`.
+    fn until_response(&mut self, id: Value) -> Vec<Value> {
+        let mut messages = Vec::new();
+        loop {
+            let message = self.next();
+            let done = message.get("id") == Some(&id) && message.get("method").is_none();
+            messages.push(message);
+            if done {
+                return messages;
+            }
+        }
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        self.until_response(json!(id))
+    }
+
+    /// Closes stdin, waits for the exit, and returns the exit status, every byte the
+    /// agent wrote on stdout, and its stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, Vec<u8>, String) {
+        drop(self.stdin.take());
+        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
+            self.stdout.extend_from_slice(&line);
+        }
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.join().unwrap();
+        (status, self.stdout, stderr)
+    }
+}
+
+fn error_code(message: &Value) -> i64 {
+    message["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {message}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_carries_only_json_rpc_and_bad_input_gets_errors() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![slow_text("resp_1", &["One ", "two."])]).await;
+    let workspace = sandbox.workspace_arg();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        let init = agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        assert_eq!(init[0]["result"]["protocolVersion"], 1, "{init:?}");
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": []}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+        // A malformed line: a parse error with a null id.
+        agent.send("{this is not json");
+        let parse = agent.next();
+        assert_eq!(error_code(&parse), -32700, "{parse}");
+        assert_eq!(parse["id"], Value::Null);
+        // An unknown method, wrong parameters, a relative cwd, an unknown session.
+        assert_eq!(
+            error_code(&agent.request(3, "session/fly", json!({}))[0]),
+            -32601
+        );
+        assert_eq!(
+            error_code(&agent.request(4, "session/prompt", json!({"sessionId": 42}))[0]),
+            -32602
+        );
+        assert_eq!(
+            error_code(
+                &agent.request(
+                    5,
+                    "session/new",
+                    json!({"cwd": "relative", "mcpServers": []})
+                )[0]
+            ),
+            -32602
+        );
+        let unknown = agent.request(
+            6,
+            "session/prompt",
+            json!({"sessionId": "s-nope", "prompt": [{"type": "text", "text": "hi"}]}),
+        );
+        assert_eq!(error_code(&unknown[0]), -32002, "{unknown:?}");
+        assert_eq!(unknown[0]["error"]["data"]["sessionId"], "s-nope");
+
+        // Still serving: a streamed prompt, notifications first, then the answer.
+        let prompt = agent.request(
+            7,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "Count"}]}),
+        );
+        let (answer, updates) = prompt.split_last().unwrap();
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{prompt:?}");
+        let text: String = updates
+            .iter()
+            .filter(|message| message["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .map(|message| {
+                message["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(text, "One two.");
+        agent.finish()
+    })
+    .await;
+    let (status, stdout, stderr) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert!(
+        stderr.contains("TRACE"),
+        "-vvv logged nothing to stderr:\n{stderr}"
+    );
+    assert_only_json_rpc(&stdout);
+    assert!(!stderr.contains(SECRET_KEY), "the key is in the log");
+}
+
+/// Every byte of `stdout` belongs to a JSON-RPC 2.0 message, one per line.
+fn assert_only_json_rpc(stdout: &[u8]) {
+    assert!(!stdout.is_empty());
+    assert!(
+        stdout.ends_with(b"\n"),
+        "stdout does not end with a newline"
+    );
+    for line in stdout
+        .strip_suffix(b"\n")
+        .unwrap()
+        .split(|byte| *byte == b'\n')
+    {
+        let message: Value = serde_json::from_slice(line).unwrap_or_else(|error| {
+            panic!(
+                "not JSON on stdout ({error}): {:?}",
+                String::from_utf8_lossy(line)
+            )
+        });
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        assert!(message.is_object(), "{message}");
+    }
+    assert!(!String::from_utf8_lossy(stdout).contains(SECRET_KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_failure_ends_the_prompt_with_an_error_a_person_can_act_on() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![Reply::json(
+        401,
+        &json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}),
+    )])
+    .await;
+    let workspace = sandbox.workspace_arg();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": []}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let failed = agent.request(
+            3,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
+        );
+        let error = failed.last().unwrap()["error"].clone();
+        // The session is left usable: the next prompt is accepted (and fails the same way
+        // here, the script having no more replies).
+        let again = agent.request(
+            4,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
+        );
+        (error, again.last().unwrap().clone(), agent.finish())
+    })
+    .await;
+    let (error, again, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Incorrect API key provided"), "{error}");
+    assert!(message.contains("OPENAI_API_KEY"), "{error}");
+    assert_eq!(error["data"]["errorCode"], "invalid_api_key", "{error}");
+    assert!(again.get("error").is_some(), "{again}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+    assert!(!stderr.contains(SECRET_KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
+    let sandbox = Sandbox::new();
+    let workspace = sandbox.workspace_arg();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aptix"))
+            .arg("acp")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", sandbox.home.path())
+            .current_dir(sandbox.workspace.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut exchange = |line: Value| {
+            writeln!(stdin, "{line}").unwrap();
+            let mut answer = String::new();
+            stdout.read_line(&mut answer).unwrap();
+            serde_json::from_str::<Value>(&answer).unwrap()
+        };
+        exchange(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}));
+        let created = exchange(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                      "params": {"cwd": workspace, "mcpServers": []}}));
+        let session_id = created["result"]["sessionId"].clone();
+        let failed = exchange(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                                     "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}}));
+        drop(stdin);
+        let status = child.wait().unwrap();
+        (failed, status)
+    })
+    .await;
+    let (failed, status) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("OPENAI_API_KEY"), "{failed}");
+    assert!(status.success());
+}
