@@ -30,6 +30,9 @@ ROOTS = [
     "FunctionToolCall",
     "ReasoningItem",
     "ErrorResponse",
+    "CompactResponseMethodPublicBody",
+    "CompactResource",
+    "CompactionSummaryItemParam",
 ]
 PREFIX = "#/components/schemas/"
 

@@ -10,6 +10,8 @@ use anyhow::{Context, Result, bail};
 
 #[cfg(feature = "serve-bench")]
 mod serve_bench;
+#[cfg(feature = "soak")]
+mod soak;
 
 /// Crates that must stay pure: no network stack and no async runtime underneath.
 const CORE_CRATES: &[&str] = &[
@@ -32,14 +34,22 @@ fn main() -> Result<()> {
         Some("serve-bench") => serve_bench(&args[1..]),
         #[cfg(feature = "serve-bench")]
         Some("serve-bench-run") => serve_bench::run(&args[1..]),
+        Some("soak") => soak(&args[1..]),
+        #[cfg(feature = "soak")]
+        Some("soak-run") => soak::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse]>");
+            eprintln!(
+                "usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse]|soak [turns] [stateless|stateful] [seed] [window told]>"
+            );
             eprintln!(
                 "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"
             );
             eprintln!("  layering  check that core crates pull in no network stack or runtime");
             eprintln!(
                 "  serve-bench  load on the HTTP service beside a fake answering the same bytes (release build)"
+            );
+            eprintln!(
+                "  soak  one long session with cut streams and a small context window against a fake"
             );
             bail!("unknown or missing task")
         }
@@ -104,6 +114,23 @@ fn serve_bench(args: &[String]) -> Result<()> {
             "serve-bench",
             "--",
             "serve-bench-run",
+        ])
+        .args(args))
+}
+
+/// Re-runs xtask with the orchestrator and a fake server built in (a debug build: the
+/// soak checks behaviour, not speed).
+fn soak(args: &[String]) -> Result<()> {
+    run(Command::new(cargo_bin())
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "xtask",
+            "--features",
+            "soak",
+            "--",
+            "soak-run",
         ])
         .args(args))
 }

@@ -484,6 +484,11 @@ fn report(
     mut printer: AnswerPrinter,
 ) -> Result<u8, anyhow::Error> {
     let text_shown = printer.wrote();
+    let warnings: Vec<&String> = envelope
+        .warnings
+        .iter()
+        .filter(|warning| !printer.already_noted(warning))
+        .collect();
     if json {
         print_json(envelope)?;
     } else {
@@ -496,7 +501,7 @@ fn report(
         }
         printer.finish()?;
     }
-    for warning in &envelope.warnings {
+    for warning in warnings {
         warn(warning);
     }
     for call in &envelope.tool_calls {

@@ -149,6 +149,14 @@ settings! {
     /// stream resumes where it stopped instead of being sent again; a bare
     /// `--background` is `true` [config: background, env: APTIX_BACKGROUND]
     background: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// The model's context window in tokens, for a server or model Aptix does not know;
+    /// default from the model id (e.g. 128000 for gpt-4o, 32768 for an unknown model)
+    /// [config: context_window, env: APTIX_CONTEXT_WINDOW]
+    context_window: u64, arg(value_name = "TOKENS");
+    /// Share of the context window a request may reach before the session is compacted
+    /// first, above 0 and at most 1 [config: compact_threshold, env:
+    /// APTIX_COMPACT_THRESHOLD]
+    compact_threshold: f64, arg(value_name = "SHARE");
     /// How long a session stays locked by an ask whose process cannot give it back
     /// (on another host, or where a dead process cannot be detected), e.g. 5m [config:
     /// lease_ttl, env: APTIX_LEASE_TTL]
@@ -387,6 +395,20 @@ impl Layer {
         self.system_prompt = self
             .system_prompt
             .filter(|prompt| !prompt.trim().is_empty());
+        if self.context_window == Some(0) {
+            return Err(usage(format!(
+                "invalid {}: at least 1 token",
+                name("context_window")
+            )));
+        }
+        if let Some(threshold) = self.compact_threshold
+            && !(threshold > 0.0 && threshold <= 1.0)
+        {
+            return Err(usage(format!(
+                "invalid {}: {threshold} is not above 0 and at most 1",
+                name("compact_threshold")
+            )));
+        }
         if self.stream_max_attempts == Some(0) {
             return Err(usage(format!(
                 "invalid {}: at least 1 attempt (1 turns recovery off)",
@@ -669,6 +691,12 @@ impl Settings {
             config.stream_recovery.max_attempts = attempts;
         }
         config.background = layer.background.unwrap_or(false);
+        if let Some(window) = layer.context_window {
+            config.context_window = Some(window);
+        }
+        if let Some(threshold) = layer.compact_threshold {
+            config.compact_threshold = threshold;
+        }
         if let Some(prompt) = &layer.system_prompt {
             for mode in &mut config.modes {
                 mode.system_prompt = Some(match mode.system_prompt.take() {
@@ -857,7 +885,7 @@ mod tests {
         let path = write(
             dir.path(),
             "aptix.toml",
-            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\nlease_ttl = \"1m 30s\"\ntools = false\nstore = \"postgres://u:pw@db/aptix\"\n",
+            "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\ncontext_window = 50000\ncompact_threshold = 0.5\nlease_ttl = \"1m 30s\"\ntools = false\nstore = \"postgres://u:pw@db/aptix\"\n",
         );
         let from_file = Layer::from_file(&path).unwrap().unwrap();
         let vars: Vec<(String, String)> = [
@@ -877,6 +905,8 @@ mod tests {
             ("max_retries", "4"),
             ("stream_max_attempts", "3"),
             ("background", "on"),
+            ("context_window", "50000"),
+            ("compact_threshold", "0.5"),
             ("lease_ttl", "90s"),
             ("tools", "off"),
             ("store", "postgres://u:pw@db/aptix"),
@@ -899,6 +929,8 @@ mod tests {
         assert_eq!(config.lease_ttl, std::time::Duration::from_secs(90));
         assert_eq!(config.stream_recovery.max_attempts, 3);
         assert!(config.background);
+        assert_eq!(config.context_window, Some(50_000));
+        assert_eq!(config.compact_threshold, 0.5);
         assert_eq!(
             format!("{:?}", settings.configured.store),
             "Some(StoreUrl(\"postgres://u:***@db/aptix\"))",

@@ -70,6 +70,9 @@ pub(crate) struct AnswerPrinter {
     /// While the restarted text repeats what was printed: how much of `call_text` it
     /// has matched so far.
     replay: Option<usize>,
+    /// Notices already written on stderr as they happened (a compaction), which the
+    /// envelope also carries as warnings: not written twice.
+    noted: Vec<String>,
 }
 
 impl AnswerPrinter {
@@ -104,6 +107,13 @@ impl AnswerPrinter {
                 if !resumed {
                     self.restarting = true;
                 }
+            }
+            StreamDelta::Compacted { message, .. } => {
+                if !self.ends_with_newline {
+                    let _ = writeln!(io::stderr().lock());
+                }
+                note(format_args!("{message}"));
+                self.noted.push(message.clone());
             }
             StreamDelta::TextDelta {
                 output_index, text, ..
@@ -192,6 +202,11 @@ impl AnswerPrinter {
     /// Whether any answer text was printed.
     pub(crate) fn wrote(&self) -> bool {
         self.wrote
+    }
+
+    /// Whether `warning` was already written on stderr when it happened.
+    pub(crate) fn already_noted(&self, warning: &str) -> bool {
+        self.noted.iter().any(|noted| noted == warning)
     }
 
     fn write(&mut self, text: &str) {

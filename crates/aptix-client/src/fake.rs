@@ -12,7 +12,9 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
-use aptix_model::wire::{CreateResponseRequest, Response, StreamEvent};
+use aptix_model::wire::{
+    CompactRequest, CompactResponse, CreateResponseRequest, Input, Response, StreamEvent,
+};
 use async_trait::async_trait;
 
 use crate::error::ClientError;
@@ -26,6 +28,9 @@ pub enum CallKind {
     Create,
     /// [`ResponsesProvider::stream`].
     Stream,
+    /// [`ResponsesProvider::compact`]: the recorded request carries the compact body's
+    /// model, input, `previous_response_id` and instructions.
+    Compact,
 }
 
 /// One request the fake received.
@@ -46,6 +51,9 @@ pub enum FakeReply {
     Events(Vec<Result<StreamEvent, ClientError>>),
     /// The call fails with this error.
     Error(ClientError),
+    /// A `/responses/compact` reply (for a `compact` call; any other call given it
+    /// fails, as does a `compact` call given anything else).
+    Compacted(Box<CompactResponse>),
 }
 
 /// A provider that answers from a script and records every request.
@@ -100,6 +108,11 @@ impl FakeProvider {
     /// Appends a stream of events.
     pub fn push_events(&self, events: impl IntoIterator<Item = StreamEvent>) -> &FakeProvider {
         self.push(FakeReply::Events(events.into_iter().map(Ok).collect()))
+    }
+
+    /// Appends a `/responses/compact` reply.
+    pub fn push_compacted(&self, reply: CompactResponse) -> &FakeProvider {
+        self.push(FakeReply::Compacted(Box::new(reply)))
     }
 
     /// Appends a failure.
@@ -160,6 +173,7 @@ impl ResponsesProvider for FakeProvider {
             FakeReply::Response(response) => *response,
             FakeReply::Events(items) => terminal_response(items)?,
             FakeReply::Error(error) => return Err(error),
+            FakeReply::Compacted(_) => return Err(misplaced("create")),
         };
         Ok(ProviderResponse::new(response, self.meta.clone()))
     }
@@ -171,13 +185,43 @@ impl ResponsesProvider for FakeProvider {
             }
             FakeReply::Events(items) => items,
             FakeReply::Error(error) => return Err(error),
+            FakeReply::Compacted(_) => return Err(misplaced("stream")),
         };
         Ok(EventStream::from_events(self.meta.clone(), items))
+    }
+
+    async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
+        let recorded = CreateResponseRequest {
+            model: request.model.clone(),
+            input: request
+                .input
+                .clone()
+                .unwrap_or_else(|| Input::Items(Vec::new())),
+            previous_response_id: request.previous_response_id.clone(),
+            instructions: request.instructions.clone(),
+            ..CreateResponseRequest::default()
+        };
+        match self.next(CallKind::Compact, &recorded)? {
+            FakeReply::Compacted(reply) => Ok(*reply),
+            FakeReply::Error(error) => Err(error),
+            _ => Err(ClientError::config(
+                "fake_provider",
+                "compact was called but the script's next reply is not a compact reply",
+            )),
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
         self.capabilities
     }
+}
+
+/// A compact reply scripted where `method` was called.
+fn misplaced(method: &str) -> ClientError {
+    ClientError::config(
+        "fake_provider",
+        format!("{method} was called but the script's next reply is a compact reply"),
+    )
 }
 
 /// The scripted events drained as `create` would see them: the first error, or the

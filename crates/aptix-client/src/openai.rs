@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use aptix_model::wire::{CreateResponseRequest, Response};
+use aptix_model::wire::{CompactRequest, CompactResponse, CreateResponseRequest, Response};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderMap;
@@ -18,6 +18,9 @@ use crate::transport::HttpTransport;
 
 /// The Responses endpoint below the base URL.
 const RESPONSES_PATH: &str = "responses";
+
+/// The compaction endpoint below the base URL.
+const COMPACT_PATH: &str = "responses/compact";
 
 /// The OpenAI Responses API over HTTP. Cheap to clone (the connection pool is shared).
 ///
@@ -148,6 +151,23 @@ impl ResponsesProvider for OpenAiProvider {
         let path = format!("{RESPONSES_PATH}/{response_id}");
         let (response, meta) = self.transport.get_for_stream(&path, &query).await?;
         self.events(response, meta)
+    }
+
+    async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
+        if !self.capabilities().compact_endpoint {
+            return Err(ClientError::Unsupported {
+                provider: "this server",
+                feature: "compacting a conversation (/responses/compact)".to_owned(),
+            });
+        }
+        let body = serde_json::to_vec(request)
+            .map(Bytes::from)
+            .map_err(|error| ClientError::decode("compact request", &[], 0, error.to_string()))?;
+        let (bytes, meta) = self.transport.post(COMPACT_PATH, body).await?;
+        serde_json::from_slice::<CompactResponse>(&bytes).map_err(|error| {
+            json_decode_error("compact reply", &bytes, &error)
+                .with_request_id(meta.request_id.as_deref())
+        })
     }
 
     fn capabilities(&self) -> Capabilities {

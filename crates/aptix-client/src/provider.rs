@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aptix_model::wire::{CreateResponseRequest, Response};
+use aptix_model::wire::{CompactRequest, CompactResponse, CreateResponseRequest, Response};
 use async_trait::async_trait;
 
 use crate::error::ClientError;
@@ -55,6 +55,19 @@ pub trait ResponsesProvider: Send + Sync {
         })
     }
 
+    /// Compacts a conversation on the server (`POST /v1/responses/compact`): the reply's
+    /// `output` items replace the conversation in the next request's `input`. Only for
+    /// providers whose [`Capabilities::compact_endpoint`] is true.
+    ///
+    /// The default is [`ClientError::Unsupported`]: a caller compacts locally instead.
+    async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
+        let _ = request;
+        Err(ClientError::Unsupported {
+            provider: "this provider",
+            feature: "compacting a conversation (/responses/compact)".to_owned(),
+        })
+    }
+
     /// What this provider can carry, so the layers above pick a strategy (native
     /// schema or a forced tool, `previous_response_id` or replayed history).
     fn capabilities(&self) -> Capabilities;
@@ -80,6 +93,9 @@ pub struct Capabilities {
     pub json_schema_with_tools: bool,
     /// Several function calls in one response (`parallel_tool_calls`).
     pub parallel_tool_calls: bool,
+    /// `POST /v1/responses/compact` ([`ResponsesProvider::compact`]); without it a
+    /// caller that must shrink a conversation summarises it with an ordinary request.
+    pub compact_endpoint: bool,
 }
 
 impl Capabilities {
@@ -92,14 +108,16 @@ impl Capabilities {
             previous_response_id: true,
             json_schema_with_tools: true,
             parallel_tool_calls: true,
+            compact_endpoint: true,
         }
     }
 
     /// A `/v1/responses` server without stored state (llama.cpp's `llama-server`,
-    /// vLLM, Ollama): everything but `previous_response_id`.
+    /// vLLM, Ollama): everything but `previous_response_id` and the compaction endpoint.
     pub fn stateless_responses() -> Capabilities {
         Capabilities {
             previous_response_id: false,
+            compact_endpoint: false,
             ..Capabilities::openai_responses()
         }
     }
@@ -258,8 +276,12 @@ mod tests {
                 previous_response_id: false,
                 json_schema_with_tools: false,
                 parallel_tool_calls: false,
+                compact_endpoint: false,
             }
         );
+        assert!(Capabilities::openai_responses().compact_endpoint);
+        assert!(!Capabilities::stateless_responses().compact_endpoint);
+        assert!(!Capabilities::chat_completions().compact_endpoint);
         assert!(!Capabilities::chat_completions().previous_response_id);
         assert!(Capabilities::openai_responses().previous_response_id);
     }

@@ -64,6 +64,12 @@ pub struct OrchestratorConfig {
     /// so that a cut stream is resumed after its last event instead of being sent
     /// again. Only for servers that keep responses (OpenAI); off by default.
     pub background: bool,
+    /// The model's context window in tokens, for any server; `None` takes it from the
+    /// model id ([`context_window_for`]).
+    pub context_window: Option<u64>,
+    /// The share of the context window (above 0, at most 1) a request may reach before
+    /// the session is compacted first; default 0.85.
+    pub compact_threshold: f64,
 }
 
 /// How a streamed model call recovers when its stream is cut: the connection lost
@@ -142,6 +148,8 @@ impl Default for OrchestratorConfig {
             lease_ttl: std::time::Duration::from_secs(300),
             stream_recovery: StreamRecovery::default(),
             background: false,
+            context_window: None,
+            compact_threshold: DEFAULT_COMPACT_THRESHOLD,
         }
     }
 }
@@ -151,6 +159,50 @@ impl OrchestratorConfig {
     pub fn mode(&self, name: &str) -> Option<&Mode> {
         self.modes.iter().find(|mode| mode.name == name)
     }
+
+    /// The context window of `model` in tokens: the configured one, else the model's
+    /// own ([`context_window_for`]).
+    pub fn context_window(&self, model: &str) -> u64 {
+        self.context_window
+            .unwrap_or_else(|| context_window_for(model))
+    }
+}
+
+/// The default [`OrchestratorConfig::compact_threshold`].
+pub const DEFAULT_COMPACT_THRESHOLD: f64 = 0.85;
+
+/// The context window assumed for a model this table does not know: small enough for
+/// most local servers' default context, so an unknown model is compacted early rather
+/// than rejected.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 32_768;
+
+/// The context window in tokens of an OpenAI model, by id prefix (a dated snapshot such
+/// as `gpt-4o-2024-08-06` is its family's); [`DEFAULT_CONTEXT_WINDOW`] for any other.
+///
+/// The numbers are what a request's input may hold. For the GPT-5 family that is
+/// 272,000: its 400,000-token window includes up to 128,000 output tokens, and the API
+/// rejects a longer input (codex's model table uses the same figure).
+pub fn context_window_for(model: &str) -> u64 {
+    // Longest prefixes first: `gpt-4o-mini` before `gpt-4o`, `o4-mini` before `o4`.
+    const TABLE: &[(&str, u64)] = &[
+        ("gpt-5", 272_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-4o", 128_000),
+        ("gpt-4-turbo", 128_000),
+        ("gpt-4", 8_192),
+        ("gpt-3.5-turbo", 16_385),
+        ("o4-mini", 200_000),
+        ("o3", 200_000),
+        ("o1", 200_000),
+        ("codex-mini", 200_000),
+    ];
+    let model = model.trim().to_ascii_lowercase();
+    // A provider-qualified id (`openai/gpt-4o`) names the same model.
+    let model = model.rsplit('/').next().unwrap_or_default();
+    TABLE
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map_or(DEFAULT_CONTEXT_WINDOW, |&(_, window)| window)
 }
 
 /// The boot prompt used when none is configured: persona, the AGN-002 reading rules for
@@ -159,3 +211,27 @@ pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Aptix, a careful coding assista
 Use only the code and content provided in the [CONTEXT] section when it is present; treat each chunk as authoritative for its line span; do not merge chunks from the same file unless asked; prefer incremental changes to full rewrites; reference chunks by Id or chunk number when explaining.
 If the context does not contain what you need, say so instead of guessing.
 Call tools only when they help answer the instruction, and read [TOOL_RESULTS] before answering.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_windows_follow_the_model_family_and_unknown_models_are_small() {
+        assert_eq!(context_window_for("gpt-4.1-mini"), 1_047_576);
+        assert_eq!(context_window_for("gpt-4o-2024-08-06"), 128_000);
+        assert_eq!(context_window_for("gpt-4o-mini"), 128_000);
+        assert_eq!(context_window_for("o3"), 200_000);
+        assert_eq!(context_window_for("o4-mini"), 200_000);
+        assert_eq!(context_window_for("gpt-5-mini"), 272_000);
+        assert_eq!(context_window_for("openai/GPT-5"), 272_000);
+        assert_eq!(
+            context_window_for("qwen2.5-coder-7b"),
+            DEFAULT_CONTEXT_WINDOW
+        );
+        let mut config = OrchestratorConfig::default();
+        assert_eq!(config.context_window("gpt-4o"), 128_000);
+        config.context_window = Some(8_000);
+        assert_eq!(config.context_window("gpt-4o"), 8_000);
+    }
+}

@@ -68,6 +68,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod compaction;
 mod config;
 mod error;
 mod inputs;
@@ -80,13 +81,17 @@ mod store;
 mod tools;
 mod turn;
 
-pub use config::{DEFAULT_SYSTEM_PROMPT, Mode, OrchestratorConfig, StreamRecovery};
+pub use config::{
+    DEFAULT_COMPACT_THRESHOLD, DEFAULT_CONTEXT_WINDOW, DEFAULT_SYSTEM_PROMPT, Mode,
+    OrchestratorConfig, StreamRecovery, context_window_for,
+};
 pub use error::OrchestratorError;
 pub use lease::LeaseInfo;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
-    CompletedCall, ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState,
-    StoredTurn, TurnKey, Versioned,
+    CompactionMethod, CompactionReason, CompactionRecord, CompletedCall, ContextUsage,
+    ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, StoredTurn, TurnKey,
+    Versioned,
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;

@@ -121,6 +121,17 @@ impl OrchestratorBuilder {
                 "max_model_calls_per_turn must be at least 1".into(),
             ));
         }
+        let threshold = self.config.compact_threshold;
+        if !(threshold > 0.0 && threshold <= 1.0) {
+            return Err(OrchestratorError::Config(format!(
+                "compact_threshold must be above 0 and at most 1, not {threshold}"
+            )));
+        }
+        if self.config.context_window == Some(0) {
+            return Err(OrchestratorError::Config(
+                "context_window must be at least 1 token".into(),
+            ));
+        }
         let mut names = HashSet::new();
         let all = self
             .server_tools

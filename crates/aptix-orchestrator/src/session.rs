@@ -20,8 +20,93 @@ pub struct SessionState {
     /// Client tool calls the session waits for, if the last turn ended with some.
     pub pending: Option<PendingToolCalls>,
     /// The replayable conversation, for providers that keep no state: input items in
-    /// order (system message, user messages, output items, tool outputs).
+    /// order (system message, user messages, output items, tool outputs). Kept for
+    /// stateful providers too: a compaction starts a new chain from it.
     pub history: Vec<InputItem>,
+    /// The size of the context as of the last reply, for estimating the next request;
+    /// `None` before the first reply, after a compaction, or for a session stored by an
+    /// older version (the next request is then counted whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
+    /// Every compaction of this session, oldest first, with the items it replaced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<CompactionRecord>,
+}
+
+/// How many tokens the conversation held as of the last reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    /// The last reply's `input_tokens` plus `output_tokens`: what the next request
+    /// carries before anything is added.
+    pub tokens: u64,
+    /// How many items of [`SessionState::history`] those tokens cover (the history's
+    /// length right after the reply was recorded).
+    pub covered_items: usize,
+}
+
+/// Why a session was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionReason {
+    /// The next request was estimated above the compaction threshold.
+    Threshold,
+    /// The provider answered `context_length_exceeded`.
+    Overflow,
+}
+
+impl CompactionReason {
+    /// The reason's stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionReason::Threshold => "threshold",
+            CompactionReason::Overflow => "overflow",
+        }
+    }
+}
+
+/// How a session was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionMethod {
+    /// The provider's `/responses/compact` endpoint.
+    Endpoint,
+    /// A model call that wrote a handover note.
+    Summary,
+}
+
+impl CompactionMethod {
+    /// The method's stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionMethod::Endpoint => "endpoint",
+            CompactionMethod::Summary => "summary",
+        }
+    }
+}
+
+/// One compaction: what was replaced, by what, when and how much it saved. The stored
+/// turn envelopes are never touched; the replaced items themselves are kept here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRecord {
+    /// The turn during which it happened.
+    pub turn_id: String,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_unix_ms: u64,
+    /// Why.
+    pub reason: CompactionReason,
+    /// How.
+    pub method: CompactionMethod,
+    /// The estimated tokens of the request before.
+    pub tokens_before: u64,
+    /// The estimated tokens of the request after.
+    pub tokens_after: u64,
+    /// The history items replaced, as they were.
+    pub replaced: Vec<InputItem>,
+    /// The items put in their place (the handover note or the provider's compacted
+    /// items), which begin the history after its leading system messages.
+    pub replacement: Vec<InputItem>,
+    /// How many recent items were kept verbatim after them.
+    pub kept_items: usize,
 }
 
 impl SessionState {
@@ -38,6 +123,8 @@ impl SessionState {
             last_response_id: None,
             pending: None,
             history: Vec::new(),
+            context: None,
+            compactions: Vec::new(),
         }
     }
 }

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use aptix_client::ClientError;
-use aptix_mapping::{Mapped, TurnContext, map_error_body, map_response, map_transport_failure};
+use aptix_mapping::{
+    Mapped, StreamDelta, TurnContext, map_error_body, map_response, map_transport_failure,
+};
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, LlmUsage, SourceRef,
     ToolOutcome as ClientOutcome,
@@ -17,18 +19,22 @@ use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block,
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 
 use crate::OrchestratorError;
+use crate::compaction::{Body, is_context_overflow, notice, remember_usage, still_too_long};
 use crate::config::Mode;
 use crate::inputs::prepare_inputs;
 use crate::matching::check_tool_results;
 use crate::orchestrator::{DeltaSink, Orchestrator};
 use crate::session::{
-    CompletedCall, PendingCall, PendingToolCalls, SessionState, StoredTurn, TurnKey,
+    CompactionReason, CompletedCall, PendingCall, PendingToolCalls, SessionState, StoredTurn,
+    TurnKey,
 };
 use crate::tools::function_tool;
 
 /// The first request of a turn, with what was learnt preparing it.
 pub(crate) struct FirstRequest {
     pub body: CreateResponseRequest,
+    /// Leading input items of `body` that replay the history.
+    pub replayed: usize,
     pub sources: Vec<SourceRef>,
     pub warnings: Vec<String>,
 }
@@ -63,15 +69,20 @@ impl Orchestrator {
     /// How the request continues the session. A replayed history goes through the one
     /// normalisation at the send boundary (`normalize_history`): whatever built it, every
     /// call is sent with exactly one output; each repair is a warning.
+    ///
+    /// A session with history but no response to chain from (a stateful provider's
+    /// session just compacted) replays its history too, and the reply starts a new chain.
+    /// Also returns how many leading input items replay the history.
     fn continuation(
         &self,
         state: &SessionState,
         outputs: &[ToolOutput],
         warnings: &mut Vec<String>,
-    ) -> Continuation {
+    ) -> (Continuation, usize) {
         match &state.last_response_id {
-            None => Continuation::Initial,
-            Some(_) if self.stateless() => {
+            Some(id) if !self.stateless() => (Continuation::PreviousResponse(id.clone()), 0),
+            _ if state.history.is_empty() => (Continuation::Initial, 0),
+            _ => {
                 let answered: Vec<&str> = outputs.iter().map(|o| o.call_id.as_str()).collect();
                 let (history, repairs) = normalize_history(state.history.clone(), &answered);
                 warnings.extend(
@@ -79,21 +90,23 @@ impl Orchestrator {
                         .iter()
                         .map(|repair| format!("the replayed history was repaired: {repair}")),
                 );
-                Continuation::Stateless(history)
+                let replayed = history.len();
+                (Continuation::Stateless(history), replayed)
             }
-            Some(id) => Continuation::PreviousResponse(id.clone()),
         }
     }
 
-    /// A builder with the session's settings, the mode's prompt and tools.
+    /// A builder with the session's settings, the mode's prompt and tools, and how many
+    /// leading input items of its body replay the history.
     fn request_builder(
         &self,
         state: &SessionState,
         mode: &Mode,
         outputs: Vec<ToolOutput>,
         warnings: &mut Vec<String>,
-    ) -> RequestBuilder {
+    ) -> (RequestBuilder, usize) {
         let mut usage = ToolUsageBlock::new();
+        let (continuation, replayed) = self.continuation(state, &outputs, warnings);
         let mut builder = RequestBuilder::new(state.model.model.clone())
             .base_system_prompt(self.config.base_system_prompt.clone())
             .system_prompt(mode.system_prompt.clone().unwrap_or_default())
@@ -101,7 +114,7 @@ impl Orchestrator {
             .temperature(state.model.temperature)
             .max_output_tokens(state.model.max_output_tokens)
             .resend_tools_on_continuation(self.config.resend_tools_on_continuation)
-            .continuation(self.continuation(state, &outputs, warnings))
+            .continuation(continuation)
             .tool_outputs(outputs);
         if let Some(effort) = &state.model.reasoning_effort {
             builder = builder.reasoning_effort(effort.clone());
@@ -131,7 +144,7 @@ impl Orchestrator {
         if let Some(block) = usage.render() {
             builder = builder.tool_usage_block(block);
         }
-        builder
+        (builder, replayed)
     }
 
     /// Builds the turn's first request and updates `state` for it (pending calls are
@@ -200,14 +213,14 @@ impl Orchestrator {
                 }
                 let chunks: Vec<ScoredChunk> = packed.kept;
                 let sources = chunks.iter().map(source_ref).collect();
-                let mut builder = self
-                    .request_builder(state, &mode, outputs, &mut warnings)
-                    .instruction(
-                        turn.instruction
-                            .as_ref()
-                            .map(|i| i.as_str().to_owned())
-                            .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
-                    );
+                let (builder, replayed) =
+                    self.request_builder(state, &mode, outputs, &mut warnings);
+                let mut builder = builder.instruction(
+                    turn.instruction
+                        .as_ref()
+                        .map(|i| i.as_str().to_owned())
+                        .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
+                );
                 if let Some(block) = render_context_block(&chunks) {
                     builder = builder.context_block(block);
                 }
@@ -215,6 +228,7 @@ impl Orchestrator {
                 append_to_user_message(&mut body, inputs.parts);
                 Ok(FirstRequest {
                     body,
+                    replayed,
                     sources,
                     warnings,
                 })
@@ -262,11 +276,12 @@ impl Orchestrator {
                             .with_execution_ms(result.execution_ms),
                     );
                 }
-                let body = self
-                    .request_builder(state, &mode, outputs, &mut warnings)
-                    .build()?;
+                let (builder, replayed) =
+                    self.request_builder(state, &mode, outputs, &mut warnings);
+                let body = builder.build()?;
                 Ok(FirstRequest {
                     body,
+                    replayed,
                     sources: Vec::new(),
                     warnings,
                 })
@@ -302,11 +317,51 @@ impl Orchestrator {
         context.sources = prepared.sources;
         let mut warnings = prepared.warnings;
         let mut usage = LlmUsage::default();
-        let mut body = prepared.body;
+        let mut body = Body {
+            request: prepared.body,
+            replayed: prepared.replayed,
+        };
         let mut model_calls = 0;
+        // A `context_length_exceeded` answer compacts once per turn and retries once.
+        let mut overflow_compacted = false;
         loop {
             model_calls += 1;
-            let reply = match self.call_model(&body, &mut sink, &context).await {
+            self.compact_before_call(
+                &mut state,
+                &mut body,
+                key,
+                &mut sink,
+                &mut warnings,
+                &mut usage,
+            )
+            .await?;
+            let called = loop {
+                match self.call_model(&body.request, &mut sink, &context).await {
+                    Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
+                        break Err(still_too_long(failed, "even after compacting the session"));
+                    }
+                    Err(failed) if is_context_overflow(&failed) => {
+                        overflow_compacted = true;
+                        let compacted = self
+                            .compact_and_notify(
+                                &mut state,
+                                &mut body,
+                                key,
+                                CompactionReason::Overflow,
+                                &mut sink,
+                                &mut warnings,
+                                &mut usage,
+                            )
+                            .await;
+                        if let Err(why) = compacted {
+                            let why = format!("and the session could not be compacted ({why})");
+                            break Err(still_too_long(failed, &why));
+                        }
+                    }
+                    other => break other,
+                }
+            };
+            let reply = match called {
                 Ok(reply) => reply,
                 Err(mut failed) => {
                     // Nothing is stored: the client may retry the same turn.
@@ -322,7 +377,7 @@ impl Orchestrator {
                 prepend_warnings(&mut envelope, warnings);
                 return Ok(envelope);
             }
-            self.record_exchange(&mut state, &body, &reply.response);
+            self.record_exchange(&mut state, &body.request, &reply.response);
             let calls: Vec<_> = reply
                 .response
                 .output
@@ -411,10 +466,87 @@ impl Orchestrator {
             }
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();
-            body = self
-                .request_builder(&state, &mode, outputs, &mut warnings)
-                .build()?;
+            let (builder, replayed) = self.request_builder(&state, &mode, outputs, &mut warnings);
+            body = Body {
+                request: builder.build()?,
+                replayed,
+            };
         }
+    }
+
+    /// Compacts the session first when `body` would pass the compaction threshold. A
+    /// compaction that cannot be made is a warning: the request may still fit, and an
+    /// overflow is handled when the provider says so.
+    async fn compact_before_call(
+        &self,
+        state: &mut SessionState,
+        body: &mut Body,
+        key: &TurnKey,
+        sink: &mut Option<DeltaSink<'_>>,
+        warnings: &mut Vec<String>,
+        usage: &mut LlmUsage,
+    ) -> Result<(), OrchestratorError> {
+        let estimate = self.estimate(state, body)?;
+        let limit = self.compact_at(state);
+        if estimate <= limit {
+            return Ok(());
+        }
+        let compacted = self
+            .compact_and_notify(
+                state,
+                body,
+                key,
+                CompactionReason::Threshold,
+                sink,
+                warnings,
+                usage,
+            )
+            .await;
+        if let Err(why) = compacted {
+            warnings.push(format!(
+                "the request is estimated at {estimate} tokens, over the compaction threshold of {limit}, but the session was not compacted: {why}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Compacts the session and says so: a warning on the envelope and a `Compacted`
+    /// delta to a streaming caller.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact_and_notify(
+        &self,
+        state: &mut SessionState,
+        body: &mut Body,
+        key: &TurnKey,
+        reason: CompactionReason,
+        sink: &mut Option<DeltaSink<'_>>,
+        warnings: &mut Vec<String>,
+        usage: &mut LlmUsage,
+    ) -> Result<(), String> {
+        let record = self
+            .compact(state, body, &key.turn_id, reason, usage)
+            .await?;
+        let message = notice(&record, self.context_window(state));
+        tracing::info!(
+            session = %key.session_id,
+            turn = %key.turn_id,
+            reason = record.reason.as_str(),
+            method = record.method.as_str(),
+            tokens_before = record.tokens_before,
+            tokens_after = record.tokens_after,
+            "compacted the session"
+        );
+        if let Some(sink) = sink {
+            sink(&StreamDelta::Compacted {
+                reason: record.reason.as_str().to_owned(),
+                method: record.method.as_str().to_owned(),
+                tokens_before: record.tokens_before,
+                tokens_after: record.tokens_after,
+                message: message.clone(),
+            });
+        }
+        warnings.push(message);
+        Ok(())
     }
 
     /// Calls the model once; a failure is already an error envelope.
@@ -476,8 +608,9 @@ impl Orchestrator {
                 vec![ContentPart::input_text(text.clone())],
             ))],
         };
-        if body.previous_response_id.is_none() && !state.history.is_empty() && self.stateless() {
-            // A stateless body already starts with the whole history.
+        if body.previous_response_id.is_none() && !state.history.is_empty() {
+            // A body that continues a session without a chain (stateless, or a chain
+            // started again after a compaction) already starts with the whole history.
             state.history = sent;
         } else {
             state.history.extend(sent);
@@ -509,6 +642,7 @@ impl Orchestrator {
         }
         state.history.extend(outputs);
         state.last_response_id = Some(response.id.clone());
+        remember_usage(state, response.usage.as_ref());
     }
 }
 

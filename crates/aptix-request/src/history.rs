@@ -196,6 +196,63 @@ pub fn normalize_history(
     (out, repairs)
 }
 
+/// The latest index at or before `at` where `history` can be cut in two without
+/// breaking a pairing rule, for a caller that replaces the part before the cut (a
+/// compaction keeps the part after it verbatim): no call before the cut has its output
+/// after it, and the item just before the cut is not a `reasoning` item (which must be
+/// followed by the item it preceded). 0 (nothing before the cut) always qualifies; an
+/// `at` past the end is the end.
+///
+/// ```
+/// use aptix_model::wire::{FunctionCall, FunctionCallOutput, InputItem};
+/// use aptix_request::safe_split;
+///
+/// let call = InputItem::FunctionCall(FunctionCall {
+///     id: None,
+///     call_id: "call_1".into(),
+///     name: "read_file".into(),
+///     arguments: "{}".into(),
+///     status: None,
+/// });
+/// let output = InputItem::FunctionCallOutput(FunctionCallOutput::text("call_1", "{}"));
+/// // Cutting between the call and its output would leave the output orphaned.
+/// assert_eq!(safe_split(&[call.clone(), output.clone()], 1), 0);
+/// assert_eq!(safe_split(&[call, output], 2), 2);
+/// ```
+pub fn safe_split(history: &[InputItem], at: usize) -> usize {
+    let at = at.min(history.len());
+    // spans[i]: how many call/output pairs a cut at i would separate.
+    let mut delta = vec![0i64; history.len() + 2];
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    for (index, item) in history.iter().enumerate() {
+        match pairing(item) {
+            Pairing::Call(call_id) => {
+                calls.entry(call_id).or_insert(index);
+            }
+            Pairing::Output(call_id) => {
+                if let Some(&call) = calls.get(call_id) {
+                    delta[call + 1] += 1;
+                    delta[index + 1] -= 1;
+                }
+            }
+            Pairing::Neither => {}
+        }
+    }
+    let mut spans = Vec::with_capacity(history.len() + 1);
+    let mut open = 0i64;
+    for step in delta.iter().take(history.len() + 1) {
+        open += step;
+        spans.push(open);
+    }
+    (0..=at)
+        .rev()
+        .find(|&cut| {
+            spans.get(cut).copied().unwrap_or(0) == 0
+                && !(cut > 0 && matches!(history.get(cut - 1), Some(InputItem::Reasoning(_))))
+        })
+        .unwrap_or(0)
+}
+
 /// The output that closes an unanswered call, of the call's own kind.
 fn aborted_output(call_id: &str, custom: bool) -> InputItem {
     if custom {
@@ -510,5 +567,36 @@ mod tests {
             &[],
             Err(RequestError::TrailingReasoningItem { index: 1 }),
         );
+    }
+
+    #[test]
+    fn a_split_never_separates_a_call_from_its_output_or_a_reasoning_item_from_its_next() {
+        // 0 user, 1 reasoning, 2 call a, 3 call b, 4 output a, 5 output b, 6 user,
+        // 7 custom call c, 8 custom output c, 9 user
+        let history = [
+            user(),
+            reasoning(),
+            call("a"),
+            call("b"),
+            output("a"),
+            output("b"),
+            user(),
+            custom("custom_tool_call", "c"),
+            custom("custom_tool_call_output", "c"),
+            user(),
+        ];
+        let cuts: Vec<usize> = (0..=history.len())
+            .map(|at| safe_split(&history, at))
+            .collect();
+        assert_eq!(cuts, [0, 1, 1, 1, 1, 1, 6, 7, 7, 9, 10]);
+        for at in 0..=history.len() {
+            let cut = safe_split(&history, at);
+            let (head, tail) = history.split_at(cut);
+            // Each half pairs on its own: nothing to repair in either.
+            assert_eq!(normalize_history(head.to_vec(), &[]).1, [], "head at {cut}");
+            assert_eq!(normalize_history(tail.to_vec(), &[]).1, [], "tail at {cut}");
+        }
+        assert_eq!(safe_split(&history, 99), history.len());
+        assert_eq!(safe_split(&[], 5), 0);
     }
 }

@@ -96,7 +96,7 @@ mod usage_block;
 pub use assemble::instruction_of;
 pub use builder::{Continuation, RequestBuilder};
 pub use error::{RequestError, ToolProblem};
-pub use history::{ABORTED_OUTPUT, HistoryRepair, normalize_history};
+pub use history::{ABORTED_OUTPUT, HistoryRepair, normalize_history, safe_split};
 pub use settings::{MIN_MAX_OUTPUT_TOKENS, ModelParams, check_model_settings};
 pub use tool_output::{MAX_OUTPUT_BYTES, ToolOutput, ToolReply};
 pub use tool_results::render_tool_results_block;

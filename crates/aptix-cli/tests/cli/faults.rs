@@ -421,3 +421,52 @@ async fn verbose_shows_the_rate_limits_of_the_last_reply() {
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_session_says_so_once_on_stderr() {
+    let summary = json!({
+        "id": "resp_note", "status": "completed", "model": "m",
+        "output": [{"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "The user asked how a turn is stored."}]}]
+    });
+    let server = FaultServer::start(vec![
+        whole("resp_1"),
+        Reply::json(200, &summary),
+        whole("resp_2"),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    // A server without /responses/compact, and a window that the first turn's reply
+    // (15 tokens by its usage) and the next instruction pass.
+    let args = [
+        "--session",
+        "s-long",
+        "--stateless",
+        "--no-tools",
+        "--context-window",
+        "40",
+    ];
+    let first = ask(&sandbox, &server, &args).await;
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(!stderr(&first).contains("was compacted"));
+    let second = ask(&sandbox, &server, &args).await;
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(stdout(&second), format!("{TEXT}\n"));
+    let err = stderr(&second);
+    assert_eq!(
+        err.matches("the session was compacted").count(),
+        1,
+        "said once, as it happened:\n{err}"
+    );
+    assert!(err.contains("aptix: the session was compacted"), "{err}");
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the first turn, the summary, the second turn"
+    );
+    let sent = requests[2].json().unwrap();
+    let note = sent["input"][1]["content"][0]["text"].as_str().unwrap();
+    assert!(note.starts_with("[HANDOVER NOTE]"), "{sent}");
+    assert!(note.contains("The user asked how a turn is stored."));
+}

@@ -120,6 +120,24 @@ pub enum StreamDelta {
         /// envelope holds the text once.
         resumed: bool,
     },
+    /// The session's context was compacted before the next model call: its older
+    /// items were replaced by a summary (or the provider's compacted items) so the
+    /// request fits the model's context window. Never emitted by the fold: the
+    /// orchestrator sends it before the model call it made room for.
+    Compacted {
+        /// Why: `threshold` (the request would have passed the compaction threshold) or
+        /// `overflow` (the provider answered `context_length_exceeded`).
+        reason: String,
+        /// How: `endpoint` (`/responses/compact`) or `summary` (a model call that wrote
+        /// a handover note).
+        method: String,
+        /// Estimated tokens of the conversation before.
+        tokens_before: u64,
+        /// Estimated tokens of the conversation after.
+        tokens_after: u64,
+        /// The notice in words, the same as the envelope's warning.
+        message: String,
+    },
     /// The final response arrived (`response.completed`, `.incomplete` or `.failed`).
     Done {
         /// The response id.

@@ -12,6 +12,7 @@
 //! nothing is lost and the caller can report it. Unset optional fields are omitted on
 //! encoding.
 
+pub mod compact;
 pub mod content;
 pub mod error;
 pub mod input;
@@ -26,6 +27,7 @@ pub mod usage;
 mod open_enum;
 mod serde_util;
 
+pub use compact::{CompactRequest, CompactResponse};
 pub use content::{ContentPart, InputFile, InputImage, OutputText, Refusal};
 pub use error::{ApiError, ErrorBody};
 pub use input::{

@@ -1,0 +1,446 @@
+//! Long sessions: the context budget and compaction.
+//!
+//! Before each model call the request's size is estimated: the last reply's
+//! `input_tokens + output_tokens` (what the conversation held then) plus the o200k
+//! count of every item added since, or the whole body counted when no reply is known.
+//! Above `compact_threshold` of the context window the session is compacted first, and
+//! a `context_length_exceeded` answer compacts once and retries once (`turn.rs`).
+//!
+//! Compacting replaces the older part of the history and keeps the most recent items
+//! verbatim, cut where [`safe_split`] allows (never between a call and its output, nor
+//! after a reasoning item). The older part becomes the provider's compacted items
+//! (`/responses/compact`, when [`Capabilities::compact_endpoint`] says it has one) or
+//! a handover note written by one ordinary model call. The leading system messages stay
+//! first. The request then replays the new history without `previous_response_id`: for
+//! a stateful provider the chain starts again from the compacted items, and the reply
+//! starts the new chain.
+//!
+//! [`Capabilities::compact_endpoint`]: aptix_client::Capabilities::compact_endpoint
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aptix_mapping::{TurnContext, map_response};
+use aptix_model::contract::{AgentExecuteResponse, LlmUsage};
+use aptix_model::wire::{
+    CompactRequest, ContentPart, CreateResponseRequest, FunctionOutput, Input, InputItem,
+    InputMessage, MessageContent, Role,
+};
+use aptix_rag::TokenCounter;
+use aptix_request::{normalize_history, safe_split};
+
+use crate::OrchestratorError;
+use crate::orchestrator::Orchestrator;
+use crate::session::{
+    CompactionMethod, CompactionReason, CompactionRecord, ContextUsage, SessionState,
+};
+
+/// The share of the context window kept verbatim after a compaction (the most recent
+/// items); the rest of the history is summarised.
+const KEEP_RECENT_SHARE: f64 = 0.25;
+
+/// The longest text of one item in the transcript a summary is written from; longer
+/// texts keep their start and end.
+const TRANSCRIPT_ITEM_CHARS: usize = 4_000;
+
+/// Error codes with which providers say a request is longer than the model's context:
+/// OpenAI's, and llama.cpp's `llama-server` error type.
+const OVERFLOW_CODES: &[&str] = &["context_length_exceeded", "exceed_context_size_error"];
+
+/// The instructions of the summary call.
+const SUMMARY_PROMPT: &str = "You are compacting a long coding session so that it can go on within the model's context window. Write a handover note for the assistant who continues it: the user's goals and constraints, decisions made and why, files and code touched (exact paths, names and commands), tool results that still matter, open questions and the next steps. Be specific and complete but brief; do not address the user; answer with the note only.";
+
+/// What begins the handover note in the history.
+const HANDOVER_HEADING: &str =
+    "[HANDOVER NOTE] The earlier part of this conversation was compacted. Summary of it:";
+
+/// A request's body and how many of its leading input items replay the history.
+pub(crate) struct Body {
+    pub(crate) request: CreateResponseRequest,
+    /// Leading input items that are the (normalised) history; the rest are new.
+    pub(crate) replayed: usize,
+}
+
+/// Whether a failed call's envelope says the context was too long.
+pub(crate) fn is_context_overflow(envelope: &AgentExecuteResponse) -> bool {
+    envelope
+        .error_code
+        .as_deref()
+        .is_some_and(|code| OVERFLOW_CODES.contains(&code))
+}
+
+/// The failed envelope of a request still too long, saying so.
+pub(crate) fn still_too_long(
+    mut envelope: AgentExecuteResponse,
+    why: &str,
+) -> AgentExecuteResponse {
+    let message = envelope.error_message.take().unwrap_or_default();
+    envelope.error_message = Some(format!(
+        "the context is too long for the model {why}: {message}"
+    ));
+    envelope
+}
+
+/// The notice of a compaction, for the envelope's warnings and the stream's
+/// `Compacted` delta.
+pub(crate) fn notice(record: &CompactionRecord, window: u64) -> String {
+    let why = match record.reason {
+        CompactionReason::Threshold => "the next request would have been",
+        CompactionReason::Overflow => "the provider said the context was too long at",
+    };
+    let how = match record.method {
+        CompactionMethod::Endpoint => "the provider's compaction",
+        CompactionMethod::Summary => "a summary written by the model",
+    };
+    format!(
+        "the session was compacted: {why} about {} tokens of a {window}-token context window; {} older item(s) were replaced by {how}, {} recent item(s) kept, about {} tokens now",
+        record.tokens_before,
+        record.replaced.len(),
+        record.kept_items,
+        record.tokens_after
+    )
+}
+
+impl Orchestrator {
+    /// The context window of the session's model.
+    pub(crate) fn context_window(&self, state: &SessionState) -> u64 {
+        self.config.context_window(&state.model.model)
+    }
+
+    /// The token count past which the session is compacted before a request.
+    pub(crate) fn compact_at(&self, state: &SessionState) -> u64 {
+        // Exact enough: windows are far below 2^53.
+        (self.context_window(state) as f64 * self.config.compact_threshold) as u64
+    }
+
+    /// The tokens `body` will carry: the last reply's count plus what was added since,
+    /// or the whole body when no reply is known.
+    pub(crate) fn estimate(
+        &self,
+        state: &SessionState,
+        body: &Body,
+    ) -> Result<u64, OrchestratorError> {
+        let counter = TokenCounter::o200k().map_err(OrchestratorError::Context)?;
+        let request = &body.request;
+        let items = match &request.input {
+            Input::Text(text) => {
+                return Ok(count(&counter, text).saturating_add(overhead(&counter, request)));
+            }
+            Input::Items(items) => items,
+        };
+        let (base, skip) = match state.context {
+            // Chained: the server holds what the last reply counted; the body is new.
+            Some(known) if request.previous_response_id.is_some() => (known.tokens, 0),
+            // Replayed: the first `covered_items` are what the last reply counted.
+            Some(known) if body.replayed > 0 => {
+                (known.tokens, known.covered_items.min(body.replayed))
+            }
+            _ => (overhead(&counter, request), 0),
+        };
+        let added: u64 = items
+            .iter()
+            .skip(skip)
+            .map(|item| count_item(&counter, item))
+            .sum();
+        Ok(base.saturating_add(added))
+    }
+
+    /// Compacts the session for `body`: the history is replaced (older items summarised,
+    /// recent ones kept), the record pushed, and `body` rebuilt to replay the new
+    /// history followed by its new items. `Err` says why nothing was compacted; the
+    /// session and body are then unchanged. The compaction call's usage is added to
+    /// `usage`.
+    pub(crate) async fn compact(
+        &self,
+        state: &mut SessionState,
+        body: &mut Body,
+        turn_id: &str,
+        reason: CompactionReason,
+        usage: &mut LlmUsage,
+    ) -> Result<CompactionRecord, String> {
+        let tokens_before = self.estimate(state, body).map_err(|e| e.to_string())?;
+        let counter = TokenCounter::o200k().map_err(|e| e.to_string())?;
+        let items = body.request.input.items();
+        let new_items: Vec<InputItem> = if body.request.previous_response_id.is_some() {
+            items.to_vec()
+        } else {
+            items.get(body.replayed..).unwrap_or_default().to_vec()
+        };
+        let answered: Vec<&str> = new_items
+            .iter()
+            .filter_map(|item| match item {
+                InputItem::FunctionCallOutput(output) => Some(output.call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let (history, _) = normalize_history(state.history.clone(), &answered);
+        let lead = history
+            .iter()
+            .take_while(|item| is_system_message(item))
+            .count();
+        // Keep the most recent items that fit the share, cut where the rules allow.
+        let keep_budget = (self.context_window(state) as f64 * KEEP_RECENT_SHARE) as u64;
+        let mut kept_tokens = 0u64;
+        let mut wanted = history.len();
+        while wanted > lead {
+            let next = count_item(&counter, &history[wanted - 1]);
+            if kept_tokens.saturating_add(next) > keep_budget {
+                break;
+            }
+            kept_tokens += next;
+            wanted -= 1;
+        }
+        let mut cut = safe_split(&history, wanted);
+        if cut <= lead {
+            // The recent items alone are over the share: keep only what must stay.
+            cut = safe_split(&history, history.len());
+        }
+        if cut <= lead {
+            return Err("there is no older part of the conversation left to compact".into());
+        }
+        let head = &history[lead..cut];
+        let (method, replacement) = if self.provider.capabilities().compact_endpoint {
+            let reply = self
+                .provider
+                .compact(&CompactRequest {
+                    model: state.model.model.clone(),
+                    input: Some(Input::Items(history[..cut].to_vec())),
+                    ..CompactRequest::default()
+                })
+                .await
+                .map_err(|error| format!("the provider's compaction failed: {error}"))?;
+            if let Some(spent) = &reply.usage {
+                usage.add(&LlmUsage::from(spent));
+            }
+            let items: Vec<InputItem> = reply
+                .output
+                .into_iter()
+                .filter(|item| !is_system_message(item))
+                .collect();
+            if items.is_empty() {
+                return Err("the provider's compaction returned no items".into());
+            }
+            (CompactionMethod::Endpoint, items)
+        } else {
+            let note = self.summarise(state, head, turn_id, usage).await?;
+            let message = InputMessage::new(
+                Role::User,
+                vec![ContentPart::input_text(format!(
+                    "{HANDOVER_HEADING}\n\n{note}"
+                ))],
+            );
+            (CompactionMethod::Summary, vec![InputItem::Message(message)])
+        };
+        let replaced = head.to_vec();
+        let kept_items = history.len() - cut;
+        let mut compacted = Vec::with_capacity(lead + replacement.len() + kept_items);
+        compacted.extend_from_slice(&history[..lead]);
+        compacted.extend(replacement.iter().cloned());
+        compacted.extend_from_slice(&history[cut..]);
+        let (compacted, _) = normalize_history(compacted, &answered);
+        let replayed = compacted.len();
+        let mut input = compacted.clone();
+        input.extend(new_items);
+        body.request.input = Input::Items(input);
+        body.request.previous_response_id = None;
+        body.replayed = replayed;
+        state.history = compacted;
+        // A stateful provider's chain starts again from the compacted history.
+        state.last_response_id = None;
+        state.context = None;
+        let tokens_after = self.estimate(state, body).map_err(|e| e.to_string())?;
+        let record = CompactionRecord {
+            turn_id: turn_id.to_owned(),
+            at_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| {
+                    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+                }),
+            reason,
+            method,
+            tokens_before,
+            tokens_after,
+            replaced,
+            replacement,
+            kept_items,
+        };
+        state.compactions.push(record.clone());
+        Ok(record)
+    }
+
+    /// One model call that writes the handover note for `head`.
+    async fn summarise(
+        &self,
+        state: &SessionState,
+        head: &[InputItem],
+        turn_id: &str,
+        usage: &mut LlmUsage,
+    ) -> Result<String, String> {
+        let request = CreateResponseRequest {
+            model: state.model.model.clone(),
+            input: Input::Items(vec![
+                InputItem::Message(InputMessage::new(
+                    Role::System,
+                    vec![ContentPart::input_text(SUMMARY_PROMPT)],
+                )),
+                InputItem::Message(InputMessage::new(
+                    Role::User,
+                    vec![ContentPart::input_text(transcript(head))],
+                )),
+            ]),
+            max_output_tokens: state.model.max_output_tokens,
+            ..CreateResponseRequest::default()
+        };
+        let reply = self
+            .provider
+            .create(&request)
+            .await
+            .map_err(|error| format!("the summary call failed: {error}"))?;
+        let context = TurnContext::new(state.session_id.clone(), turn_id.to_owned());
+        let envelope = map_response(&reply.response, None, &context).envelope;
+        usage.add(&envelope.usage);
+        match envelope.text {
+            Some(text) if !text.trim().is_empty() && envelope.error_code.is_none() => Ok(text),
+            _ => Err(format!(
+                "the summary call wrote no note{}",
+                envelope
+                    .error_message
+                    .map(|message| format!(": {message}"))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+}
+
+/// Records the size of the context after a reply: `input_tokens + output_tokens`
+/// covering the history as it now is. Unknown when the reply has no usage.
+pub(crate) fn remember_usage(state: &mut SessionState, usage: Option<&aptix_model::wire::Usage>) {
+    state.context = usage
+        .filter(|usage| usage.input_tokens > 0)
+        .map(|usage| ContextUsage {
+            tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+            covered_items: state.history.len(),
+        });
+}
+
+fn is_system_message(item: &InputItem) -> bool {
+    matches!(item, InputItem::Message(m) | InputItem::EasyMessage(m)
+        if matches!(m.role, Role::System | Role::Developer))
+}
+
+fn count(counter: &TokenCounter, text: &str) -> u64 {
+    u64::try_from(counter.count(text)).unwrap_or(u64::MAX)
+}
+
+/// An item's tokens: its JSON counted as text (a few tokens over what the model sees
+/// for the field names, which errs on the safe side).
+fn count_item(counter: &TokenCounter, item: &InputItem) -> u64 {
+    serde_json::to_string(item).map_or(0, |json| count(counter, &json))
+}
+
+/// What a request carries besides its input: instructions and tool definitions.
+fn overhead(counter: &TokenCounter, request: &CreateResponseRequest) -> u64 {
+    let tools = request
+        .tools
+        .as_ref()
+        .and_then(|tools| serde_json::to_string(tools).ok())
+        .map_or(0, |json| count(counter, &json));
+    let instructions = request
+        .instructions
+        .as_deref()
+        .map_or(0, |text| count(counter, text));
+    tools.saturating_add(instructions)
+}
+
+/// The older items as a plain transcript for the summary call: any provider reads it,
+/// and no pairing or reasoning rule applies to it. Reasoning items (opaque) are left
+/// out; long texts keep their start and end.
+fn transcript(items: &[InputItem]) -> String {
+    let mut out = String::from("The conversation so far:\n");
+    for item in items {
+        let line = match item {
+            InputItem::Message(message) | InputItem::EasyMessage(message) => {
+                format!(
+                    "{}: {}",
+                    message.role.as_str(),
+                    clip(&message_text(&message.content))
+                )
+            }
+            InputItem::FunctionCall(call) => format!(
+                "assistant called tool {} (call {}) with {}",
+                call.name,
+                call.call_id,
+                clip(&call.arguments)
+            ),
+            InputItem::FunctionCallOutput(output) => {
+                let text = match &output.output {
+                    FunctionOutput::Text(text) => text.clone(),
+                    FunctionOutput::Parts(parts) => {
+                        serde_json::to_string(parts).unwrap_or_default()
+                    }
+                };
+                format!("tool result (call {}): {}", output.call_id, clip(&text))
+            }
+            InputItem::Reasoning(_) | InputItem::ItemReference { .. } => continue,
+            InputItem::Other(raw) => format!("item: {}", clip(&raw.to_string())),
+        };
+        out.push('\n');
+        out.push_str(&line);
+    }
+    out
+}
+
+fn message_text(content: &MessageContent) -> String {
+    match content {
+        MessageContent::Text(text) => text.clone(),
+        MessageContent::Parts(parts) => parts
+            .iter()
+            .map(|part| match part {
+                ContentPart::InputText { text } => text.clone(),
+                ContentPart::OutputText(text) => text.text.clone(),
+                ContentPart::Refusal(refusal) => format!("(refused) {}", refusal.refusal),
+                ContentPart::InputImage(_) => "(an image)".to_owned(),
+                ContentPart::InputFile(_) => "(a file)".to_owned(),
+                ContentPart::Other(raw) => raw.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// `text` within [`TRANSCRIPT_ITEM_CHARS`]: its start and end around an ellipsis.
+fn clip(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars <= TRANSCRIPT_ITEM_CHARS {
+        return text.to_owned();
+    }
+    let half = TRANSCRIPT_ITEM_CHARS / 2;
+    let start: String = text.chars().take(half).collect();
+    let end: String = text.chars().skip(chars - half).collect();
+    format!("{start} […{} characters left out…] {end}", chars - 2 * half)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_keep_their_start_and_end() {
+        let text = format!("{}{}", "a".repeat(5_000), "b".repeat(5_000));
+        let clipped = clip(&text);
+        assert!(clipped.starts_with(&"a".repeat(2_000)));
+        assert!(clipped.ends_with(&"b".repeat(2_000)));
+        assert!(clipped.contains("6000 characters left out"));
+        assert_eq!(clip("short"), "short");
+    }
+
+    #[test]
+    fn overflow_codes_are_recognised() {
+        let mut envelope = AgentExecuteResponse::new(aptix_model::contract::Kind::Error);
+        envelope.error_code = Some("context_length_exceeded".into());
+        assert!(is_context_overflow(&envelope));
+        envelope.error_code = Some("exceed_context_size_error".into());
+        assert!(is_context_overflow(&envelope));
+        envelope.error_code = Some("rate_limit_exceeded".into());
+        assert!(!is_context_overflow(&envelope));
+    }
+}
