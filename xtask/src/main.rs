@@ -68,6 +68,18 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ])?;
+    // The measuring tools (serve-bench, soak) are behind xtask features the workspace
+    // build leaves off: lint them too, so they cannot rot unseen.
+    cargo(&[
+        "clippy",
+        "--package",
+        "xtask",
+        "--all-features",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     layering()?;
     unused_dependencies()?;
     acp_test_env()?;

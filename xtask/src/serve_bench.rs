@@ -45,10 +45,10 @@ struct InstantProvider {
 #[async_trait]
 impl ResponsesProvider for InstantProvider {
     async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
-        Ok(ProviderResponse {
-            response: self.response.clone(),
-            meta: ReplyMeta::synthetic(),
-        })
+        Ok(ProviderResponse::new(
+            self.response.clone(),
+            ReplyMeta::synthetic(),
+        ))
     }
 
     async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
