@@ -32,6 +32,15 @@ pub use postgres::{DEFAULT_POOL_SIZE, PgSessionStore};
 pub use sqlite::SqliteSessionStore;
 pub use url::redact_url;
 
+/// A listing cursor of the SQL stores, `<change time>:<session id>` (the first session
+/// of the next page), parsed; anything else is a clear error.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn parse_cursor(text: &str) -> Result<(i64, String), OrchestratorError> {
+    text.split_once(':')
+        .and_then(|(time, id)| Some((time.parse::<i64>().ok()?, id.to_owned())))
+        .ok_or_else(|| OrchestratorError::Config(format!("{text:?} is not a session list cursor")))
+}
+
 /// A store written by a newer build than this one: refused rather than misread.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[derive(Debug, thiserror::Error)]

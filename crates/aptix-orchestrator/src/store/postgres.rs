@@ -28,7 +28,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, redact_url};
+use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, redact_url};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
@@ -558,16 +558,7 @@ impl SessionStore for PgSessionStore {
     ) -> Result<SessionPage, OrchestratorError> {
         // The cursor is `<updated_us>:<session_id>` of the first session of the next
         // page; the order is the same pair, newest first.
-        let after = match cursor {
-            None => None,
-            Some(text) => Some(
-                text.split_once(':')
-                    .and_then(|(us, id)| Some((us.parse::<i64>().ok()?, id.to_owned())))
-                    .ok_or_else(|| {
-                        OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
-                    })?,
-            ),
-        };
+        let after = cursor.map(parse_cursor).transpose()?;
         let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
         let client = self.client("list sessions").await?;
         let rows =

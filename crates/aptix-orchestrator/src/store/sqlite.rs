@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary};
+use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
@@ -356,16 +356,7 @@ impl SessionStore for SqliteSessionStore {
     ) -> Result<SessionPage, OrchestratorError> {
         // The cursor is `<updated_at_ms>:<session_id>` of the first session of the next
         // page; the order is the same pair, newest first.
-        let after = match cursor {
-            None => None,
-            Some(text) => Some(
-                text.split_once(':')
-                    .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_owned())))
-                    .ok_or_else(|| {
-                        OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
-                    })?,
-            ),
-        };
+        let after = cursor.map(parse_cursor).transpose()?;
         let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
         self.with_connection("list sessions", move |connection| {
             let (ms, id) = after.unwrap_or((i64::MAX, String::new()));
