@@ -10,7 +10,7 @@ mod contract_gen;
 
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, FinishReason, Kind, LlmUsage,
-    SourceRef, ViolationCode, validate,
+    RateLimitInfo, SourceRef, ViolationCode, validate,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -429,6 +429,11 @@ fn envelope() -> impl Strategy<Value = AgentExecuteResponse> {
             vec("\\PC{0,8}", 0..3),
         ),
         (text(), text(), text(), vec(call, 0..3), text(), text()),
+        option::of((
+            option::of(any::<u64>()),
+            option::of(any::<u64>()),
+            option::of(any::<u64>()),
+        )),
     )
         .prop_map(
             |(
@@ -444,6 +449,7 @@ fn envelope() -> impl Strategy<Value = AgentExecuteResponse> {
                 ),
                 (text, finish_reason, usage, sources, warnings),
                 (error_code, error_message, raw_response_json, tool_calls, request_id, refusal),
+                limits,
             )| AgentExecuteResponse {
                 kind,
                 conversation_id,
@@ -465,6 +471,12 @@ fn envelope() -> impl Strategy<Value = AgentExecuteResponse> {
                 tool_calls,
                 request_id,
                 refusal,
+                rate_limits: limits.map(|(limit, remaining, reset)| RateLimitInfo {
+                    limit_requests: limit,
+                    remaining_requests: remaining,
+                    reset_requests_ms: reset,
+                    ..RateLimitInfo::default()
+                }),
             },
         )
 }

@@ -195,6 +195,23 @@ pub struct RateLimits {
     pub reset_tokens: Option<Duration>,
 }
 
+impl From<&RateLimits> for aptix_model::contract::RateLimitInfo {
+    /// The envelope's view: counts as they came, reset times in milliseconds.
+    fn from(limits: &RateLimits) -> Self {
+        let millis = |reset: Option<Duration>| {
+            reset.map(|reset| u64::try_from(reset.as_millis()).unwrap_or(u64::MAX))
+        };
+        aptix_model::contract::RateLimitInfo {
+            limit_requests: limits.limit_requests,
+            remaining_requests: limits.remaining_requests,
+            reset_requests_ms: millis(limits.reset_requests),
+            limit_tokens: limits.limit_tokens,
+            remaining_tokens: limits.remaining_tokens,
+            reset_tokens_ms: millis(limits.reset_tokens),
+        }
+    }
+}
+
 impl std::fmt::Display for RateLimits {
     /// `requests 59/60 left (reset in 1s), tokens 149000/150000 left (reset in 6m 0s)`:
     /// what is known, for a person reading logs.

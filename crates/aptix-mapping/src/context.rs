@@ -4,7 +4,7 @@
 //! The turn's identities come from the request and the session, never from the
 //! response: AGN-034 makes `turnId` a client field, so it is not the response id.
 
-use aptix_model::contract::{AgentExecuteResponse, Kind, SourceRef};
+use aptix_model::contract::{AgentExecuteResponse, Kind, RateLimitInfo, SourceRef};
 
 use crate::warning::MappingWarning;
 
@@ -28,6 +28,8 @@ pub struct TurnContext {
     pub sources: Vec<SourceRef>,
     /// The provider's `x-request-id` header, when there was an HTTP reply.
     pub request_id: Option<String>,
+    /// The provider's rate limits from the reply's `x-ratelimit-*` headers.
+    pub rate_limits: Option<RateLimitInfo>,
 }
 
 impl TurnContext {
@@ -50,6 +52,7 @@ impl TurnContext {
             mode: self.mode.clone(),
             sources: self.sources.clone(),
             request_id: self.request_id.clone(),
+            rate_limits: self.rate_limits,
             ..AgentExecuteResponse::new(kind)
         }
     }

@@ -8,7 +8,9 @@
 //! so that a wrong snapshot cannot be accepted without a test failing.
 
 use aptix_mapping::{Mapped, TurnContext, map_capture, map_error_body, map_response_body};
-use aptix_model::contract::{AgentToolCall, FinishReason, Kind, LlmUsage, SourceRef};
+use aptix_model::contract::{
+    AgentToolCall, FinishReason, Kind, LlmUsage, RateLimitInfo, SourceRef,
+};
 use aptix_testkit::{fixture_names, read_fixture};
 
 /// What the text of an envelope must be.
@@ -54,6 +56,15 @@ fn turn() -> TurnContext {
             score: Some(0.75),
         }],
         request_id: Some("req_123".into()),
+        // As the reply's x-ratelimit-* headers give them: echoed on every envelope.
+        rate_limits: Some(RateLimitInfo {
+            limit_requests: Some(500),
+            remaining_requests: Some(499),
+            reset_requests_ms: Some(120),
+            limit_tokens: Some(30_000),
+            remaining_tokens: Some(29_100),
+            reset_tokens_ms: Some(1_800),
+        }),
     }
 }
 

@@ -210,6 +210,9 @@ pub(crate) async fn stream_with_recovery(
                 if let Some(id) = &stream.meta().request_id {
                     context.request_id = Some(id.clone());
                 }
+                if let Some(limits) = &stream.meta().rate_limits {
+                    context.rate_limits = Some(limits.into());
+                }
                 log_rate_limits(stream.meta());
                 match drain(&mut stream, &mut fold, sink, &mut seen).await {
                     None => break,

@@ -565,6 +565,7 @@ impl Orchestrator {
             crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();
+            context.rate_limits = reply.meta.rate_limits.as_ref().map(Into::into);
             // The provider's body as received, when it has one: encoding the response
             // again would cost as much as decoding it did.
             let mapped = map_response(&reply.response, reply.raw_json.as_deref(), &context);

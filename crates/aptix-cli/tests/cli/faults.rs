@@ -401,6 +401,29 @@ fn background_mode_shows_in_the_dry_run_and_needs_the_responses_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_envelope_carries_the_rate_limits_of_the_last_reply() {
+    let reply = whole("resp_a")
+        .header("x-ratelimit-limit-requests", "60")
+        .header("x-ratelimit-remaining-requests", "59")
+        .header("x-ratelimit-reset-requests", "1s")
+        .header("x-ratelimit-remaining-tokens", "149000")
+        .header("x-ratelimit-reset-tokens", "6m0s");
+    let server = FaultServer::start(vec![reply]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &["--json"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let envelope: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        envelope["rateLimits"],
+        serde_json::json!({
+            "limitRequests": 60, "remainingRequests": 59, "resetRequestsMs": 1000,
+            "limitTokens": null, "remainingTokens": 149000, "resetTokensMs": 360000
+        }),
+        "{envelope}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbose_shows_the_rate_limits_of_the_last_reply() {
     let reply = whole("resp_a")
         .header("x-ratelimit-limit-requests", "60")

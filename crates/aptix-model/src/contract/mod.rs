@@ -82,7 +82,7 @@ pub use path::RelativePath;
 pub use request::{
     AgentExecuteRequest, RagScope, ToolContinuationRequest, UserTurnRequest, WorkspaceHints,
 };
-pub use response::{AgentExecuteResponse, AgentToolCall, LlmUsage};
+pub use response::{AgentExecuteResponse, AgentToolCall, LlmUsage, RateLimitInfo};
 pub use scope::{ScopeCondition, ScopeOperator};
 pub use text::{Instruction, SessionId, ToolCallId, ToolErrorMessage, TurnId};
 pub use tool_result::{ResultJson, ToolOutcome, ToolResult};

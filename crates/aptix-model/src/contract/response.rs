@@ -70,6 +70,28 @@ pub struct AgentExecuteResponse {
     pub request_id: Option<String>,
     /// The model's refusal text, when it refused; a refusal is not `text`.
     pub refusal: Option<String>,
+    /// The provider's rate limits as its last reply's `x-ratelimit-*` headers gave them;
+    /// `null` when it sent none (streamed replies, local servers).
+    pub rate_limits: Option<RateLimitInfo>,
+}
+
+/// What is left of the provider's rate limits after the reply, and when they reset
+/// (OpenAI's `x-ratelimit-*` headers). Each value is `null` when the header was absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RateLimitInfo {
+    /// Requests allowed per window (`x-ratelimit-limit-requests`).
+    pub limit_requests: Option<u64>,
+    /// Requests left in this window (`x-ratelimit-remaining-requests`).
+    pub remaining_requests: Option<u64>,
+    /// Milliseconds until the request window resets (`x-ratelimit-reset-requests`).
+    pub reset_requests_ms: Option<u64>,
+    /// Tokens allowed per window (`x-ratelimit-limit-tokens`).
+    pub limit_tokens: Option<u64>,
+    /// Tokens left in this window (`x-ratelimit-remaining-tokens`).
+    pub remaining_tokens: Option<u64>,
+    /// Milliseconds until the token window resets (`x-ratelimit-reset-tokens`).
+    pub reset_tokens_ms: Option<u64>,
 }
 
 impl AgentExecuteResponse {
@@ -201,6 +223,14 @@ mod tests {
             }],
             request_id: Some("req_1".into()),
             refusal: None,
+            rate_limits: Some(RateLimitInfo {
+                limit_requests: Some(60),
+                remaining_requests: Some(59),
+                reset_requests_ms: Some(1000),
+                limit_tokens: Some(150_000),
+                remaining_tokens: None,
+                reset_tokens_ms: None,
+            }),
         }
     }
 
@@ -235,7 +265,11 @@ mod tests {
                 "rawResponseJson": "{\"id\":\"resp_1\"}",
                 "toolCalls": [{"callId": "call_1", "name": "read_file", "argumentsJson": "{\"path\":\"a\"}"}],
                 "requestId": "req_1",
-                "refusal": null
+                "refusal": null,
+                "rateLimits": {
+                    "limitRequests": 60, "remainingRequests": 59, "resetRequestsMs": 1000,
+                    "limitTokens": 150000, "remainingTokens": null, "resetTokensMs": null
+                }
             })
         );
     }
