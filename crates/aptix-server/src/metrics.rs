@@ -78,6 +78,7 @@ struct Inner {
     in_flight: Gauge,
     tokens: Family<TokenLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
+    rate_limit_remaining: Family<TokenLabels, Gauge>,
     provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram>,
     overhead_seconds: Histogram,
     /// Whether a [`TimedProvider`] reports here: without one, a turn's provider time is
@@ -140,6 +141,12 @@ impl Metrics {
             "Errors: source=response for error responses and SSE error events (code is the ErrorCode), source=envelope for envelopes of kind error (code is their errorCode)",
             errors.clone(),
         );
+        let rate_limit_remaining = Family::<TokenLabels, Gauge>::default();
+        registry.register(
+            "provider_rate_limit_remaining",
+            "What the provider's last reply said is left of its rate limits (x-ratelimit-remaining-requests / -tokens), kind=requests or tokens",
+            rate_limit_remaining.clone(),
+        );
         let provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(turn_buckets);
         registry.register(
@@ -161,6 +168,7 @@ impl Metrics {
                 in_flight,
                 tokens,
                 errors,
+                rate_limit_remaining,
                 provider_seconds,
                 overhead_seconds,
                 provider_timed: AtomicBool::new(false),
@@ -197,8 +205,22 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts what an envelope says: its tokens, and its error when it is one.
+    /// Counts what an envelope says: its tokens, its error when it is one, and what is
+    /// left of the provider's rate limits when its reply said.
     pub(crate) fn envelope(&self, envelope: &AgentExecuteResponse) {
+        if let Some(limits) = &envelope.rate_limits {
+            for (kind, remaining) in [
+                ("requests", limits.remaining_requests),
+                ("tokens", limits.remaining_tokens),
+            ] {
+                if let Some(remaining) = remaining {
+                    self.inner
+                        .rate_limit_remaining
+                        .get_or_create(&TokenLabels { kind })
+                        .set(i64::try_from(remaining).unwrap_or(i64::MAX));
+                }
+            }
+        }
         let usage = &envelope.usage;
         for (kind, count) in [
             ("input", usage.prompt_tokens),

@@ -461,7 +461,14 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 #[tokio::test]
 async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the_token() {
-    let fake = Arc::new(FakeProvider::new());
+    let fake = Arc::new(FakeProvider::new().with_meta(aptix_client::ReplyMeta {
+        rate_limits: Some(aptix_client::RateLimits {
+            remaining_requests: Some(59),
+            remaining_tokens: Some(149_000),
+            ..aptix_client::RateLimits::default()
+        }),
+        ..aptix_client::ReplyMeta::synthetic()
+    }));
     let mut answered = text_response("resp_1", "Hello!");
     answered.usage = serde_json::from_value(json!({
         "input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
@@ -583,6 +590,17 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
         ),
         Some(1.0)
     );
+    for (kind, left) in [("requests", 59.0), ("tokens", 149_000.0)] {
+        assert_eq!(
+            sample(
+                &text,
+                "aptix_provider_rate_limit_remaining",
+                &[("kind", kind)]
+            ),
+            Some(left),
+            "{kind}"
+        );
+    }
     for (kind, count) in [
         ("input", 10.0),
         ("output", 3.0),
