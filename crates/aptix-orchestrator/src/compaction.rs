@@ -120,28 +120,16 @@ impl Orchestrator {
         body: &Body,
     ) -> Result<u64, OrchestratorError> {
         let counter = TokenCounter::o200k().map_err(OrchestratorError::Context)?;
-        let request = &body.request;
-        let items = match &request.input {
-            Input::Text(text) => {
-                return Ok(count(&counter, text).saturating_add(overhead(&counter, request)));
-            }
-            Input::Items(items) => items,
-        };
-        let (base, skip) = match state.context {
-            // Chained: the server holds what the last reply counted; the body is new.
-            Some(known) if request.previous_response_id.is_some() => (known.tokens, 0),
-            // Replayed: the first `covered_items` are what the last reply counted.
-            Some(known) if body.replayed > 0 => {
-                (known.tokens, known.covered_items.min(body.replayed))
-            }
-            _ => (overhead(&counter, request), 0),
-        };
-        let added: u64 = items
-            .iter()
-            .skip(skip)
-            .map(|item| count_item(&counter, item))
-            .sum();
-        Ok(base.saturating_add(added))
+        Ok(measure(state, body, &|text| count(&counter, text)))
+    }
+
+    /// An upper bound of [`estimate`](Self::estimate) that tokenizes nothing: an o200k
+    /// token covers at least one byte, so a text has at most as many tokens as bytes.
+    /// A turn far below the threshold (nearly every turn) is cleared with this alone.
+    pub(crate) fn estimate_bound(&self, state: &SessionState, body: &Body) -> u64 {
+        measure(state, body, &|text| {
+            u64::try_from(text.len()).unwrap_or(u64::MAX)
+        })
     }
 
     /// Compacts the session for `body`: the history is replaced (older items summarised,
@@ -182,7 +170,7 @@ impl Orchestrator {
         let mut kept_tokens = 0u64;
         let mut wanted = history.len();
         while wanted > lead {
-            let next = count_item(&counter, &history[wanted - 1]);
+            let next = count_item(&|text| count(&counter, text), &history[wanted - 1]);
             if kept_tokens.saturating_add(next) > keep_budget {
                 break;
             }
@@ -333,21 +321,41 @@ fn count(counter: &TokenCounter, text: &str) -> u64 {
 
 /// An item's tokens: its JSON counted as text (a few tokens over what the model sees
 /// for the field names, which errs on the safe side).
-fn count_item(counter: &TokenCounter, item: &InputItem) -> u64 {
-    serde_json::to_string(item).map_or(0, |json| count(counter, &json))
+/// The tokens `body` will carry, each text measured by `tokens`: the last reply's count
+/// plus what was added since, or the whole body when no reply is known.
+fn measure(state: &SessionState, body: &Body, tokens: &dyn Fn(&str) -> u64) -> u64 {
+    let request = &body.request;
+    let items = match &request.input {
+        Input::Text(text) => return tokens(text).saturating_add(overhead(tokens, request)),
+        Input::Items(items) => items,
+    };
+    let (base, skip) = match state.context {
+        // Chained: the server holds what the last reply counted; the body is new.
+        Some(known) if request.previous_response_id.is_some() => (known.tokens, 0),
+        // Replayed: the first `covered_items` are what the last reply counted.
+        Some(known) if body.replayed > 0 => (known.tokens, known.covered_items.min(body.replayed)),
+        _ => (overhead(tokens, request), 0),
+    };
+    let added: u64 = items
+        .iter()
+        .skip(skip)
+        .map(|item| count_item(tokens, item))
+        .sum();
+    base.saturating_add(added)
+}
+
+fn count_item(tokens: &dyn Fn(&str) -> u64, item: &InputItem) -> u64 {
+    serde_json::to_string(item).map_or(0, |json| tokens(&json))
 }
 
 /// What a request carries besides its input: instructions and tool definitions.
-fn overhead(counter: &TokenCounter, request: &CreateResponseRequest) -> u64 {
+fn overhead(tokens: &dyn Fn(&str) -> u64, request: &CreateResponseRequest) -> u64 {
     let tools = request
         .tools
         .as_ref()
         .and_then(|tools| serde_json::to_string(tools).ok())
-        .map_or(0, |json| count(counter, &json));
-    let instructions = request
-        .instructions
-        .as_deref()
-        .map_or(0, |text| count(counter, text));
+        .map_or(0, |json| tokens(&json));
+    let instructions = request.instructions.as_deref().map_or(0, tokens);
     tools.saturating_add(instructions)
 }
 
@@ -431,6 +439,22 @@ mod tests {
         assert!(clipped.ends_with(&"b".repeat(2_000)));
         assert!(clipped.contains("6000 characters left out"));
         assert_eq!(clip("short"), "short");
+    }
+
+    #[test]
+    fn a_text_never_has_more_tokens_than_bytes() {
+        // What `estimate_bound` rests on: an o200k token covers at least one byte.
+        let counter = TokenCounter::o200k().unwrap();
+        for text in [
+            "fn main() { println!(\"hello\"); }",
+            "    \n\n\t\t  \r\n",
+            "日本語のテキストと中文文本",
+            "🦀🦀🦀 emoji 👩‍👩‍👧",
+            "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"[]\"}",
+            "ab\u{0}cd\u{7f}\u{80}\u{10ffff}",
+        ] {
+            assert!(count(&counter, text) <= text.len() as u64, "{text:?}");
+        }
     }
 
     #[test]
