@@ -381,8 +381,9 @@ impl Shared {
             };
             match stored {
                 Some(stored) => {
-                    // Replayed before the answer, as the protocol asks.
-                    for update in replay::updates(&stored.value.history, &session.root) {
+                    // Replayed before the answer, as the protocol asks: the conversation
+                    // as the user saw it, compactions undone.
+                    for update in replay::updates(&stored.value.conversation(), &session.root) {
                         connection
                             .send_notification(SessionNotification::new(id.clone(), update))?;
                     }

@@ -32,6 +32,7 @@ use crate::OrchestratorError;
 use crate::orchestrator::Orchestrator;
 use crate::session::{
     CompactionMethod, CompactionReason, CompactionRecord, ContextUsage, SessionState,
+    is_system_message,
 };
 
 /// The share of the context window kept verbatim after a compaction (the most recent
@@ -308,11 +309,6 @@ pub(crate) fn remember_usage(state: &mut SessionState, usage: Option<&aptix_mode
             tokens: usage.input_tokens.saturating_add(usage.output_tokens),
             covered_items: state.history.len(),
         });
-}
-
-fn is_system_message(item: &InputItem) -> bool {
-    matches!(item, InputItem::Message(m) | InputItem::EasyMessage(m)
-        if matches!(m.role, Role::System | Role::Developer))
 }
 
 fn count(counter: &TokenCounter, text: &str) -> u64 {

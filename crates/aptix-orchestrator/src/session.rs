@@ -2,7 +2,7 @@
 //! keeps between turns.
 
 use aptix_model::contract::AgentExecuteResponse;
-use aptix_model::wire::InputItem;
+use aptix_model::wire::{InputItem, Role};
 use serde::{Deserialize, Serialize};
 
 /// Everything the server remembers about one session.
@@ -127,6 +127,33 @@ impl SessionState {
             compactions: Vec::new(),
         }
     }
+
+    /// The conversation as it happened: [`history`](Self::history) with every
+    /// compaction undone (each record's replacement put back to the items it replaced,
+    /// latest first), for showing a session to a person (an editor's `session/load`).
+    /// The model is sent `history`; this is what the user saw. Unwinding stops at a
+    /// record whose replacement is no longer where it was put.
+    pub fn conversation(&self) -> Vec<InputItem> {
+        let mut items = self.history.clone();
+        for record in self.compactions.iter().rev() {
+            let lead = items
+                .iter()
+                .take_while(|item| is_system_message(item))
+                .count();
+            let end = lead + record.replacement.len();
+            if items.get(lead..end) != Some(record.replacement.as_slice()) {
+                break;
+            }
+            items.splice(lead..end, record.replaced.iter().cloned());
+        }
+        items
+    }
+}
+
+/// A system or developer message: the instructions that lead a history, never compacted.
+pub(crate) fn is_system_message(item: &InputItem) -> bool {
+    matches!(item, InputItem::Message(m) | InputItem::EasyMessage(m)
+        if matches!(m.role, Role::System | Role::Developer))
 }
 
 /// Model settings that the orchestrator supplies to the request builder.
@@ -242,4 +269,54 @@ pub struct Versioned<T> {
     pub value: T,
     /// The version; every commit increments it.
     pub version: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use aptix_model::wire::{ContentPart, InputMessage};
+
+    use super::*;
+
+    fn message(role: Role, text: &str) -> InputItem {
+        InputItem::Message(InputMessage::new(role, vec![ContentPart::input_text(text)]))
+    }
+
+    fn record(replaced: Vec<InputItem>, replacement: Vec<InputItem>) -> CompactionRecord {
+        CompactionRecord {
+            turn_id: "t".into(),
+            at_unix_ms: 0,
+            reason: CompactionReason::Threshold,
+            method: CompactionMethod::Summary,
+            tokens_before: 0,
+            tokens_after: 0,
+            kept_items: 0,
+            replaced,
+            replacement,
+        }
+    }
+
+    #[test]
+    fn the_conversation_undoes_every_compaction_latest_first() {
+        let system = message(Role::System, "rules");
+        let (a, b, c, d) = (
+            message(Role::User, "a"),
+            message(Role::Assistant, "b"),
+            message(Role::User, "c"),
+            message(Role::Assistant, "d"),
+        );
+        let (first, second) = (message(Role::User, "note 1"), message(Role::User, "note 2"));
+        let mut state = SessionState::new("s", "QA", ModelSettings::default());
+        // [system, a, b, c, d] -> [system, note 1, c, d] -> [system, note 2, d]
+        state.history = vec![system.clone(), second.clone(), d.clone()];
+        state.compactions = vec![
+            record(vec![a.clone(), b.clone()], vec![first.clone()]),
+            record(vec![first, c.clone()], vec![second]),
+        ];
+        assert_eq!(state.conversation(), vec![system, a, b, c, d.clone()]);
+
+        // A history that no longer holds the replacement where it was put is shown as
+        // it is rather than rebuilt wrongly.
+        state.history = vec![d.clone()];
+        assert_eq!(state.conversation(), vec![d]);
+    }
 }

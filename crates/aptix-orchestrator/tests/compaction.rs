@@ -347,6 +347,23 @@ async fn a_stateless_session_past_the_threshold_is_summarised_once_and_fits_agai
             .any(|item| matches!(item, InputItem::FunctionCall(_))),
         "recent tool calls are kept verbatim"
     );
+    // What a person is shown (an editor's session/load) is the conversation as it
+    // happened: every question, no handover note.
+    let conversation = state.conversation();
+    for n in 1..=envelopes.len() {
+        let question = format!("Question {n}:");
+        assert!(
+            conversation
+                .iter()
+                .any(|item| text_of(item).contains(&question)),
+            "{question} is in the conversation"
+        );
+    }
+    assert!(
+        !conversation
+            .iter()
+            .any(|item| text_of(item).starts_with("[HANDOVER NOTE]"))
+    );
     let n = envelopes.len() + 1;
     let after = rig.orchestrator.execute(turn(n)).await.unwrap();
     assert_eq!(after.kind, Kind::Ok);
