@@ -30,7 +30,7 @@ use crate::error::{
     unknown_session,
 };
 use crate::report::TurnReporter;
-use crate::tools::{EditorReader, ObservedTool, ToolObserver, lock};
+use crate::tools::{EditorReader, lock};
 use crate::{prompt, replay};
 
 /// Opens the workspace a session works in. The caller (the `aptix` command) owns the
@@ -121,7 +121,6 @@ struct Session {
     /// The session's orchestrator, or why prompts cannot run (no provider).
     turns: Result<Arc<Orchestrator>, String>,
     store: Arc<dyn SessionStore>,
-    observer: Arc<ToolObserver>,
     editor: Option<Arc<EditorReader>>,
     running: Mutex<Option<Running>>,
 }
@@ -292,7 +291,7 @@ impl Shared {
     }
 
     /// Opens the session's workspace (off the message loop: it refreshes the index) and
-    /// builds its orchestrator, with every tool run reported to the prompt in flight.
+    /// builds its orchestrator.
     async fn open_session(
         &self,
         id: &str,
@@ -310,7 +309,6 @@ impl Shared {
             .await
             .map_err(|error| internal(format!("opening the workspace stopped: {error}")))?
             .map_err(|error| internal(error.to_string()))?;
-        let observer = Arc::new(ToolObserver::default());
         // Without a provider the session still opens (it can be loaded, and the editor
         // shows why prompts fail): each prompt ends with the reason.
         let turns = match opened.provider {
@@ -320,9 +318,10 @@ impl Shared {
                 if let Some(retriever) = opened.retriever {
                     builder = builder.retriever(retriever);
                 }
+                // Each tool run reaches the editor through the turn's ToolRunning and
+                // ToolFinished deltas.
                 for tool in opened.tools {
-                    builder = builder
-                        .server_tool(Arc::new(ObservedTool::new(tool, Arc::clone(&observer))));
+                    builder = builder.server_tool(tool);
                 }
                 let built = builder.build().map_err(|error| {
                     invalid_params(format!(
@@ -339,7 +338,6 @@ impl Shared {
             root: opened.root,
             turns,
             store: opened.store,
-            observer,
             editor,
             running: Mutex::new(None),
         }))
@@ -477,7 +475,6 @@ impl Session {
             self.id.clone(),
             self.root.clone(),
         )));
-        self.observer.attach(Arc::clone(&reporter));
         let mut sink = {
             let reporter = Arc::clone(&reporter);
             move |delta: &StreamDelta| lock(&reporter).delta(delta)
@@ -502,7 +499,6 @@ impl Session {
             result = turn => Some(result),
             () = cancel => None,
         };
-        self.observer.detach();
         let Some(result) = outcome else {
             // The turn's future is dropped: the provider stream and any tool running
             // stop, and nothing was stored (a turn is committed once, at its end).

@@ -29,10 +29,7 @@ use crate::present;
 #[derive(Debug)]
 struct Call {
     call_id: String,
-    name: String,
-    /// The complete arguments, once known.
-    arguments: Option<String>,
-    started: bool,
+    /// Its last update is sent (completed, failed, or cancelled).
     finished: bool,
 }
 
@@ -110,6 +107,14 @@ impl TurnReporter {
             StreamDelta::ToolCallStarted { call_id, name, .. } => {
                 self.start_call(call_id, name);
             }
+            StreamDelta::ToolRunning { call_id, .. } => self.tool_running(call_id),
+            StreamDelta::ToolFinished {
+                call_id,
+                name,
+                ok,
+                output,
+                ..
+            } => self.tool_finished(call_id, name, *ok, output),
             StreamDelta::ToolCallDone {
                 call_id,
                 name,
@@ -124,9 +129,6 @@ impl TurnReporter {
                     .title(present::title(name, &arguments))
                     .locations(present::locations_of_arguments(&self.cwd, name, &arguments))
                     .raw_input(arguments);
-                if let Some(call) = self.calls.iter_mut().find(|call| &call.call_id == call_id) {
-                    call.arguments = Some(arguments_json.clone());
-                }
                 self.update_call(call_id, fields);
             }
             StreamDelta::Retrying {
@@ -155,9 +157,6 @@ impl TurnReporter {
     fn start_call(&mut self, call_id: &str, name: &str) {
         self.calls.push(Call {
             call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            arguments: None,
-            started: false,
             finished: false,
         });
         let call = ToolCall::new(
@@ -176,70 +175,42 @@ impl TurnReporter {
         )));
     }
 
-    /// A server tool began to run. The orchestrator runs a response's calls in order, so
-    /// this is the first call of that tool not yet started (with these arguments when
-    /// they are known).
-    pub(crate) fn tool_started(&mut self, name: &str, arguments_json: &str) {
-        let position = self
-            .calls
-            .iter()
-            .position(|call| {
-                !call.started
-                    && call.name == name
-                    && call.arguments.as_deref() == Some(arguments_json)
-            })
-            .or_else(|| {
-                self.calls
-                    .iter()
-                    .position(|call| !call.started && call.name == name)
-            });
-        let Some(call) = position.and_then(|index| self.calls.get_mut(index)) else {
+    /// A server tool began to run for the call `call_id`.
+    fn tool_running(&mut self, call_id: &str) {
+        if !self.calls.iter().any(|call| call.call_id == call_id) {
             return;
-        };
-        call.started = true;
-        let call_id = call.call_id.clone();
+        }
         self.update_call(
-            &call_id,
+            call_id,
             ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
         );
     }
 
     /// A server tool finished: `completed` with a summary and the files it touched, or
     /// `failed` with the reason the model is told.
-    pub(crate) fn tool_finished(
-        &mut self,
-        name: &str,
-        _arguments_json: &str,
-        outcome: &Result<String, String>,
-    ) {
-        let Some(call) = self
-            .calls
-            .iter_mut()
-            .find(|call| call.started && !call.finished && call.name == name)
-        else {
+    fn tool_finished(&mut self, call_id: &str, name: &str, ok: bool, output: &str) {
+        let Some(call) = self.calls.iter_mut().find(|call| call.call_id == call_id) else {
             return;
         };
         call.finished = true;
-        let call_id = call.call_id.clone();
-        let fields = match outcome {
-            Ok(result) => {
-                let value = present::arguments(result);
-                let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
-                let locations = present::locations_of_result(&self.cwd, name, &value);
-                if !locations.is_empty() {
-                    fields = fields.locations(locations);
-                }
-                if let Some(summary) = present::summary(name, &value) {
-                    fields = fields.content(vec![ToolCallContent::from(summary)]);
-                }
-                fields.raw_output(value)
+        let fields = if ok {
+            let value = present::arguments(output);
+            let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
+            let locations = present::locations_of_result(&self.cwd, name, &value);
+            if !locations.is_empty() {
+                fields = fields.locations(locations);
             }
-            Err(message) => ToolCallUpdateFields::new()
+            if let Some(summary) = present::summary(name, &value) {
+                fields = fields.content(vec![ToolCallContent::from(summary)]);
+            }
+            fields.raw_output(value)
+        } else {
+            ToolCallUpdateFields::new()
                 .status(ToolCallStatus::Failed)
-                .content(vec![ToolCallContent::from(message.clone())])
-                .raw_output(serde_json::json!({ "error": message })),
+                .content(vec![ToolCallContent::from(output.to_owned())])
+                .raw_output(serde_json::json!({ "error": output }))
         };
-        self.update_call(&call_id, fields);
+        self.update_call(call_id, fields);
     }
 
     /// The turn ended: its answer is shown whole if no delta carried it (a provider

@@ -395,13 +395,33 @@ impl Orchestrator {
                     .iter()
                     .find(|tool| tool.name() == call.name && mode.allows(&call.name))
                 {
+                    if let Some(sink) = sink.as_mut() {
+                        sink(&StreamDelta::ToolRunning {
+                            call_id: call.call_id.clone(),
+                            name: call.name.clone(),
+                        });
+                    }
                     let started = Instant::now();
                     let outcome = tool.execute(&call.arguments).await.map(json_text);
+                    let execution_ms =
+                        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    if let Some(sink) = sink.as_mut() {
+                        let (ok, output) = match &outcome {
+                            Ok(result) => (true, result.clone()),
+                            Err(reason) => (false, reason.clone()),
+                        };
+                        sink(&StreamDelta::ToolFinished {
+                            call_id: call.call_id.clone(),
+                            name: call.name.clone(),
+                            ok,
+                            output,
+                            execution_ms,
+                        });
+                    }
                     server_outputs.push(CompletedCall {
                         call_id: call.call_id,
                         name: call.name,
-                        execution_ms: u64::try_from(started.elapsed().as_millis())
-                            .unwrap_or(u64::MAX),
+                        execution_ms,
                         outcome,
                     });
                 } else if self

@@ -205,3 +205,46 @@ fn error_text(output: &str) -> String {
     let value: Value = serde_json::from_str(output).unwrap();
     value["error"].as_str().unwrap().to_owned()
 }
+
+#[tokio::test]
+async fn a_streamed_turn_says_when_a_server_tool_runs_and_how_it_ended() {
+    let provider = call_then_answer(r#"{"pattern": "main"}"#);
+    let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+        .server_tool(grep())
+        .build()
+        .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Find main"}"#,
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut sink = |delta: &aptix_mapping::StreamDelta| seen.push(delta.clone());
+    let envelope = orchestrator
+        .execute_streaming(request, &mut sink)
+        .await
+        .unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+    let tool_events: Vec<_> = seen
+        .iter()
+        .filter_map(|delta| match delta {
+            aptix_mapping::StreamDelta::ToolRunning { call_id, name } => {
+                Some(format!("running {call_id} {name}"))
+            }
+            aptix_mapping::StreamDelta::ToolFinished {
+                call_id,
+                name,
+                ok,
+                output,
+                ..
+            } => {
+                assert!(output.contains("main"), "{output}");
+                Some(format!("finished {call_id} {name} {ok}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tool_events,
+        ["running call_1 grep", "finished call_1 grep true"]
+    );
+}

@@ -120,6 +120,28 @@ pub enum StreamDelta {
         /// envelope holds the text once.
         resumed: bool,
     },
+    /// A server tool the orchestrator runs itself began to run, for a call the model
+    /// completed ([`ToolCallDone`](Self::ToolCallDone)). Never emitted by the fold.
+    ToolRunning {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// A server tool finished. Never emitted by the fold.
+    ToolFinished {
+        /// The call id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Its result as JSON text when it succeeded, else why it failed (what the model
+        /// is told).
+        output: String,
+        /// How long it ran, in milliseconds.
+        execution_ms: u64,
+    },
     /// The session's context was compacted before the next model call: its older
     /// items were replaced by a summary (or the provider's compacted items) so the
     /// request fits the model's context window. Never emitted by the fold: the
