@@ -13,12 +13,11 @@ use std::sync::Arc;
 
 use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
 use aptix_orchestrator::SessionStore;
-use aptix_rag::Retriever;
 use aptix_tools::FileReader;
 use clap::Args;
 use tokio::runtime::Runtime;
 
-use crate::ask::{fresh_index, provider};
+use crate::ask::{fresh_index, index_parts, provider};
 use crate::config::{Layer, Settings, process_env};
 use crate::exit::SUCCESS;
 use crate::session::{ConfiguredStore, new_session_id, new_turn_id, open_store};
@@ -73,25 +72,14 @@ impl CliWorkspaces {
             tokio::runtime::Handle::current().block_on(open_store(root, &settings))?,
             settings.clone(),
         ));
-        let index = fresh_index(root);
-        let mut tools = Vec::new();
-        let mut retriever = None;
-        if let Some(index) = index {
-            if settings.tools() {
-                tools = match reader {
-                    Some(reader) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
-                    None => aptix_tools::builtin_tools(index.clone()),
-                };
-            }
-            retriever = Some(Arc::new(index) as Arc<dyn Retriever>);
-        }
+        let parts = index_parts(fresh_index(root), settings.tools(), reader);
         Ok(OpenedWorkspace {
             root: root.to_path_buf(),
             provider,
             store,
             config: settings.orchestrator_config(),
-            retriever,
-            tools,
+            retriever: parts.retriever,
+            tools: parts.tools,
         })
     }
 }

@@ -309,15 +309,48 @@ pub(crate) fn with_index(
     index: Option<WorkspaceIndex>,
     tools: bool,
 ) -> OrchestratorBuilder {
-    if let Some(index) = index {
-        if tools {
-            for tool in aptix_tools::builtin_tools(index.clone()) {
-                builder = builder.server_tool(tool);
-            }
-        }
-        builder = builder.retriever(Arc::new(index) as Arc<dyn Retriever>);
+    let parts = index_parts(index, tools, None);
+    for tool in parts.tools {
+        builder = builder.server_tool(tool);
+    }
+    if let Some(retriever) = parts.retriever {
+        builder = builder.retriever(retriever);
     }
     builder
+}
+
+/// What the workspace index gives a turn: the retriever, and the built-in tools when
+/// they are offered, with `read_file` reading through `reader` when one is given (an
+/// editor's buffers) and the disk otherwise. Every front end (ask, serve, acp) wires the
+/// index through here.
+pub(crate) fn index_parts(
+    index: Option<WorkspaceIndex>,
+    tools: bool,
+    reader: Option<Arc<dyn aptix_tools::FileReader>>,
+) -> IndexParts {
+    let Some(index) = index else {
+        return IndexParts {
+            retriever: None,
+            tools: Vec::new(),
+        };
+    };
+    let tools = match (tools, reader) {
+        (false, _) => Vec::new(),
+        (true, Some(reader)) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
+        (true, None) => aptix_tools::builtin_tools(index.clone()),
+    };
+    IndexParts {
+        retriever: Some(Arc::new(index) as Arc<dyn Retriever>),
+        tools,
+    }
+}
+
+/// [`index_parts`]: what the index gives a turn.
+pub(crate) struct IndexParts {
+    /// The retriever of `[CONTEXT]`, when there is an index.
+    pub(crate) retriever: Option<Arc<dyn Retriever>>,
+    /// The built-in server tools, when offered.
+    pub(crate) tools: Vec<Arc<dyn aptix_orchestrator::ServerTool>>,
 }
 
 /// Whether the built-in tools are offered: `--no-tools` over the settings.
