@@ -57,6 +57,59 @@ pub(crate) struct Analysis {
     pub(crate) terms: Vec<QueryTerm>,
     /// Non-source kinds the question is about (tests, docs, ...).
     pub(crate) wanted_kinds: Vec<FileKind>,
+    /// Quoted code worth finding verbatim: backtick spans of the prose that are more
+    /// than one word (`map_response(IntoResponse::into_response)`, `serde_json::Value`),
+    /// in order of appearance, at most [`MAX_CODE_SPANS`].
+    pub(crate) code_spans: Vec<String>,
+}
+
+/// The weight of the singular a plural prose word is also searched as ("features"
+/// finds "Feature flags"): the index does not stem, so without it a plural in the
+/// question misses every singular in the code and its comments.
+pub(crate) const PLURAL_WEIGHT: f32 = 1.0;
+
+/// The singular of an English plural prose word, when it plainly is one: `features` ->
+/// `feature`, `entries` -> `entry`, `matches` -> `match`; `None` for words that only end
+/// in `s` (`class`, `status`, `analysis`, `always`) or are short.
+fn singular(word: &str) -> Option<String> {
+    if word.len() < 4 || !word.is_ascii() || !word.ends_with('s') {
+        return None;
+    }
+    for ending in ["ss", "us", "is", "ous", "ys", "as", "os"] {
+        if word.ends_with(ending) {
+            return None;
+        }
+    }
+    if let Some(stem) = word.strip_suffix("ies") {
+        return (stem.len() >= 2).then(|| format!("{stem}y"));
+    }
+    for ending in ["ches", "shes", "xes", "sses", "zes"] {
+        if word.ends_with(ending) {
+            return Some(word[..word.len() - 2].to_owned());
+        }
+    }
+    Some(word[..word.len() - 1].to_owned())
+}
+
+/// The most quoted code spans a search looks for verbatim.
+pub(crate) const MAX_CODE_SPANS: usize = 4;
+
+/// A backtick span worth finding verbatim: at least two words joined by code
+/// punctuation, at most a line of code. A single word (`Router`) is already a term, and
+/// a sentence in backticks is not a quotation of code.
+fn is_code_span(span: &str) -> bool {
+    let span = span.trim();
+    (6..=200).contains(&span.len())
+        && span.chars().any(|c| c.is_alphanumeric())
+        && span
+            .chars()
+            .any(|c| !c.is_alphanumeric() && c != '_' && !c.is_whitespace())
+        && tokenizer::word_tokens(span)
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>()
+            >= 2
+        && span.split_whitespace().count() <= 6
 }
 
 /// Analyses an instruction; see the module documentation.
@@ -98,7 +151,11 @@ pub(crate) fn analyse(text: &str) -> Analysis {
                 if position == 0 && identifier {
                     add(token, IDENTIFIER_WEIGHT, true, path_like);
                 } else if !is_stop_word(&token) {
+                    let single = (!identifier).then(|| singular(&token)).flatten();
                     add(token, 1.0, false, path_like);
+                    if let Some(single) = single {
+                        add(single, PLURAL_WEIGHT, false, path_like);
+                    }
                 }
             }
         }
@@ -110,9 +167,18 @@ pub(crate) fn analyse(text: &str) -> Analysis {
         }
     }
     wanted_kinds.sort();
+    let mut code_spans: Vec<String> = Vec::new();
+    for span in prose_code_spans(text) {
+        let span = span.trim();
+        if is_code_span(span) && !code_spans.iter().any(|known| known == span) {
+            code_spans.push(span.to_owned());
+        }
+    }
+    code_spans.truncate(MAX_CODE_SPANS);
     Analysis {
         terms,
         wanted_kinds,
+        code_spans,
     }
 }
 
@@ -241,6 +307,46 @@ fn words(text: &str) -> Vec<(&str, bool, bool)> {
         }
     }
     out
+}
+
+/// The backtick spans of the lines [`words`] reads as prose (outside fenced blocks,
+/// prompt lines and trailers).
+fn prose_code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(marker) = &fence {
+            if trimmed.starts_with(marker.as_str()) && trimmed.trim_end() == marker.as_str() {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(marker) = fence_marker(trimmed) {
+            fence = Some(marker);
+            continue;
+        }
+        if is_prompt_line(trimmed) || is_trailer(trimmed) {
+            continue;
+        }
+        let pieces: Vec<&str> = line.split('`').collect();
+        // An odd piece is code only when a closing backtick follows it; in the prose
+        // between, a qualified path or a call (`axum::extract::Query`, `foo.bar()`) is
+        // quoted code too.
+        for (index, piece) in pieces.iter().enumerate() {
+            if index % 2 == 1 && index + 1 < pieces.len() {
+                spans.push(*piece);
+            } else {
+                for word in piece.split_whitespace() {
+                    let word = word.trim_matches(|c: char| ",.;:!?\"'[]{}<>".contains(c));
+                    if (word.contains("::") || word.contains("()")) && !is_noise(word) {
+                        spans.push(word);
+                    }
+                }
+            }
+        }
+    }
+    spans
 }
 
 /// Conventional-commit types, which are not areas: `fix(sse):` names the area `sse`.
@@ -663,6 +769,59 @@ mod tests {
     }
 
     #[test]
+    fn quoted_code_is_kept_verbatim_and_single_words_are_not() {
+        let analysis = analyse(
+            "Replace `map_response(IntoResponse::into_response)` with a `Router`\n\n\
+             `axum::extract::Query` has try_from_uri, like axum_extra::Json::new().\n\
+             Unclosed `quote here\n\
+             ```rust\nlet x = a::b();\n```\n",
+        );
+        assert_eq!(
+            analysis.code_spans,
+            [
+                "map_response(IntoResponse::into_response)",
+                "axum::extract::Query",
+                "axum_extra::Json::new()",
+            ]
+        );
+        // At most four, each once.
+        let many = (0..6)
+            .map(|n| format!("`a{n}::b{n}` `a0::b0` "))
+            .collect::<String>();
+        assert_eq!(
+            analyse(&many).code_spans,
+            ["a0::b0", "a1::b1", "a2::b2", "a3::b3"]
+        );
+        // Words in backticks are terms, not spans; neither is a long sentence.
+        assert!(
+            analyse("use `Router` or `this is a whole sentence in backticks ok`")
+                .code_spans
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn plurals_also_search_their_singular() {
+        for (plural, single) in [
+            ("features", Some("feature")),
+            ("entries", Some("entry")),
+            ("matches", Some("match")),
+            ("boxes", Some("box")),
+            ("class", None),
+            ("status", None),
+            ("analysis", None),
+            ("always", None),
+            ("its", None),
+        ] {
+            assert_eq!(singular(plural).as_deref(), single, "{plural}");
+        }
+        let found = terms("scan the default features");
+        assert!(found.contains(&"feature".to_owned()), "{found:?}");
+        // An identifier is searched as written.
+        assert!(!terms("`Headers`").contains(&"header".to_owned()));
+    }
+
+    #[test]
     fn stop_words_are_sorted_for_the_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
     }
@@ -713,7 +872,7 @@ mod tests {
     fn trailers_are_dropped() {
         assert_eq!(
             terms("Reject empty paths\n\nSigned-off-by: Jane Doe <jane@example.com>"),
-            ["reject", "empty", "paths"]
+            ["reject", "empty", "paths", "path"]
         );
     }
 

@@ -21,16 +21,18 @@
 //! reported as a warning and the condition is ignored (AGN-034 calls scope advisory:
 //! a misspelt key should not silently empty the context).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
 use aptix_rag::ScoredChunk;
 use tantivy::collector::TopDocs;
+use tantivy::index::SegmentId;
 use tantivy::query::{
     Bm25StatisticsProvider, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, Query,
     RegexQuery, TermQuery,
 };
+use tantivy::schema::Value as _;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, TantivyDocument, Term};
 
@@ -51,6 +53,12 @@ const PATH_BOOST: f32 = 1.5;
 /// How much a term counts in the path when the question names a path or an area with
 /// it (`axum-core/macros: ...`, `fix(sse): ...`, `routing/mod.rs`).
 const PATH_LIKE_BOOST: f32 = 3.0;
+/// The factor for a chunk that contains, verbatim, code the question quotes in
+/// backticks (`map_response(IntoResponse::into_response)`): quoted code names the
+/// places to change more surely than any of its words alone.
+const CODE_SPAN_BOOST: f32 = 2.0;
+/// How many chunks holding every term of a quoted span are read to check it verbatim.
+const CODE_SPAN_CANDIDATES: usize = 200;
 
 /// How many more hits than asked for are scored in full, so that merging and the
 /// per-file cap still leave enough.
@@ -164,6 +172,10 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         .saturating_add(FETCH_EXTRA)
         .max(MIN_CANDIDATES);
     let weights: Arc<[f32; FileKind::ALL.len()]> = Arc::new(kind_weights(&analysis.wanted_kinds));
+    let verbatim = Arc::new(
+        code_span_chunks(&searcher, &inner.fields, &analysis.code_spans)
+            .map_err(|e| inner.store_error(e))?,
+    );
     let collector = TopDocs::with_limit(fetch).tweak_score(move |segment: &SegmentReader| {
         let column = segment
             .fast_fields()
@@ -171,6 +183,8 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
             .ok()
             .map(|column| column.first_or_default_col(0));
         let weights = Arc::clone(&weights);
+        let verbatim = Arc::clone(&verbatim);
+        let segment_id = segment.segment_id();
         move |doc: DocId, score: Score| {
             let code = column.as_ref().map_or(0, |column| column.get_val(doc));
             let weight = usize::try_from(code)
@@ -178,7 +192,12 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
                 .and_then(|index| weights.get(index))
                 .copied()
                 .unwrap_or(1.0);
-            score * weight
+            let quoted = if verbatim.contains(&(segment_id, doc)) {
+                CODE_SPAN_BOOST
+            } else {
+                1.0
+            };
+            score * weight * quoted
         }
     });
     let top = searcher
@@ -205,6 +224,53 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
 /// The multiplier of each kind's scores ([`FileKind::code`] order). Source counts fully;
 /// the kinds that answer questions less often count less, unless the question is about
 /// them ("add a test for ...").
+/// The chunks that contain one of `spans` verbatim: among the chunks holding every
+/// term of a span (at most [`CODE_SPAN_CANDIDATES`] of them, read from the store), those
+/// whose text has the span itself.
+fn code_span_chunks(
+    searcher: &Searcher,
+    fields: &Fields,
+    spans: &[String],
+) -> tantivy::Result<HashSet<(SegmentId, DocId)>> {
+    let mut found = HashSet::new();
+    for span in spans {
+        let mut terms: Vec<String> = tokenizer::tokens(span);
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() {
+            continue;
+        }
+        let all: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|term| -> (Occur, Box<dyn Query>) {
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(fields.text, term),
+                        IndexRecordOption::Basic,
+                    )),
+                )
+            })
+            .collect();
+        let candidates = searcher.search(
+            &BooleanQuery::new(all),
+            &TopDocs::with_limit(CODE_SPAN_CANDIDATES).order_by_score(),
+        )?;
+        for (_, address) in candidates {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let holds = doc
+                .get_first(fields.text)
+                .and_then(|value| value.as_str())
+                .is_some_and(|text| text.contains(span.as_str()));
+            if holds {
+                let segment = searcher.segment_reader(address.segment_ord).segment_id();
+                found.insert((segment, address.doc_id));
+            }
+        }
+    }
+    Ok(found)
+}
+
 fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
     let mut weights = [1.0; FileKind::ALL.len()];
     for kind in FileKind::ALL {

@@ -230,6 +230,43 @@ fn a_question_about_tests_finds_tests_first() {
 }
 
 #[test]
+fn code_quoted_in_the_question_finds_the_chunks_holding_it_verbatim() {
+    let root = TempDir::new().unwrap();
+    // Three files share every word of the quote; one holds the quote itself.
+    write(
+        root.path(),
+        "src/response.rs",
+        &function(
+            "into_response",
+            "map response into response into response map response",
+            6,
+        ),
+    );
+    write(
+        root.path(),
+        "src/middleware.rs",
+        &function("map_response", "map response into response", 6),
+    );
+    write(
+        root.path(),
+        "src/route.rs",
+        "pub fn route() -> u32 {\n    svc.map_response(IntoResponse::into_response);\n    0\n}\n",
+    );
+    let index = indexed(root.path());
+    let found = paths(
+        &index,
+        "Replace `map_response(IntoResponse::into_response)` with a custom wrapper",
+    );
+    assert_eq!(found[0], "src/route.rs", "{found:?}");
+    // Without the quote the same words rank the file named for them first.
+    let found = paths(
+        &index,
+        "Replace map response into response with a custom wrapper",
+    );
+    assert_ne!(found[0], "src/route.rs", "{found:?}");
+}
+
+#[test]
 fn the_changelog_does_not_outrank_the_code() {
     let root = TempDir::new().unwrap();
     write(
