@@ -4,7 +4,9 @@
 //! - the validator is total: arbitrary bytes and arbitrary JSON (deep, odd types in the
 //!   known fields) give a request or a rejection, never a panic;
 //! - planting k independent violations in an otherwise valid request gets exactly those
-//!   k paths and codes reported, all at once.
+//!   k paths and codes reported, all at once;
+//! - any valid request and any envelope, encoded, is valid against its schema in the
+//!   published OpenAPI document (`docs/openapi.json`).
 
 mod contract_gen;
 
@@ -12,6 +14,9 @@ use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, FinishReason, Kind, LlmUsage,
     RateLimitInfo, SourceRef, ViolationCode, validate,
 };
+use std::sync::OnceLock;
+
+use aptix_testkit::openapi::Components;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -136,6 +141,32 @@ proptest! {
         let text = serde_json::to_string(&envelope).unwrap();
         prop_assert_eq!(serde_json::from_str::<AgentExecuteResponse>(&text).unwrap(), envelope);
     }
+
+    #[test]
+    fn valid_requests_match_the_published_schema(request in request()) {
+        let value = serde_json::to_value(&request).unwrap();
+        let errors = published().errors("AgentExecuteRequest", &value);
+        prop_assert!(errors.is_empty(), "{}\n{}", value, errors.join("\n"));
+    }
+
+    #[test]
+    fn envelopes_match_the_published_schema(envelope in envelope()) {
+        let value = serde_json::to_value(&envelope).unwrap();
+        let errors = published().errors("AgentExecuteResponse", &value);
+        prop_assert!(errors.is_empty(), "{}\n{}", value, errors.join("\n"));
+    }
+}
+
+/// The component schemas of the committed `docs/openapi.json`, which `aptix-server`'s
+/// tests keep equal to the document it serves.
+fn published() -> &'static Components {
+    static COMPONENTS: OnceLock<Components> = OnceLock::new();
+    COMPONENTS.get_or_init(|| {
+        let path = aptix_testkit::repository_root().join("docs/openapi.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("{} is required: {error}", path.display()));
+        Components::new(&serde_json::from_str(&text).unwrap())
+    })
 }
 
 /// A place in a request where one violation can be planted without touching another.

@@ -50,6 +50,12 @@
 //! assert!(matches!(response.output[0], OutputItem::Other(_)));
 //! ```
 //!
+//! # Features
+//!
+//! - `openapi`: `utoipa::ToSchema` for the request, the envelope and every type they reach,
+//!   describing each exactly as it is serialised and validated (for `aptix-server`'s
+//!   `GET /openapi.json`).
+//!
 //! **Architecture invariant:** nothing here knows about HTTP, files, clocks or the
 //! environment.
 #![cfg_attr(
@@ -63,6 +69,8 @@ pub mod wire;
 
 mod error;
 mod open_enum;
+#[cfg(feature = "openapi")]
+mod openapi;
 
 pub use error::ModelError;
 

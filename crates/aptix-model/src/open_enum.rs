@@ -1,20 +1,21 @@
 //! String enums whose set of values may grow: each known value has a variant that
 //! serialises to exactly its string, and any other string is kept in `Other` instead of
 //! failing the decode. A client built today keeps working when a newer server adds a
-//! value. Decoding never produces `Other` holding a known string.
+//! value. Decoding never produces `Other` holding a known string. With the `openapi`
+//! feature each is a string schema listing the known values and allowing any other.
 
 /// Declares an open string enum: known variants with their exact strings, plus `Other`.
 macro_rules! open_string_enum {
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         pub enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+            $( $(#[doc = $vdoc:literal])* $variant:ident = $text:literal, )+
         }
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash)]
         pub enum $name {
-            $( $(#[$vmeta])* $variant, )+
+            $( $(#[doc = $vdoc])* $variant, )+
             /// A value this version of Aptix does not know, kept as sent.
             Other(String),
         }
@@ -70,6 +71,22 @@ macro_rules! open_string_enum {
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        // A string: one of the known values, or any other (see `open_enum` in the
+        // `openapi` module); the description is the doc comments.
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                $crate::openapi::open_enum(&[$($doc),*], &[$( ($text, &[$($vdoc),*]) ),+])
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl ::utoipa::ToSchema for $name {
+            fn name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(stringify!($name))
             }
         }
     };

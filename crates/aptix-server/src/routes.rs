@@ -205,11 +205,11 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
     tag = "turns",
     summary = "Run a turn",
     description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams `event: delta` (each StreamDelta as JSON), then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape); `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
-    request_body(content = crate::openapi::AgentExecuteRequestSchema, content_type = "application/json"),
+    request_body(content = aptix_model::contract::AgentExecuteRequest, content_type = "application/json"),
     params(("x-request-id" = Option<String>, Header, description = "Echoed back; made when absent or not a printable value of at most 128 bytes")),
     responses(
         (status = 200, description = "The AGN-004 envelope (also for `kind: error`), or its event stream", content(
-            (crate::openapi::AgentExecuteResponseSchema = "application/json"),
+            (aptix_model::contract::AgentExecuteResponse = "application/json"),
             (String = "text/event-stream"),
         )),
         (status = 400, description = "`invalid_request` (not JSON, or breaks AGN-034: every violation listed) or `tool_results_mismatch`", body = ErrorBody),

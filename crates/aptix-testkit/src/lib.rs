@@ -6,7 +6,9 @@
 //! part of OpenAI's OpenAPI description the request tests validate against, under
 //! `tests/fixtures/spec/` (made by `scripts/trim-spec.py`). A clone needs nothing beside
 //! it. A missing fixture is a test failure with a message saying where it was looked
-//! for, never a silent skip. [`spec`] validates request bodies against that description.
+//! for, never a silent skip. [`spec`] validates request bodies against that description,
+//! and [`openapi`] validates values against the component schemas of any OpenAPI 3.1
+//! document (Aptix's own `docs/openapi.json`).
 //! With the `fault-server` feature, `fault_server` is a loopback HTTP server scripted
 //! per request (statuses, headers, resets, cut and stalled streams) for the client,
 //! orchestrator and CLI tests. With the `postgres` feature, `postgres` gives each test
@@ -14,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod openapi;
 pub mod spec;
 
 #[cfg(feature = "fault-server")]

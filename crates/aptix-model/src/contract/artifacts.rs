@@ -8,6 +8,7 @@ use super::path::RelativePath;
 /// A retrieved chunk that was put into the model's context (AGN-004 section 2.8): the
 /// same chunk id, path and lines as the AGN-002 `[CONTEXT]` block showed the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SourceRef {
     /// The chunk's stable id.
@@ -22,6 +23,8 @@ pub struct SourceRef {
     pub language: String,
     /// The retriever's relevance score, comparable only within one retrieval; `null` when
     /// the retriever has none. Finite when present (JSON has no NaN).
+    // Always written, `null` included.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub score: Option<f64>,
 }
 
@@ -29,15 +32,19 @@ pub struct SourceRef {
 /// generation tool. Paths are checked [`RelativePath`]s, so a client writing a bundle
 /// into the workspace cannot be made to write outside it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FileBundle {
     /// The files, in the order they should be applied.
+    // Always written; only decoding defaults it.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     #[serde(default)]
     pub files: Vec<BundleFile>,
 }
 
 /// One file of a [`FileBundle`]: its full new content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct BundleFile {
     /// Where the file goes, relative to the workspace root.

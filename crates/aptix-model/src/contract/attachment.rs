@@ -91,16 +91,62 @@ impl ImageInput {
     }
 }
 
-/// The JSON shape shared by both inputs; the source enums pick which content field is set.
+/// A file input: a workspace file named by `path`, either a reference (no content: the
+/// server reads the file from the workspace it indexes) or inline, as UTF-8 text
+/// (`content`) or as base64 (`contentBase64`), never both. When `mediaType` is absent,
+/// consumers infer it from the path's extension.
+// The JSON shape of a `FileInput`, whose source picks the content field that is set; the
+// doc comments above and on the fields are its schema's descriptions.
 #[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
-struct AttachmentJson<'a> {
+struct FileInputJson<'a> {
+    /// Where the file is (or would be) in the workspace.
     path: &'a RelativePath,
+    /// The file's content as UTF-8 text; may be empty, as files may be. At most 20 MiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<&'a str>,
+    /// The file's bytes as base64; at most 20 MiB of base64 text.
     #[serde(skip_serializing_if = "Option::is_none")]
     content_base64: Option<&'a Base64Data>,
+    /// The file's media type, when the client knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    media_type: Option<&'a MediaType>,
+}
+
+/// An image input: a workspace image named by `path`, either a reference (no bytes: the
+/// server reads the image from the workspace) or inline as base64 (`contentBase64`). An
+/// image has no text `content`.
+// The JSON shape of an `ImageInput`; its doc comments are its schema's descriptions.
+#[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+struct ImageInputJson<'a> {
+    /// Where the image is (or would be) in the workspace; a pasted screenshot gets a
+    /// made-up name such as `clipboard.png`.
+    path: &'a RelativePath,
+    /// The image's bytes as standard padded base64, not empty (leave the field out to
+    /// refer to the path); at most 20 MiB of base64 text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = Option<String>,
+            min_length = 1,
+            pattern = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+        )
+    )]
+    content_base64: Option<&'a Base64Data>,
+    /// The image's media type, `image/...` in any case, when the client knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = Option<String>,
+            max_length = 255,
+            pattern = "^[Ii][Mm][Aa][Gg][Ee]/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$"
+        )
+    )]
     media_type: Option<&'a MediaType>,
 }
 
@@ -111,7 +157,7 @@ impl Serialize for FileInput {
             FileSource::Text(text) => (Some(text.as_str()), None),
             FileSource::Base64(data) => (None, Some(data)),
         };
-        AttachmentJson {
+        FileInputJson {
             path: &self.path,
             content,
             content_base64,
@@ -127,9 +173,8 @@ impl Serialize for ImageInput {
             ImageSource::Reference => None,
             ImageSource::Base64(data) => Some(data),
         };
-        AttachmentJson {
+        ImageInputJson {
             path: &self.path,
-            content: None,
             content_base64,
             media_type: self.media_type.as_ref(),
         }
@@ -137,8 +182,63 @@ impl Serialize for ImageInput {
     }
 }
 
-/// Checked standard base64 text (`A-Z a-z 0-9 + /`, `=` padding, length a multiple of 4).
+// The schema of the JSON shape `FileInputJson`, which is what a `FileInput` serialises to.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for FileInput {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <FileInputJson<'_> as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for FileInput {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("FileInput")
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <FileInputJson<'_> as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
+// The schema of the JSON shape `ImageInputJson`, which is what an `ImageInput`
+// serialises to.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ImageInput {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <ImageInputJson<'_> as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ImageInput {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ImageInput")
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <ImageInputJson<'_> as utoipa::ToSchema>::schemas(schemas);
+    }
+}
+
+/// Checked standard base64 text (`A-Z a-z 0-9 + /`, `=` padding, length a multiple of 4),
+/// without whitespace or a `data:` prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(pattern = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+)]
 pub struct Base64Data(String);
 
 impl Base64Data {
@@ -193,8 +293,14 @@ pub(crate) fn check_base64(text: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-/// A checked `type/subtype` media type such as `image/png`, without parameters.
+/// A checked `type/subtype` media type such as `image/png`, without parameters, at most
+/// 255 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(pattern = "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
+)]
 pub struct MediaType(String);
 
 impl MediaType {

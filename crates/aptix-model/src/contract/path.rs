@@ -27,7 +27,10 @@ use super::violation::{Problem, Violation, ViolationCode};
 /// stored form is normalised to `/` separators with `.` and empty segments dropped, the
 /// same form chunk paths use, so `./src//main.rs` and `src\main.rs` both become
 /// `src/main.rs`.
+///
+/// A path is at most 1,024 bytes of UTF-8.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RelativePath(String);
 
 impl RelativePath {

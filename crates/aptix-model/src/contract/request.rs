@@ -13,8 +13,26 @@ use super::tool_result::ToolResult;
 use super::validator::validate;
 use super::violation::{RequestRejection, Violation, ViolationCode};
 
-/// An AGN-034 request, by scenario. The scenario is decided by field presence: a request
-/// with `toolResults` is a tool continuation, any other a user turn.
+/// The wire description of [`AgentExecuteRequest`]: the first part of its doc comment and
+/// its schema's description, so the two cannot drift.
+macro_rules! request_doc {
+    () => {
+        "An AGN-034 request, by scenario. The scenario is decided by field presence: a request
+with `toolResults` is a tool continuation, any other a user turn.
+
+Field names are camelCase; each may also be spelt in PascalCase (`SessionId`), as the
+original server accepted, but not both ways in one object. A field whose value is `null`
+is read as absent, whatever its name. Any other field is a violation (`unknown_field`,
+or `server_owned` for state the server owns, such as `mode` or `model`), and the `400
+invalid_request` answer lists every violation with its path. Rules between fields are
+the server's, not this schema's: a user turn needs an `instruction` or a file or image
+input; a file input has `content` or `contentBase64`, not both; a tool result has
+exactly one of `resultJson` and `errorMessage`, and no two answer one `toolCallId`;
+inline attachments total at most 48 MiB."
+    };
+}
+
+#[doc = request_doc!()]
 ///
 /// Values of these types come from [`validate`] (or
 /// [`AgentExecuteRequest::from_json_slice`]), so code receiving one can rely on every
@@ -86,6 +104,55 @@ impl AgentExecuteRequest {
     }
 }
 
+/// One of the two scenarios. The request objects' schemas are derived from their types,
+/// then given the validator's rule for unknown fields (see
+/// `openapi::unknown_fields_must_be_null`): these components exist only here.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for AgentExecuteRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::ToSchema;
+        use utoipa::openapi::Ref;
+        use utoipa::openapi::schema::OneOfBuilder;
+        OneOfBuilder::new()
+            .description(Some(request_doc!()))
+            .item(Ref::from_schema_name(UserTurnRequest::name()))
+            .item(Ref::from_schema_name(ToolContinuationRequest::name()))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for AgentExecuteRequest {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("AgentExecuteRequest")
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        use utoipa::PartialSchema;
+        let mut tree = vec![
+            (
+                UserTurnRequest::name().into_owned(),
+                UserTurnRequest::schema(),
+            ),
+            (
+                ToolContinuationRequest::name().into_owned(),
+                ToolContinuationRequest::schema(),
+            ),
+        ];
+        UserTurnRequest::schemas(&mut tree);
+        ToolContinuationRequest::schemas(&mut tree);
+        schemas.extend(
+            tree.into_iter()
+                .map(|(name, schema)| (name, crate::openapi::unknown_fields_must_be_null(schema))),
+        );
+    }
+}
+
 impl Serialize for AgentExecuteRequest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -107,7 +174,11 @@ impl<'de> Deserialize<'de> for AgentExecuteRequest {
 }
 
 /// A user turn: ids, at least one of instruction or inputs, and optional hints.
+// Schema (feature `openapi`): derived, with the validator's limits; a field the encoding
+// leaves out may be sent as `null` (read as absent), hence `nullable` on the lists and
+// `stream` (an `Option` is nullable already).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UserTurnRequest {
     /// The session.
@@ -119,9 +190,11 @@ pub struct UserTurnRequest {
     pub instruction: Option<Instruction>,
     /// File inputs, references or inline.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(nullable = true, max_items = 256))]
     pub files: Vec<FileInput>,
     /// Image inputs, references or inline.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(nullable = true, max_items = 64))]
     pub images: Vec<ImageInput>,
     /// Advisory retrieval scope.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,6 +204,7 @@ pub struct UserTurnRequest {
     pub hints: Option<WorkspaceHints>,
     /// Whether the client wants the reply streamed (default `false`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "openapi", schema(nullable = true))]
     pub stream: bool,
 }
 
@@ -145,6 +219,7 @@ impl UserTurnRequest {
 
 /// A tool continuation: the ids of the turn and one result per client tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolContinuationRequest {
     /// The session.
@@ -152,29 +227,49 @@ pub struct ToolContinuationRequest {
     /// The turn being continued.
     pub turn_id: TurnId,
     /// The results; never empty, no tool call id twice.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 128))]
     pub tool_results: Vec<ToolResult>,
 }
 
 /// AGN-034 section 4.3: retrieval conditions over chunk metadata, ANDed, advisory.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RagScope {
-    /// The conditions; each has a non-empty `values`.
+    /// The conditions; each has a non-empty `values`. Absent means none.
+    // Always encoded, but the validator reads a missing or `null` list as empty.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = false, nullable = true, max_items = 64)
+    )]
     pub conditions: Vec<ScopeCondition>,
 }
 
 /// AGN-034 section 4.4: advisory hints about the client's workspace. Each is non-blank
 /// when present; none may be relied on for correctness.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceHints {
-    /// The client's id for its workspace.
+    /// The client's id for its workspace; at most 256 bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 256, pattern = r"\S")
+    )]
     pub workspace_id: Option<String>,
-    /// The repository name.
+    /// The repository name; at most 256 bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 256, pattern = r"\S")
+    )]
     pub repository: Option<String>,
-    /// The main language, e.g. `rust`.
+    /// The main language, e.g. `rust`; at most 256 bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 256, pattern = r"\S")
+    )]
     pub language: Option<String>,
 }

@@ -22,75 +22,112 @@ use super::labels::{FinishReason, Kind};
 /// default (`null`, `[]`, zero usage, kind `empty`), unknown fields are ignored, and an
 /// unknown `kind` or `finishReason` string is kept as `Other`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+// Every field is always written (`null` when unset), so the schema requires each one.
+// Decoding defaults each missing field on its own (`serde(default)` on each field that is
+// not an `Option`, which serde reads as `None`): the same as `default` on the struct,
+// which would give the derived schema a `default` for fields a reader always receives.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct AgentExecuteResponse {
     /// How to present the result.
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub kind: Kind,
     /// The conversation: the request's `sessionId`.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub conversation_id: Option<String>,
     /// The turn: the request's `turnId`.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub turn_id: Option<String>,
     /// The server's id for the agent context the turn ran in.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub agent_context_id: Option<String>,
     /// The server's id for the conversation's stored context.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub conversation_context_id: Option<String>,
     /// The provider response id (`resp_...`) the next call continues from.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub response_continuation_id: Option<String>,
     /// The session's mode (server-owned), echoed for the client's display.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub mode: Option<String>,
     /// The model that answered (`response.model`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model_id: Option<String>,
     /// The model's text: `output_text` parts in order, joined with one blank line; `null`
     /// when there is none.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub text: Option<String>,
     /// Why the model stopped; `null` when no response was received.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub finish_reason: Option<FinishReason>,
     /// Token counts; zero when the provider reported none.
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub usage: LlmUsage,
     /// Retrieved chunks the model was shown.
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub sources: Vec<SourceRef>,
     /// Files for a patching phase; `null` when there are none.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub file_bundle: Option<FileBundle>,
     /// Soft problems worth showing: a truncated context, an unknown output item, ...
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub warnings: Vec<String>,
     /// For `kind: error`: the error type, code or HTTP status.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error_code: Option<String>,
     /// For `kind: error`: the server's or API's message.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error_message: Option<String>,
     /// The provider's whole response (or error body) as JSON text, for debugging.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub raw_response_json: Option<String>,
     /// Tool calls the model made, in output order.
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub tool_calls: Vec<AgentToolCall>,
     /// The provider's `x-request-id`, to quote to the provider's support.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub request_id: Option<String>,
     /// The model's refusal text, when it refused; a refusal is not `text`.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub refusal: Option<String>,
     /// The provider's rate limits as its last reply's `x-ratelimit-*` headers gave them;
     /// `null` when it sent none (streamed replies, local servers).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub rate_limits: Option<RateLimitInfo>,
 }
 
 /// What is left of the provider's rate limits after the reply, and when they reset
 /// (OpenAI's `x-ratelimit-*` headers). Each value is `null` when the header was absent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+// Every field is always written (`null` when unset), so the schema requires each one.
+// Decoding defaults each missing field on its own (`serde(default)` on each field that is
+// not an `Option`, which serde reads as `None`): the same as `default` on the struct,
+// which would give the derived schema a `default` for fields a reader always receives.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct RateLimitInfo {
     /// Requests allowed per window (`x-ratelimit-limit-requests`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub limit_requests: Option<u64>,
     /// Requests left in this window (`x-ratelimit-remaining-requests`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub remaining_requests: Option<u64>,
     /// Milliseconds until the request window resets (`x-ratelimit-reset-requests`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reset_requests_ms: Option<u64>,
     /// Tokens allowed per window (`x-ratelimit-limit-tokens`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub limit_tokens: Option<u64>,
     /// Tokens left in this window (`x-ratelimit-remaining-tokens`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub remaining_tokens: Option<u64>,
     /// Milliseconds until the token window resets (`x-ratelimit-reset-tokens`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reset_tokens_ms: Option<u64>,
 }
 
@@ -116,29 +153,55 @@ where
 
 /// One tool call the model made (AGN-004 section 2.6).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+// Every field is always written (`null` when unset), so the schema requires each one.
+// Decoding defaults each missing field on its own (`serde(default)` on each field that is
+// not an `Option`, which serde reads as `None`): the same as `default` on the struct,
+// which would give the derived schema a `default` for fields a reader always receives.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct AgentToolCall {
     /// The call id (`call_...`) a tool result must answer with.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub call_id: String,
     /// The tool's name.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub name: String,
     /// The arguments exactly as the model emitted them: JSON text, possibly invalid.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub arguments_json: String,
 }
 
 /// Token counts of a turn. Missing counts are zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+// Every field is always written (`null` when unset), so the schema requires each one.
+// Decoding defaults each missing field on its own (`serde(default)` on each field that is
+// not an `Option`, which serde reads as `None`): the same as `default` on the struct,
+// which would give the derived schema a `default` for fields a reader always receives.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct LlmUsage {
     /// Input tokens (`input_tokens` on the wire).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub prompt_tokens: u64,
     /// Output tokens, reasoning included (`output_tokens`).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub completion_tokens: u64,
     /// All tokens (`total_tokens`).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub total_tokens: u64,
     /// Input tokens served from the provider's prompt cache.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub cached_tokens: u64,
     /// Output tokens spent on hidden reasoning.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reasoning_tokens: u64,
 }
 

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a [`ScopeCondition`] compares a chunk's metadata value with its `values`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ScopeOperator {
     /// `==`: the value equals one of the values.
     #[serde(rename = "==")]
@@ -63,13 +64,20 @@ impl ScopeOperator {
 
 /// One retrieval scope condition: `key operator values`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ScopeCondition {
-    /// The chunk metadata key, e.g. `path`, `language`, `repo`.
+    /// The chunk metadata key, e.g. `path`, `language`, `repo`; at most 128 bytes.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 128, pattern = r"\S")
+    )]
     pub key: String,
     /// The comparison.
     pub operator: ScopeOperator,
-    /// The alternatives compared against; never empty in a valid request.
+    /// The alternatives compared against; never empty in a valid request. Each is at most
+    /// 1,024 bytes and may be empty.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 256))]
     pub values: Vec<String>,
 }
 

@@ -33,11 +33,11 @@ pub(crate) fn check_size(field: &str, bytes: usize, max: usize) -> Result<(), Pr
     Ok(())
 }
 
-/// Declares a checked text newtype: constructor, accessors, `Display`, and serde as a
-/// plain JSON string whose decoding runs the check.
+/// Declares a checked text newtype: constructor, accessors, `Display`, serde as a plain
+/// JSON string whose decoding runs the check, and (feature `openapi`) its schema.
 macro_rules! checked_text {
-    ($(#[$doc:meta])* $name:ident, field = $field:literal, max = $max:expr) => {
-        $(#[$doc])*
+    ($(#[doc = $doc:literal])* $name:ident, field = $field:literal, max = $max:expr) => {
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(String);
 
@@ -89,6 +89,22 @@ macro_rules! checked_text {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(deserializer)?;
                 $name::new(text).map_err(serde::de::Error::custom)
+            }
+        }
+
+        // A string, checked as `check_text` checks it; the description is the doc
+        // comments.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                crate::openapi::checked_text(&[$($doc),*], $max)
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($name))
             }
         }
     };

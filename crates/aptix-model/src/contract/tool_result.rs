@@ -34,16 +34,52 @@ pub enum ToolOutcome {
     Error(ToolErrorMessage),
 }
 
-/// The JSON shape of a [`ToolResult`]: the outcome enum picks which field is set.
+/// The result of one client tool call: the call it answers, how long the tool ran, and
+/// exactly one of `resultJson` (the tool succeeded) or `errorMessage` (it failed).
+// The JSON shape of a `ToolResult`: the outcome enum picks which field is set. The doc
+// comments above and on the fields are its schema's descriptions.
 #[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 struct ToolResultJson<'a> {
+    /// The tool call this answers (`call_...`), as the envelope's `toolCalls` gave it.
     tool_call_id: &'a ToolCallId,
+    /// How long the tool ran: a whole number of milliseconds (`12.0` counts as `12`).
     execution_ms: u64,
+    /// What the tool returned, when it succeeded.
+    // `ResultJson` is any JSON value, `null` (absent) included, so it is not wrapped in a
+    // `oneOf` with `null` as an `Option` would be: both branches would match a `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     result_json: Option<&'a ResultJson>,
+    /// Why the tool failed, shown to the model as the tool's output.
     #[serde(skip_serializing_if = "Option::is_none")]
     error_message: Option<&'a ToolErrorMessage>,
+}
+
+// The schema of the JSON shape `ToolResultJson`, which is what a `ToolResult` serialises
+// to.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for ToolResult {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <ToolResultJson<'_> as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ToolResult {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ToolResult")
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <ToolResultJson<'_> as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 impl Serialize for ToolResult {
@@ -62,17 +98,21 @@ impl Serialize for ToolResult {
     }
 }
 
-/// JSON text a tool returned: always parses as JSON, at most
-/// [`MAX_TOOL_OUTPUT_BYTES`] bytes.
+/// JSON text a tool returned: always parses as JSON, at most 8 MiB.
 ///
-/// text** (`"resultJson": "{\"rows\": 3}"`), which must parse as JSON. A client may also
-/// send the JSON **value inline** (`"resultJson": {"rows": 3}`), which is kept as its
-/// compact text. A string is always read as JSON text, never as a JSON string value, so a
-/// tool whose result is the string `ok` sends `"\"ok\""`, and one whose result is `null`
-/// sends `"null"` (a `null` field means "absent", as everywhere in the contract). Either
-/// way the validated value is text, because the Responses API takes a tool's output as a
-/// string (`function_call_output.output`).
+/// A client sends a **string holding JSON text** (`"resultJson": "{\"rows\": 3}"`), which
+/// must parse as JSON, or the JSON **value inline** (`"resultJson": {"rows": 3}`), which is
+/// kept as its compact text. A string is always read as JSON text, never as a JSON string
+/// value, so a tool whose result is the string `ok` sends `"\"ok\""`, and one whose result
+/// is `null` sends `"null"` (a `null` field means "absent", as everywhere in the contract).
+/// Either way the validated value is text, because the Responses API takes a tool's output
+/// as a string (`function_call_output.output`); encoding writes that text as a string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(value_type = Value)
+)]
 pub struct ResultJson(String);
 
 impl ResultJson {

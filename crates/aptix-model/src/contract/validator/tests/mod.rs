@@ -1,7 +1,11 @@
 //! One test per AGN-034 rule, each through [`check`]: a request and the exact
 //! `(path, code)` pairs it must be rejected with (none for a valid request). The rules of
-//! a user turn's inputs and of tool results have their own files.
+//! a user turn's inputs and of tool results have their own files. With the `openapi`
+//! feature, `check` also asserts that the request's OpenAPI schema agrees with the
+//! verdict (`schema.rs`).
 
+#[cfg(feature = "openapi")]
+mod schema;
 mod tool_results;
 mod user_turn;
 
@@ -42,6 +46,11 @@ fn check(request: Value, expected: &[(&str, ViolationCode)]) {
     actual.sort();
     expected.sort();
     assert_eq!(actual, expected, "request: {request}");
+    #[cfg(feature = "openapi")]
+    schema::agrees(
+        &request,
+        &actual.iter().map(|(_, code)| *code).collect::<Vec<_>>(),
+    );
 }
 
 /// `base` with `extra`'s fields set over it.
