@@ -35,6 +35,11 @@ use axum::serve::ListenerExt as _;
 
 const FIXTURE: &str = include_str!("../../tests/fixtures/responses/sse_text_deltas.sse");
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+/// The open-loop runs: 16 clients at fixed offered rates (turns per second), below and at
+/// the throughput target, so that the latency measured is the service's and not the
+/// queue of a saturated machine.
+const PACED_CONCURRENCY: usize = 16;
+const PACED_RATES: [f64; 3] = [1_000.0, 2_500.0, 5_000.0];
 
 /// A provider that answers at once: the canned response, or its canned events.
 struct InstantProvider {
@@ -108,6 +113,14 @@ struct Stats {
 }
 
 impl Stats {
+    fn merge(mut a: Stats, b: Stats) -> Stats {
+        a.latencies.extend(b.latencies);
+        a.latencies.sort_unstable();
+        a.failures += b.failures;
+        a.elapsed += b.elapsed;
+        a
+    }
+
     fn throughput(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }
@@ -162,6 +175,76 @@ where
     stats.elapsed = started.elapsed();
     stats.latencies.sort_unstable();
     stats
+}
+
+/// Runs `call` at an offered `rate` (calls per second) spread over `concurrency` tasks,
+/// each sending on its own schedule (open loop), for `duration`. A latency counts from
+/// the time the call was due, so a call that had to wait for the one before it counts
+/// the wait (no coordinated omission); the second value is how many calls were late.
+async fn paced_load<F, Fut>(
+    concurrency: usize,
+    rate: f64,
+    duration: Duration,
+    call: F,
+) -> (Stats, u64)
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let call = Arc::new(call);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let interval = Duration::from_secs_f64(concurrency as f64 / rate);
+    let workers: Vec<_> = (0..concurrency)
+        .map(|worker| {
+            let call = Arc::clone(&call);
+            // Workers start spread over one interval, so the offered load is even.
+            let mut due = started + interval.mul_f64(worker as f64 / concurrency as f64);
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(16 * 1024);
+                let (mut failures, mut late) = (0u64, 0u64);
+                while due < deadline {
+                    let now = Instant::now();
+                    if now < due {
+                        tokio::time::sleep_until(due.into()).await;
+                    } else if now > due + Duration::from_millis(1) {
+                        late += 1;
+                    }
+                    // Timers fire up to a millisecond late: time from the send, or from
+                    // when the call was due if it is later than that.
+                    let sent = Instant::now();
+                    let from = if sent > due + Duration::from_millis(1) {
+                        due
+                    } else {
+                        sent
+                    };
+                    if call().await {
+                        latencies.push(from.elapsed());
+                    } else {
+                        failures += 1;
+                    }
+                    due += interval;
+                }
+                (latencies, failures, late)
+            })
+        })
+        .collect();
+    let mut stats = Stats {
+        latencies: Vec::new(),
+        failures: 0,
+        elapsed: Duration::ZERO,
+    };
+    let mut late_total = 0;
+    for worker in workers {
+        if let Ok((latencies, failures, late)) = worker.await {
+            stats.latencies.extend(latencies);
+            stats.failures += failures;
+            late_total += late;
+        }
+    }
+    stats.elapsed = started.elapsed();
+    stats.latencies.sort_unstable();
+    (stats, late_total)
 }
 
 /// The service on a fresh store, served on loopback; its address and metrics.
@@ -242,6 +325,27 @@ async fn http_load(
     .await
 }
 
+async fn http_paced(
+    client: &reqwest::Client,
+    base: &str,
+    mode: Mode,
+    rate: f64,
+    duration: Duration,
+) -> (Stats, u64) {
+    let client = client.clone();
+    let base = base.to_owned();
+    paced_load(PACED_CONCURRENCY, rate, duration, move || {
+        let sent = request(&client, &base, mode).send();
+        async move {
+            match sent.await {
+                Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
+                _ => false,
+            }
+        }
+    })
+    .await
+}
+
 async fn direct_load(
     provider: Arc<InstantProvider>,
     mode: Mode,
@@ -308,6 +412,7 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
     );
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
     let mut overheads = Vec::new();
+    let mut paced = Vec::new();
     for mode in [Mode::Json, Mode::Streamed] {
         if only.is_some_and(|only| only != mode.name()) {
             continue;
@@ -356,6 +461,49 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
                 ms(aptix_stats.percentile(0.99)) - ms(fake_stats.percentile(0.99)),
             ));
         }
+        for rate in PACED_RATES {
+            // Interleaved halves, so that a burst of other load on the machine falls on
+            // both targets alike.
+            let (base, _) = start_aptix(Arc::clone(&provider)).await?;
+            let half = duration / 2;
+            let (fake_a, fake_late_a) = http_paced(&client, &fake, mode, rate, half).await;
+            let (aptix_a, aptix_late_a) = http_paced(&client, &base, mode, rate, half).await;
+            let (aptix_b, aptix_late_b) = http_paced(&client, &base, mode, rate, half).await;
+            let (fake_b, fake_late_b) = http_paced(&client, &fake, mode, rate, half).await;
+            let fake_stats = Stats::merge(fake_a, fake_b);
+            let aptix_stats = Stats::merge(aptix_a, aptix_b);
+            paced.push((
+                mode,
+                rate,
+                fake_stats,
+                fake_late_a + fake_late_b,
+                aptix_stats,
+                aptix_late_a + aptix_late_b,
+            ));
+        }
+    }
+    println!();
+    println!(
+        "Open loop: {PACED_CONCURRENCY} clients at a fixed offered rate, latency from when \
+         each turn was due"
+    );
+    println!();
+    println!(
+        "| mode | offered turns/s | fake p50 / p99 ms | aptix p50 / p99 ms | late sends (fake, aptix) | failed | overhead p50 / p99 ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (mode, rate, fake, fake_late, aptix, aptix_late) in &paced {
+        println!(
+            "| {} | {rate:.0} | {:.3} / {:.3} | {:.3} / {:.3} | {fake_late}, {aptix_late} | {} | {:.3} / {:.3} |",
+            mode.name(),
+            ms(fake.percentile(0.50)),
+            ms(fake.percentile(0.99)),
+            ms(aptix.percentile(0.50)),
+            ms(aptix.percentile(0.99)),
+            fake.failures + aptix.failures,
+            ms(aptix.percentile(0.50)) - ms(fake.percentile(0.50)),
+            ms(aptix.percentile(0.99)) - ms(fake.percentile(0.99)),
+        );
     }
     println!();
     println!("| mode | conc. | overhead p50 ms (aptix - fake) | overhead p99 ms (aptix - fake) |");
