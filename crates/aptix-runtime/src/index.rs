@@ -104,14 +104,14 @@ fn exists(workspace: &Path) -> bool {
 pub(crate) struct IndexParts {
     /// The retriever of `[CONTEXT]`, when there is an index.
     pub(crate) retriever: Option<Arc<dyn Retriever>>,
-    /// The built-in server tools, when offered.
+    /// The built-in server tools the settings offer.
     pub(crate) tools: Vec<Arc<dyn ServerTool>>,
 }
 
 /// The index of `workspace` for a turn: retrieval is advisory, so an index that cannot
-/// be opened is a warning and turns go on without context. The built-in tools are
-/// offered unless the settings turn them off, with `read_file` reading through `reader`
-/// when one is given (an editor's buffers) and the disk otherwise.
+/// be opened is a warning and turns go on without context. The built-in tools are those
+/// the settings offer, with `read_file` reading through `reader` when one is given (an
+/// editor's buffers) and the disk otherwise.
 pub(crate) fn turn_parts(
     workspace: &Path,
     settings: &Settings,
@@ -131,10 +131,19 @@ pub(crate) fn turn_parts(
             };
         }
     };
-    let tools = match (settings.tools(), reader) {
-        (false, _) => Vec::new(),
-        (true, Some(reader)) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
-        (true, None) => aptix_tools::builtin_tools(index.clone()),
+    let tools = if aptix_tools::TOOL_NAMES
+        .iter()
+        .any(|name| settings.offers_tool(name))
+    {
+        let all = match reader {
+            Some(reader) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
+            None => aptix_tools::builtin_tools(index.clone()),
+        };
+        all.into_iter()
+            .filter(|tool| settings.offers_tool(tool.name()))
+            .collect()
+    } else {
+        Vec::new()
     };
     IndexParts {
         retriever: Some(Arc::new(index) as Arc<dyn Retriever>),

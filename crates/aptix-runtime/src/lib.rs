@@ -9,7 +9,7 @@
 //! | which provider and API (`/v1/responses` or the Chat Completions bridge), timeouts, retries, the key from the environment only | [`Workspace::provider`] |
 //! | which session store the `store` URL names (the workspace's SQLite file, another one, PostgreSQL), `.aptix/` created with its `.gitignore` | [`Workspace::open_store`], [`StoreLocation`] |
 //! | the configured mode and model applied to a continued session | the store [`Workspace::open_store`] returns |
-//! | the workspace index refreshed as the retriever, and the built-in tools unless the settings turn them off | [`Workspace::orchestrator`], [`fresh_index`] |
+//! | the workspace index refreshed as the retriever, and the built-in tools the settings offer (`tools`, `disabled_tools`) | [`Workspace::orchestrator`], [`fresh_index`] |
 //! | the orchestrator's configuration (lease TTL, compaction, stream recovery, system prompt) | [`Settings::orchestrator_config`] |
 //! | a dry run: a stand-in provider with the real one's capabilities, a store that writes nothing, the body exactly as it would be sent | [`Workspace::dry_run_orchestrator`], [`Workspace::wire_request`] |
 //!
@@ -60,6 +60,7 @@
 //!
 //! let env = |name: &str| match name {
 //!     "APTIX_MODEL" => Some("gpt-test".to_owned()),
+//!     "APTIX_DISABLED_TOOLS" => Some("read_file".to_owned()),
 //!     _ => None,
 //! };
 //! let workspace = Workspace::load(&root, &SettingsLayer::default(), &env)?;
@@ -80,7 +81,7 @@
 //!     .flatten()
 //!     .filter_map(|tool| tool["name"].as_str())
 //!     .collect();
-//! assert_eq!(tools, ["search_code", "read_file", "list_files"]);
+//! assert_eq!(tools, ["search_code", "list_files"]);
 //! # std::fs::remove_dir_all(&root)?;
 //! # Ok(())
 //! # }

@@ -129,9 +129,16 @@ impl Settings {
         self.configured.stateless.unwrap_or(false)
     }
 
-    /// Whether the built-in tools are offered (on unless turned off).
-    pub(crate) fn tools(&self) -> bool {
+    /// Whether the built-in tool `name` is offered: tools are on unless turned off, and
+    /// then every one not disabled by name.
+    pub(crate) fn offers_tool(&self, name: &str) -> bool {
         self.configured.tools.unwrap_or(true)
+            && !self
+                .configured
+                .disabled_tools
+                .iter()
+                .flatten()
+                .any(|disabled| disabled == name)
     }
 
     /// The configured base URL, if any (the provider's default otherwise).

@@ -185,6 +185,10 @@ settings! {
     /// list_files) over the workspace; `--no-tools` or `false` turns them off [config:
     /// tools, env: APTIX_TOOLS]
     tools: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// Do not offer this built-in tool (search_code, read_file or list_files); repeat
+    /// it or separate names with commas [config: disabled_tools, env:
+    /// APTIX_DISABLED_TOOLS]
+    disabled_tools: Vec<String>, arg(value_name = "NAME", value_delimiter = ','), flag "disable-tool";
     /// Where sessions are kept: a PostgreSQL URL (postgres://user:password@host/db),
     /// shared by every process that uses it, or a SQLite file; default
     /// .aptix/sessions.db in the workspace [config: store, env: APTIX_STORE_URL]
@@ -311,6 +315,23 @@ impl SettingsLayer {
                 "invalid {}: at least 1 attempt (1 turns recovery off)",
                 name("stream_max_attempts")
             )));
+        }
+        if let Some(tools) = self.disabled_tools.take() {
+            let mut names: Vec<String> = Vec::new();
+            for tool in tools {
+                let tool = tool.trim();
+                if !aptix_tools::TOOL_NAMES.contains(&tool) {
+                    return Err(Error::config(format!(
+                        "{} {tool:?} is not a built-in tool (known tools: {})",
+                        name("disabled_tools"),
+                        aptix_tools::TOOL_NAMES.join(", ")
+                    )));
+                }
+                if !names.iter().any(|known| known == tool) {
+                    names.push(tool.to_owned());
+                }
+            }
+            self.disabled_tools = Some(names);
         }
         Ok(self)
     }

@@ -163,12 +163,103 @@ fn bad_values_name_their_source() {
 }
 
 #[test]
+fn an_unknown_tool_name_is_refused_naming_its_source_and_the_known_tools() {
+    let known = "(known tools: search_code, read_file, list_files)";
+    let flags = SettingsLayer {
+        disabled_tools: Some(vec!["read_file".into(), "run_shell".into()]),
+        ..SettingsLayer::default()
+    };
+    let error = from_flags(&flags).unwrap_err();
+    assert!(error.is_config());
+    assert_eq!(
+        error.to_string(),
+        format!("--disable-tool \"run_shell\" is not a built-in tool {known}")
+    );
+
+    let env = env_of(&[("APTIX_DISABLED_TOOLS", "read_file,grep")]);
+    let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
+    assert_eq!(
+        text,
+        format!("APTIX_DISABLED_TOOLS \"grep\" is not a built-in tool {known}")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "aptix.toml",
+        "disabled_tools = [\"readfile\"]\n",
+    );
+    let text = from_file(&path).unwrap_err().to_string();
+    assert_eq!(
+        text,
+        format!(
+            "`disabled_tools` in {} \"readfile\" is not a built-in tool {known}",
+            path.display()
+        )
+    );
+    let path = write(dir.path(), "aptix.toml", "disabled_tools = \"read_file\"\n");
+    let text = from_file(&path).unwrap_err().to_string();
+    assert!(
+        text.contains("invalid value for `disabled_tools`") && text.contains("sequence"),
+        "{text}"
+    );
+}
+
+#[test]
+fn disabled_tools_are_layered_like_every_setting_and_leave_the_others_offered() {
+    let workspace = tempfile::tempdir().unwrap();
+    write(
+        workspace.path(),
+        "aptix.toml",
+        "disabled_tools = [\"read_file\"]\n",
+    );
+    let none = SettingsLayer::default();
+    let offered = |settings: &Settings| -> Vec<&str> {
+        aptix_tools::TOOL_NAMES
+            .into_iter()
+            .filter(|name| settings.offers_tool(name))
+            .collect()
+    };
+
+    let settings = Settings::load(workspace.path(), &none, &|_| None).unwrap();
+    assert_eq!(offered(&settings), ["search_code", "list_files"]);
+
+    // A higher layer replaces the list, as it replaces any value.
+    let env = env_of(&[(
+        "APTIX_DISABLED_TOOLS",
+        " list_files , search_code,list_files",
+    )]);
+    let settings = Settings::load(workspace.path(), &none, &env).unwrap();
+    assert_eq!(
+        settings.configured().disabled_tools.as_deref(),
+        Some(&["list_files".to_owned(), "search_code".to_owned()][..]),
+        "trimmed, each name once"
+    );
+    assert_eq!(offered(&settings), ["read_file"]);
+
+    let flags = SettingsLayer {
+        disabled_tools: Some(Vec::new()),
+        ..SettingsLayer::default()
+    };
+    let settings = Settings::load(workspace.path(), &flags, &env).unwrap();
+    assert_eq!(offered(&settings), aptix_tools::TOOL_NAMES);
+
+    // `tools = false` turns every tool off, whatever the list says.
+    let flags = SettingsLayer {
+        tools: Some(false),
+        ..SettingsLayer::default()
+    };
+    let settings = Settings::load(workspace.path(), &flags, &|_| None).unwrap();
+    assert!(offered(&settings).is_empty());
+}
+
+#[test]
 fn every_key_can_be_set_in_a_file_and_in_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
         dir.path(),
         "aptix.toml",
-        "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\ncontext_window = 50000\ncompact_threshold = 0.5\nlease_ttl = \"1m 30s\"\ntools = false\nstore = \"postgres://u:pw@db/aptix\"\n",
+        "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\ncontext_window = 50000\ncompact_threshold = 0.5\nlease_ttl = \"1m 30s\"\ntools = false\ndisabled_tools = [\"read_file\", \"list_files\"]\nstore = \"postgres://u:pw@db/aptix\"\n",
     );
     let from_file = from_file(&path).unwrap().unwrap();
     let vars: Vec<(String, String)> = [
@@ -192,6 +283,7 @@ fn every_key_can_be_set_in_a_file_and_in_the_environment() {
         ("compact_threshold", "0.5"),
         ("lease_ttl", "90s"),
         ("tools", "off"),
+        ("disabled_tools", "read_file,list_files"),
         ("store", "postgres://u:pw@db/aptix"),
     ]
     .iter()

@@ -103,6 +103,20 @@ impl FromEnvText for String {
     }
 }
 
+/// A list is written comma-separated (`read_file,list_files`); blank items are dropped.
+impl FromEnvText for Vec<String> {
+    const EXPECTED: &'static str = "names separated by commas";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+}
+
 impl FromEnvText for f64 {
     const EXPECTED: &'static str = "a number";
     fn from_env_text(text: &str) -> Option<Self> {
@@ -191,6 +205,10 @@ mod tests {
         assert_eq!(bool::from_env_text(" On "), Some(true));
         assert_eq!(bool::from_env_text("maybe"), None);
         assert_eq!(ApiKind::from_env_text("CHAT"), Some(ApiKind::Chat));
+        assert_eq!(
+            Vec::<String>::from_env_text(" read_file, ,list_files "),
+            Some(vec!["read_file".to_owned(), "list_files".to_owned()])
+        );
         assert_eq!(
             HumanDuration::from_env_text("1m 30s"),
             Some(HumanDuration(std::time::Duration::from_secs(90)))
