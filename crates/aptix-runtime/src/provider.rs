@@ -15,7 +15,7 @@ use crate::settings::{ApiKind, Env, Settings, user_config_path};
 
 /// What the provider reports about itself, as the real provider would: a dry run's
 /// stand-in must make the orchestrator build the same body.
-fn capabilities(settings: &Settings) -> Capabilities {
+pub(crate) fn capabilities(settings: &Settings) -> Capabilities {
     match (settings.api(), settings.stateless()) {
         (ApiKind::Chat, _) => Capabilities::chat_completions(),
         (ApiKind::Responses, true) => Capabilities::stateless_responses(),

@@ -58,7 +58,7 @@ impl Workspace {
 
     /// What the configured provider reports about itself (without making it).
     pub fn capabilities(&self) -> Capabilities {
-        provider::stand_in(&self.settings).capabilities()
+        provider::capabilities(&self.settings)
     }
 
     /// Where the sessions are kept (`store`; the workspace's `.aptix/sessions.db` by

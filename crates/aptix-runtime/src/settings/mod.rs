@@ -120,7 +120,7 @@ impl Settings {
     }
 
     /// The wire API.
-    pub fn api(&self) -> ApiKind {
+    pub(crate) fn api(&self) -> ApiKind {
         self.configured.api.unwrap_or(ApiKind::Responses)
     }
 
