@@ -17,11 +17,9 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Stdio};
-use aptix_client::ResponsesProvider;
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind};
-use aptix_orchestrator::{Orchestrator, OrchestratorConfig, ServerTool, SessionStore};
-use aptix_rag::Retriever;
+use aptix_orchestrator::{Orchestrator, SessionStore};
 use aptix_tools::FileReader;
 use tokio::sync::oneshot;
 
@@ -33,13 +31,15 @@ use crate::report::TurnReporter;
 use crate::tools::{EditorReader, lock};
 use crate::{prompt, replay};
 
-/// Opens the workspace a session works in. The caller (the `aptix` command) owns the
-/// wiring: settings, the provider, the session store, the index and the tools.
+/// Opens the workspace a session works in. The caller (the `aptix` command, through
+/// `aptix-runtime`) owns the wiring: settings, the provider, the session store, the
+/// index, the tools and the orchestrator built from them.
 pub trait WorkspaceOpener: Send + Sync + 'static {
     /// Opens the workspace for a session whose editor folder is `cwd`: loads its
-    /// settings, opens its session store, refreshes its index (progress on stderr, never
-    /// stdout) and makes its tools, with `read_file` reading through `reader` when one
-    /// is given (the editor's buffers). Blocking: it is called off the message loop.
+    /// settings, opens its session store and builds the orchestrator its turns run on
+    /// (its index refreshed, progress on stderr, never stdout), with the built-in
+    /// `read_file` reading through `reader` when one is given (the editor's buffers).
+    /// Blocking: it is called off the message loop.
     fn open(
         &self,
         cwd: &Path,
@@ -57,32 +57,22 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
 pub struct OpenedWorkspace {
     /// The workspace folder in use (the session's `cwd`, unless the caller pins one).
     pub root: PathBuf,
-    /// The provider, or why there is none, in words a person can act on (no API key,
-    /// say): the session opens, and each prompt ends with this message.
-    pub provider: Result<Arc<dyn ResponsesProvider>, String>,
-    /// Where the session's turns are kept (shared with `aptix ask` and `aptix serve`).
+    /// The orchestrator the session's prompts run on, or why there is none, in words a
+    /// person can act on (no API key, say): the session opens, and each prompt ends
+    /// with this message.
+    pub orchestrator: Result<Orchestrator, String>,
+    /// Where the session's turns are kept (shared with `aptix ask` and `aptix serve`);
+    /// the orchestrator's own store when there is one.
     pub store: Arc<dyn SessionStore>,
-    /// The orchestrator's configuration.
-    pub config: OrchestratorConfig,
-    /// The retriever of workspace context, if any.
-    pub retriever: Option<Arc<dyn Retriever>>,
-    /// The server tools offered to the model.
-    pub tools: Vec<Arc<dyn ServerTool>>,
 }
 
 impl std::fmt::Debug for OpenedWorkspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenedWorkspace")
             .field("root", &self.root)
-            .field("provider", &self.provider.as_ref().map(|_| "configured"))
-            .field("retriever", &self.retriever.is_some())
             .field(
-                "tools",
-                &self
-                    .tools
-                    .iter()
-                    .map(|tool| tool.name())
-                    .collect::<Vec<_>>(),
+                "orchestrator",
+                &self.orchestrator.as_ref().map(|_| "configured"),
             )
             .finish_non_exhaustive()
     }
@@ -290,8 +280,8 @@ impl Shared {
         })
     }
 
-    /// Opens the session's workspace (off the message loop: it refreshes the index) and
-    /// builds its orchestrator.
+    /// Opens the session's workspace through the opener, off the message loop (it
+    /// refreshes the index).
     async fn open_session(
         &self,
         id: &str,
@@ -310,29 +300,9 @@ impl Shared {
             .map_err(|error| internal(format!("opening the workspace stopped: {error}")))?
             .map_err(|error| internal(error.to_string()))?;
         // Without a provider the session still opens (it can be loaded, and the editor
-        // shows why prompts fail): each prompt ends with the reason.
-        let turns = match opened.provider {
-            Ok(provider) => {
-                let mut builder = Orchestrator::builder(provider, Arc::clone(&opened.store))
-                    .config(opened.config);
-                if let Some(retriever) = opened.retriever {
-                    builder = builder.retriever(retriever);
-                }
-                // Each tool run reaches the editor through the turn's ToolRunning and
-                // ToolFinished deltas.
-                for tool in opened.tools {
-                    builder = builder.server_tool(tool);
-                }
-                let built = builder.build().map_err(|error| {
-                    invalid_params(format!(
-                        "the settings of {} are not usable: {error}",
-                        opened.root.display()
-                    ))
-                })?;
-                Ok(Arc::new(built))
-            }
-            Err(reason) => Err(reason),
-        };
+        // shows why prompts fail): each prompt ends with the reason. Each tool run
+        // reaches the editor through the turn's ToolRunning and ToolFinished deltas.
+        let turns = opened.orchestrator.map(Arc::new);
         Ok(Arc::new(Session {
             id: id.to_owned(),
             root: opened.root,

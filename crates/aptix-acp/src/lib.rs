@@ -10,7 +10,7 @@
 //! | ACP | Aptix |
 //! |---|---|
 //! | `initialize` | protocol version 1, `agentInfo`, `loadSession`, prompts of text, resource links, embedded resources and images; no auth methods (the key comes from the environment) |
-//! | `session/new {cwd}` | a session whose workspace is `cwd`, opened by the caller's [`WorkspaceOpener`] (settings, store, index refreshed, tools) |
+//! | `session/new {cwd}` | a session whose workspace is `cwd`, opened by the caller's [`WorkspaceOpener`] (settings, store, index refreshed, tools, the orchestrator over them) |
 //! | `session/load` | the stored history replayed as updates, then the answer |
 //! | `session/prompt` | text: the instruction; links and resources: attachments; the answer's `stopReason` from the envelope (`end_turn`, `max_tokens`, `refusal`, `max_turn_requests`, `cancelled`); a provider failure: a JSON-RPC error saying what to do |
 //! | `session/cancel` | the turn's future is dropped (the provider stream and any tool stop), nothing is stored, the prompt answers `cancelled` |
@@ -37,21 +37,18 @@
 //! use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
 //! use aptix_client::FakeProvider;
 //! use aptix_model::wire::Response;
-//! use aptix_orchestrator::{InMemorySessionStore, OrchestratorConfig};
+//! use aptix_orchestrator::{InMemorySessionStore, Orchestrator, SessionStore};
 //! use aptix_tools::FileReader;
 //!
 //! struct Scripted(Arc<FakeProvider>);
 //!
 //! impl WorkspaceOpener for Scripted {
 //!     fn open(&self, cwd: &Path, _: Option<Arc<dyn FileReader>>) -> Result<OpenedWorkspace, AcpError> {
-//!         Ok(OpenedWorkspace {
-//!             root: cwd.to_path_buf(),
-//!             provider: Ok(self.0.clone()),
-//!             store: Arc::new(InMemorySessionStore::new()),
-//!             config: OrchestratorConfig::default(),
-//!             retriever: None,
-//!             tools: Vec::new(),
-//!         })
+//!         let store: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
+//!         let orchestrator = Orchestrator::builder(self.0.clone(), store.clone())
+//!             .build()
+//!             .map_err(|error| error.to_string());
+//!         Ok(OpenedWorkspace { root: cwd.to_path_buf(), orchestrator, store })
 //!     }
 //!     fn new_session_id(&self) -> String { "s-1".into() }
 //!     fn new_turn_id(&self) -> String { "t-1".into() }

@@ -1,7 +1,7 @@
 //! `aptix acp`: Aptix as an Agent Client Protocol agent on stdin/stdout, for editors
-//! (`aptix-acp`), wired from the same settings, session store and workspace index as
-//! `aptix ask`, so a session started in the editor is continued by `aptix ask
-//! --session` and the reverse.
+//! (`aptix-acp`), each session's workspace wired by `aptix-runtime` exactly as `aptix
+//! ask` wires one (settings, session store, workspace index, tools), so a session
+//! started in the editor is continued by `aptix ask --session` and the reverse.
 //!
 //! Each ACP session's workspace is the editor's folder (`cwd` of `session/new`) unless
 //! `--workspace` pins one: its `aptix.toml`, its `.aptix/` store and index. Stdout
@@ -12,15 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
-use aptix_orchestrator::SessionStore;
+use aptix_runtime::{SettingsLayer, Workspace, process_env};
 use aptix_tools::FileReader;
 use clap::Args;
 use tokio::runtime::Runtime;
 
-use crate::ask::{fresh_index, index_parts, provider};
-use crate::config::{Layer, Settings, process_env};
 use crate::exit::SUCCESS;
-use crate::session::{ConfiguredStore, new_session_id, new_turn_id, open_store};
+use crate::output::StderrReporter;
 use crate::workspace;
 
 /// `aptix acp`.
@@ -33,7 +31,7 @@ pub(crate) struct AcpArgs {
 
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
-    pub(crate) settings: Layer,
+    pub(crate) settings: SettingsLayer,
 }
 
 /// Runs `aptix acp` until the editor closes stdin; returns the exit code.
@@ -44,17 +42,17 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
     };
     let opener = CliWorkspaces {
         pinned,
-        layer: args.settings.clone(),
+        flags: args.settings.clone(),
     };
     tracing::info!("serving ACP on stdio");
     runtime.block_on(AcpAgent::new(Arc::new(opener)).serve_stdio())?;
     Ok(SUCCESS)
 }
 
-/// Opens a session's workspace as `aptix ask` does.
+/// Opens a session's workspace through the runtime.
 struct CliWorkspaces {
     pinned: Option<PathBuf>,
-    layer: Layer,
+    flags: SettingsLayer,
 }
 
 impl CliWorkspaces {
@@ -62,26 +60,35 @@ impl CliWorkspaces {
         &self,
         root: &Path,
         reader: Option<Arc<dyn FileReader>>,
-    ) -> Result<OpenedWorkspace, anyhow::Error> {
-        let settings = Settings::load(root, &self.layer, &process_env)?;
-        // No key is not a reason to refuse the session: each prompt says how to set one.
-        let provider = provider(&settings, &process_env).map_err(|error| format!("{error:#}"));
+    ) -> Result<OpenedWorkspace, aptix_runtime::Error> {
+        let workspace = Workspace::load(root, &self.flags, &process_env)?;
         // `open` runs on a blocking thread of the runtime (the ACP agent's
-        // `spawn_blocking`), where waiting on the store's async open is allowed.
-        let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
-            tokio::runtime::Handle::current().block_on(open_store(root, &settings))?,
-            settings.clone(),
-        ));
-        let parts = index_parts(fresh_index(root), settings.tools(), reader);
+        // `spawn_blocking`), where waiting on the runtime's async work is allowed.
+        let handle = tokio::runtime::Handle::current();
+        // No key is not a reason to refuse the session: each prompt says how to set one.
+        let (orchestrator, store) = match workspace.provider(&process_env) {
+            Ok(provider) => {
+                let orchestrator =
+                    handle.block_on(workspace.orchestrator(provider, reader, &StderrReporter))?;
+                let store = Arc::clone(orchestrator.store());
+                (Ok(orchestrator), store)
+            }
+            Err(error) => (
+                Err(shown(&error.into())),
+                handle.block_on(workspace.open_store())?,
+            ),
+        };
         Ok(OpenedWorkspace {
             root: root.to_path_buf(),
-            provider,
+            orchestrator,
             store,
-            config: settings.orchestrator_config(),
-            retriever: parts.retriever,
-            tools: parts.tools,
         })
     }
+}
+
+/// An error and its causes, as the editor shows them.
+fn shown(error: &anyhow::Error) -> String {
+    format!("{error:#}")
 }
 
 impl WorkspaceOpener for CliWorkspaces {
@@ -94,15 +101,15 @@ impl WorkspaceOpener for CliWorkspaces {
         self.open_workspace(&root, reader)
             .map_err(|error| AcpError::Workspace {
                 path: root.clone(),
-                reason: format!("{error:#}"),
+                reason: shown(&error.into()),
             })
     }
 
     fn new_session_id(&self) -> String {
-        new_session_id()
+        aptix_runtime::new_session_id()
     }
 
     fn new_turn_id(&self) -> String {
-        new_turn_id()
+        aptix_runtime::new_turn_id()
     }
 }

@@ -1,40 +1,31 @@
 //! `aptix ask`: one user turn through the orchestrator, answer text streamed to stdout.
 //!
-//! The wiring: settings ([`crate::config`]) pick the provider (`/v1/responses` or the
-//! Chat Completions bridge) and the orchestrator configuration; sessions come from the
-//! workspace's SQLite store ([`crate::session`]); the workspace index is the retriever,
-//! refreshed first when stale (built on the first `ask` in a workspace). `--dry-run`
-//! swaps the provider for one that is never called and the store for a read-only view,
-//! so it needs no key and no network and writes no session; it refreshes the index like
-//! a real ask (the index is a cache of the workspace, not user data), so the body it
-//! prints is exactly the one that would be sent.
+//! The wiring is `aptix-runtime`'s, the same for `aptix serve` and `aptix acp`: the
+//! settings pick the provider (`/v1/responses` or the Chat Completions bridge) and the
+//! orchestrator configuration; sessions come from the configured store; the workspace
+//! index is the retriever, refreshed first when stale (built on the first `ask` in a
+//! workspace). This front end reads the instruction and attachments, prints the answer
+//! and picks the exit code. `--dry-run` runs the runtime's dry-run orchestrator (a
+//! provider that is never called, a store that writes nothing), so it needs no key and
+//! no network and writes no session; it refreshes the index like a real ask (the index
+//! is a cache of the workspace, not user data), so the body it prints is exactly the one
+//! that would be sent.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use aptix_client::chat::{ChatOptions, to_chat_request};
-use aptix_client::{
-    Capabilities, ChatCompletionsProvider, ClientError, DEFAULT_BASE_URL, FakeProvider,
-    OpenAiConfigBuilder, OpenAiProvider, ResponsesProvider,
-};
-use aptix_index::WorkspaceIndex;
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
-use aptix_orchestrator::{Orchestrator, OrchestratorBuilder, OrchestratorError, SessionStore};
-use aptix_rag::Retriever;
+use aptix_orchestrator::OrchestratorError;
+use aptix_runtime::{Env, Workspace, new_session_id, new_turn_id};
 use base64::Engine as _;
 use serde_json::json;
 use tokio::runtime::Runtime;
 
-use crate::cli::{ApiKind, AskArgs};
-use crate::config::{Env, Settings, user_config_path};
+use crate::cli::AskArgs;
 use crate::exit::{FAILURE, SUCCESS, TRUNCATED, usage};
-use crate::output::{AnswerPrinter, note, print_json, warn};
-use crate::session::{
-    ConfiguredStore, new_session_id, new_turn_id, open_store, open_store_for_dry_run,
-};
-use crate::{index, workspace};
+use crate::output::{AnswerPrinter, StderrReporter, note, print_json, warn};
+use crate::workspace;
 
 /// The AGN-034 user turn: the instruction, the attached files and images (`--file`,
 /// `--image`, read here and sent inline, paths relative to the workspace when inside
@@ -128,54 +119,45 @@ fn image_media_type(path: &Path) -> Option<&'static str> {
 /// Runs `aptix ask`; returns the exit code.
 pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     let instruction = read_instruction(&args.instruction)?;
-    let workspace = workspace::resolve(args.workspace.as_deref())?;
-    let settings = Settings::load(&workspace, &args.settings, env)?;
+    let root = workspace::resolve(args.workspace.as_deref())?;
+    let mut flags = args.settings.clone();
+    if args.no_tools {
+        flags.tools = Some(false);
+    }
+    let workspace = Workspace::load(&root, &flags, env)?;
     tracing::debug!(
-        workspace = %workspace.display(),
-        files = ?settings.files,
-        settings = ?settings.configured,
+        workspace = %root.display(),
+        files = ?workspace.settings().files(),
+        settings = ?workspace.settings().configured(),
         "settings in force"
     );
     let session_id = args.session.clone().unwrap_or_else(new_session_id);
-    let request = AgentExecuteRequest::from_json_value(&turn_json(
-        &session_id,
-        &instruction,
-        args,
-        &workspace,
-    )?)
-    .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
+    let request =
+        AgentExecuteRequest::from_json_value(&turn_json(&session_id, &instruction, args, &root)?)
+            .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
 
     if let Some(path) = &args.schema {
-        let request =
-            crate::schema::request(&settings, crate::schema::read_schema(path)?, &instruction);
+        let request = crate::schema::request(
+            workspace.settings(),
+            crate::schema::read_schema(path)?,
+            &instruction,
+        );
         if args.dry_run {
-            return crate::schema::dry_run(request, capabilities(&settings), settings.api());
+            return crate::schema::dry_run(request, &workspace);
         }
-        let provider = provider(&settings, env)?;
+        let provider = workspace.provider(env)?;
         return crate::schema::run(provider.as_ref(), request, args.json, runtime);
     }
 
-    if settings.configured.background == Some(true) && settings.api() == ApiKind::Chat {
-        return Err(usage(
-            "background mode needs the responses api (a server that stores responses); it cannot be used with --api chat",
-        ));
-    }
     if args.dry_run {
-        return dry_run(args, &request, &workspace, &settings, runtime);
+        return dry_run(args, &request, &workspace, runtime);
     }
 
-    let provider = provider(&settings, env)?;
-    let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
-        runtime.block_on(open_store(&workspace, &settings))?,
-        settings.clone(),
-    ));
-    let mut builder =
-        Orchestrator::builder(provider, Arc::clone(&store)).config(settings.orchestrator_config());
-    builder = with_index(builder, fresh_index(&workspace), tools(args, &settings));
-    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
+    let provider = workspace.provider(env)?;
+    let orchestrator = runtime.block_on(workspace.orchestrator(provider, None, &StderrReporter))?;
 
     let existed = runtime
-        .block_on(store.load(&session_id))
+        .block_on(orchestrator.store().load(&session_id))
         .context("could not read the session")?
         .is_some();
     if existed {
@@ -272,92 +254,6 @@ async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T
     }
 }
 
-/// The workspace index for a real turn, refreshed first when stale. Retrieval is
-/// advisory: an index that cannot be opened is a warning and the turn goes on without
-/// context; one that cannot be refreshed is used as it is.
-pub(crate) fn fresh_index(workspace: &Path) -> Option<WorkspaceIndex> {
-    let first = !index::exists(workspace);
-    let index = match index::open(workspace) {
-        Ok(index) => index,
-        Err(error) => {
-            warn(&format!("{error:#}; asking without retrieved context"));
-            return None;
-        }
-    };
-    match index.is_stale() {
-        Ok(false) => {}
-        Ok(true) | Err(_) => {
-            if first {
-                note(format_args!(
-                    "indexing {} for the first time (`aptix index` does this ahead of time)",
-                    workspace.display()
-                ));
-            }
-            match index::refresh(&index) {
-                Ok(stats) => tracing::info!("{}", index::summary(&stats)),
-                Err(error) => warn(&format!("{error:#}; using the index as it is")),
-            }
-        }
-    }
-    Some(index)
-}
-
-/// The orchestrator's retriever and, unless turned off, the built-in read-only tools
-/// over the same index.
-pub(crate) fn with_index(
-    mut builder: OrchestratorBuilder,
-    index: Option<WorkspaceIndex>,
-    tools: bool,
-) -> OrchestratorBuilder {
-    let parts = index_parts(index, tools, None);
-    for tool in parts.tools {
-        builder = builder.server_tool(tool);
-    }
-    if let Some(retriever) = parts.retriever {
-        builder = builder.retriever(retriever);
-    }
-    builder
-}
-
-/// What the workspace index gives a turn: the retriever, and the built-in tools when
-/// they are offered, with `read_file` reading through `reader` when one is given (an
-/// editor's buffers) and the disk otherwise. Every front end (ask, serve, acp) wires the
-/// index through here.
-pub(crate) fn index_parts(
-    index: Option<WorkspaceIndex>,
-    tools: bool,
-    reader: Option<Arc<dyn aptix_tools::FileReader>>,
-) -> IndexParts {
-    let Some(index) = index else {
-        return IndexParts {
-            retriever: None,
-            tools: Vec::new(),
-        };
-    };
-    let tools = match (tools, reader) {
-        (false, _) => Vec::new(),
-        (true, Some(reader)) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
-        (true, None) => aptix_tools::builtin_tools(index.clone()),
-    };
-    IndexParts {
-        retriever: Some(Arc::new(index) as Arc<dyn Retriever>),
-        tools,
-    }
-}
-
-/// [`index_parts`]: what the index gives a turn.
-pub(crate) struct IndexParts {
-    /// The retriever of `[CONTEXT]`, when there is an index.
-    pub(crate) retriever: Option<Arc<dyn Retriever>>,
-    /// The built-in server tools, when offered.
-    pub(crate) tools: Vec<Arc<dyn aptix_orchestrator::ServerTool>>,
-}
-
-/// Whether the built-in tools are offered: `--no-tools` over the settings.
-fn tools(args: &AskArgs, settings: &Settings) -> bool {
-    !args.no_tools && settings.tools()
-}
-
 /// The instruction: the argument, or stdin for `-`.
 fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
     let text = if argument == "-" {
@@ -375,125 +271,23 @@ fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
     Ok(text)
 }
 
-/// What the provider reports about itself, as the real provider would: the dry run's
-/// stand-in must make the orchestrator build the same body.
-fn capabilities(settings: &Settings) -> Capabilities {
-    match (settings.api(), settings.stateless()) {
-        (ApiKind::Chat, _) => Capabilities::chat_completions(),
-        (ApiKind::Responses, true) => Capabilities::stateless_responses(),
-        (ApiKind::Responses, false) => Capabilities::openai_responses(),
-    }
-}
-
-/// The HTTP provider the settings describe. The key, organization and project come
-/// from the environment only.
-pub(crate) fn provider(
-    settings: &Settings,
-    env: Env<'_>,
-) -> Result<Arc<dyn ResponsesProvider>, anyhow::Error> {
-    let mut builder = OpenAiConfigBuilder::from_lookup(|name| match name {
-        // The base URL is a setting with its own precedence, applied below.
-        "OPENAI_BASE_URL" => None,
-        other => env(other),
-    })
-    .capabilities(capabilities(settings));
-    if let Some(url) = settings.base_url() {
-        builder = builder.base_url(url);
-    }
-    builder = settings.apply_client_settings(builder);
-    let config = builder
-        .build()
-        .map_err(|error| provider_config_error(&error, settings, env))?;
-    tracing::debug!(
-        base_url = %config.base_url(),
-        api = ?settings.api(),
-        has_api_key = config.has_api_key(),
-        "provider"
-    );
-    let built: Result<Arc<dyn ResponsesProvider>, ClientError> = match settings.api() {
-        ApiKind::Responses => OpenAiProvider::new(config).map(|p| Arc::new(p) as _),
-        ApiKind::Chat => ChatCompletionsProvider::new(config).map(|p| Arc::new(p) as _),
-    };
-    built.map_err(|error| provider_config_error(&error, settings, env))
-}
-
-/// A provider configuration failure as a usage error; a missing key says how to set one.
-fn provider_config_error(error: &ClientError, settings: &Settings, env: Env<'_>) -> anyhow::Error {
-    match error {
-        ClientError::Config { field, .. } if field == "api_key" => {
-            let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
-            let user_file = user_config_path(env).map_or_else(
-                || "~/.config/aptix/config.toml".to_owned(),
-                |path| path.display().to_string(),
-            );
-            let lines = [
-                format!("no api key for {base}"),
-                "  set OPENAI_API_KEY to your key (it is read only from the environment), or"
-                    .to_owned(),
-                format!(
-                    "  point aptix at a server that needs none with --base-url, OPENAI_BASE_URL, \
-                     or base_url in aptix.toml or {user_file} (e.g. http://127.0.0.1:8080/v1 for llama-server)"
-                ),
-                "  `aptix ask --dry-run` shows the request without a key".to_owned(),
-            ];
-            usage(lines.join("\n"))
-        }
-        ClientError::Config { field, reason } => {
-            usage(format!("invalid provider setting {field}: {reason}"))
-        }
-        other => anyhow::anyhow!("could not set up the provider: {other}"),
-    }
-}
-
 /// `--dry-run`: the exact first body, printed, nothing sent or stored.
 fn dry_run(
     args: &AskArgs,
     request: &AgentExecuteRequest,
-    workspace: &Path,
-    settings: &Settings,
+    workspace: &Workspace,
     runtime: &Runtime,
 ) -> Result<u8, anyhow::Error> {
-    let provider = Arc::new(FakeProvider::new().with_capabilities(capabilities(settings)));
-    let store = Arc::new(ConfiguredStore::new(
-        runtime.block_on(open_store_for_dry_run(workspace, settings))?,
-        settings.clone(),
-    ));
-    let mut builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
-    // The same refreshed index as a real ask: a dry run shows exactly what would be sent.
-    builder = with_index(builder, fresh_index(workspace), tools(args, settings));
-    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
-    let mut body = runtime
+    let orchestrator = runtime.block_on(workspace.dry_run_orchestrator(&StderrReporter))?;
+    let body = runtime
         .block_on(orchestrator.dry_run(request))
         .map_err(turn_error)?;
-    let stream = !args.no_stream;
-    // The providers decide `stream` by the call they make; show it as it will be sent.
-    body.stream = stream.then_some(true);
-    // Streamed calls go out in background mode when configured (the orchestrator adds
-    // it as it sends them), so show it as it will be sent.
-    if stream && settings.orchestrator_config().background {
-        body.extra
-            .insert("background".to_owned(), serde_json::Value::Bool(true));
-        body.store = Some(true);
-    }
-    let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
-    let endpoint = format!(
-        "{}/{}",
-        base.trim_end_matches('/'),
-        settings.api().endpoint()
-    );
-    note(format_args!("dry run, nothing sent: POST {endpoint}"));
-    match settings.api() {
-        ApiKind::Responses => print_json(&body)?,
-        ApiKind::Chat => {
-            let chat =
-                to_chat_request(&body, &ChatOptions::default(), stream).map_err(|error| {
-                    anyhow::anyhow!(
-                        "the chat completions bridge cannot carry this request: {error}"
-                    )
-                })?;
-            print_json(&chat)?;
-        }
-    }
+    let sent = workspace.wire_request(body, !args.no_stream)?;
+    note(format_args!(
+        "dry run, nothing sent: POST {}",
+        sent.endpoint
+    ));
+    print_json(&sent.body)?;
     Ok(SUCCESS)
 }
 

@@ -1,12 +1,15 @@
 //! The command line as clap parses it: every command, flag and argument.
 //!
-//! Only parsing lives here. What a flag means beyond its type (precedence over the
-//! environment and the config files, validation that names the flag) is in
-//! [`crate::config`]; each command's behaviour is in its own module.
+//! Only parsing lives here. The settings flags are `aptix_runtime`'s tables
+//! (`SettingsLayer`, `ServeLayer`), flattened into the commands: each key is declared
+//! once there, with its config key, variable, flag and help, and what a flag means
+//! beyond its type (precedence over the environment and the config files, validation
+//! that names the flag) is the runtime's too. Each command's behaviour is in its own
+//! module.
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
 Settings come from, highest first: flags, environment (APTIX_*, OPENAI_BASE_URL),
@@ -73,7 +76,7 @@ pub(crate) struct AskArgs {
 
     /// Settings that override the environment and the config files.
     #[command(flatten)]
-    pub(crate) settings: crate::config::Layer,
+    pub(crate) settings: aptix_runtime::SettingsLayer,
 
     /// Ask for the whole answer at once instead of a stream
     #[arg(long)]
@@ -110,26 +113,6 @@ pub(crate) struct AskArgs {
     /// self-contained schema Request: no session, no tools)
     #[arg(long, value_name = "FILE", conflicts_with = "session")]
     pub(crate) schema: Option<PathBuf>,
-}
-
-/// Which wire API the provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ApiKind {
-    /// `POST {base_url}/responses`.
-    Responses,
-    /// `POST {base_url}/chat/completions`, through the bridge.
-    Chat,
-}
-
-impl ApiKind {
-    /// The endpoint below the base URL.
-    pub(crate) fn endpoint(self) -> &'static str {
-        match self {
-            ApiKind::Responses => "responses",
-            ApiKind::Chat => "chat/completions",
-        }
-    }
 }
 
 /// `aptix index`.

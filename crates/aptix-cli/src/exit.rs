@@ -22,7 +22,8 @@ pub(crate) const USAGE: u8 = 2;
 pub(crate) const TRUNCATED: u8 = 3;
 
 /// A failure the user fixes by changing a flag, a variable or a config file. Anywhere
-/// in an error's chain, it makes the process exit with [`USAGE`].
+/// in an error's chain, it makes the process exit with [`USAGE`], as does an
+/// `aptix_runtime::Error` that is a configuration error.
 #[derive(Debug)]
 pub(crate) struct UsageError(pub(crate) String);
 
@@ -41,7 +42,12 @@ pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
 
 /// The exit code for a failed command.
 pub(crate) fn code_of(error: &anyhow::Error) -> u8 {
-    if error.chain().any(|cause| cause.is::<UsageError>()) {
+    if error.chain().any(|cause| {
+        cause.is::<UsageError>()
+            || cause
+                .downcast_ref::<aptix_runtime::Error>()
+                .is_some_and(aptix_runtime::Error::is_config)
+    }) {
         USAGE
     } else {
         FAILURE
@@ -60,5 +66,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(code_of(&error), USAGE);
         assert_eq!(code_of(&anyhow::anyhow!("disk full")), FAILURE);
+    }
+
+    #[test]
+    fn runtime_configuration_errors_exit_with_2_and_its_failures_with_1() {
+        let flags = aptix_runtime::SettingsLayer {
+            mode: Some("poetry".into()),
+            ..aptix_runtime::SettingsLayer::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let error = aptix_runtime::Settings::load(dir.path(), &flags, &|_| None).unwrap_err();
+        assert!(error.is_config());
+        let error = Err::<(), _>(error).context("loading").unwrap_err();
+        assert_eq!(code_of(&error), USAGE);
+
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let error = aptix_runtime::open_index(&file).unwrap_err();
+        assert!(!error.is_config());
+        assert_eq!(code_of(&anyhow::Error::new(error)), FAILURE);
     }
 }

@@ -1,28 +1,27 @@
 //! `aptix index`: builds or refreshes the workspace index (`aptix-index`) under
 //! `<workspace>/.aptix/index/`, with a progress bar on stderr and a summary on stdout.
 //!
-//! The same refresh runs before `aptix ask` retrieves, when the index is stale, so an
-//! explicit `aptix index` is only needed to pay the cost up front. A refresh is
-//! incremental (only changed files are read again) and publishes everything in one
-//! commit: an interrupted run leaves the previous index intact.
+//! The same refresh runs before every turn retrieves (`aptix_runtime::fresh_index`),
+//! when the index is stale, so an explicit `aptix index` is only needed to pay the cost
+//! up front. A refresh is incremental (only changed files are read again) and publishes
+//! everything in one commit: an interrupted run leaves the previous index intact.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use aptix_index::{FileOutcome, IndexConfig, IndexProgress, IndexStats, WorkspaceIndex};
+use aptix_index::{FileOutcome, IndexProgress, IndexStats};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit::SUCCESS;
-use crate::output::print_line;
+use crate::output::{StderrReporter, print_line};
 use crate::workspace;
 
 /// Runs `aptix index`; returns the exit code.
 pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
     let workspace = workspace::resolve(path)?;
-    let index = open(&workspace)?;
-    let stats = refresh(&index)?;
+    let index = aptix_runtime::open_index(&workspace)?;
+    let stats = aptix_runtime::refresh_index(&index, &StderrReporter)?;
     print_line(&summary(&stats))?;
     for skipped in &stats.skipped {
         tracing::info!(path = %skipped.path, reason = %skipped.reason, "skipped");
@@ -30,40 +29,24 @@ pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
     Ok(SUCCESS)
 }
 
-/// Opens (creating when missing) the index of `workspace`.
-pub(crate) fn open(workspace: &Path) -> Result<WorkspaceIndex, anyhow::Error> {
-    WorkspaceIndex::open(workspace, IndexConfig::default())
-        .with_context(|| format!("could not open the index of {}", workspace.display()))
-}
-
-/// Whether `workspace` has an index already (without creating one).
-pub(crate) fn exists(workspace: &Path) -> bool {
-    workspace
-        .join(aptix_index::APTIX_DIR)
-        .join("index")
-        .join("meta.json")
-        .is_file()
-}
-
-/// Refreshes `index` with a progress bar on stderr (drawn only on a terminal).
-pub(crate) fn refresh(index: &WorkspaceIndex) -> Result<IndexStats, anyhow::Error> {
-    let progress = BarProgress::new();
-    let result = index.refresh(&progress);
-    progress.bar.finish_and_clear();
-    result.with_context(|| format!("could not index {}", index.root().display()))
-}
-
 /// An [`IndexProgress`] that drives an `indicatif` bar: files done of files found,
-/// bytes read, chunks made, and the rate.
-struct BarProgress {
+/// bytes read, chunks made, and the rate. The bar is cleared when it is dropped, at the
+/// end of the refresh.
+pub(crate) struct BarProgress {
     bar: ProgressBar,
     started: Instant,
     bytes: AtomicU64,
     chunks: AtomicU64,
 }
 
+impl Drop for BarProgress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 impl BarProgress {
-    fn new() -> BarProgress {
+    pub(crate) fn new() -> BarProgress {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template("{spinner} indexing: {msg}")
@@ -124,7 +107,7 @@ impl IndexProgress for BarProgress {
 }
 
 /// The closing summary of a refresh.
-pub(crate) fn summary(stats: &IndexStats) -> String {
+fn summary(stats: &IndexStats) -> String {
     let seconds = stats.elapsed.as_secs_f64().max(0.001);
     let rate = (stats.bytes_indexed as f64 / seconds) as u64;
     let mut text = format!(

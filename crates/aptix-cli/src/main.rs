@@ -1,15 +1,17 @@
 //! The `aptix` command: `ask` one turn, `index` a workspace, `search` it, `inspect` a
 //! captured reply, `serve` over HTTP, `acp` for editors.
 //!
-//! This crate is the glue: it reads argv, the environment and config files, picks the
-//! implementations (HTTP provider, SQLite sessions, workspace index) and writes to
-//! stdout. It is the only crate that does those things, and the only one that uses
-//! `anyhow`. Exit codes are in [`exit`]; `docs/cli.md` is the user's reference.
+//! This crate is a front end: it reads argv and writes to the terminal (results on
+//! stdout, notes, progress and errors on stderr), and maps failures to exit codes. The
+//! wiring (settings from the files and the environment, the provider, the session
+//! store, the workspace index, the orchestrator) is `aptix-runtime`'s, shared with
+//! every front end; `ask`, `serve` and `acp` are thin layers over it. It is the only
+//! crate that reads argv and the only one that uses `anyhow`. Exit codes are in
+//! [`exit`]; `docs/cli.md` is the user's reference.
 
 mod acp;
 mod ask;
 mod cli;
-mod config;
 mod exit;
 mod index;
 mod inspect;
@@ -17,7 +19,6 @@ mod output;
 mod schema;
 mod search;
 mod serve;
-mod session;
 mod workspace;
 
 use std::io::IsTerminal as _;
@@ -51,7 +52,7 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            ask::run(args, &config::process_env, &runtime)
+            ask::run(args, &aptix_runtime::process_env, &runtime)
         }
         Command::Index(args) => index::run(args.path.as_deref()),
         Command::Search(args) => search::run(args),
@@ -60,7 +61,7 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            serve::run(args, &config::process_env, &runtime)
+            serve::run(args, &aptix_runtime::process_env, &runtime)
         }
         Command::Acp(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -79,7 +80,13 @@ fn init_logging(verbose: u8) {
         .filter(|value| !value.trim().is_empty())
         .and_then(|value| EnvFilter::try_new(value).ok())
         .unwrap_or_else(|| {
-            let aptix = ["aptix", "aptix_cli", "aptix_client", "aptix_orchestrator"];
+            let aptix = [
+                "aptix",
+                "aptix_cli",
+                "aptix_client",
+                "aptix_orchestrator",
+                "aptix_runtime",
+            ];
             let directives = match verbose {
                 0 => "warn".to_owned(),
                 1 | 2 => {

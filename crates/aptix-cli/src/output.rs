@@ -7,7 +7,9 @@
 use std::fmt;
 use std::io::{self, Write as _};
 
+use aptix_index::IndexProgress;
 use aptix_mapping::StreamDelta;
+use aptix_runtime::Reporter;
 use serde::Serialize;
 
 /// Writes a line for a human on stderr, prefixed with `aptix: `. A failing stderr is
@@ -19,6 +21,25 @@ pub(crate) fn note(message: fmt::Arguments<'_>) {
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {message}");
+}
+
+/// What the runtime reports while it wires a workspace, for a person: notes and
+/// warnings on stderr, and a progress bar while the index refreshes (drawn only on a
+/// terminal). Stdout stays for results (and for ACP's messages).
+pub(crate) struct StderrReporter;
+
+impl Reporter for StderrReporter {
+    fn note(&self, message: &str) {
+        note(format_args!("{message}"));
+    }
+
+    fn warn(&self, message: &str) {
+        warn(message);
+    }
+
+    fn indexing(&self) -> Box<dyn IndexProgress + '_> {
+        Box::new(crate::index::BarProgress::new())
+    }
 }
 
 /// Prints `value` as pretty JSON and a newline on stdout.

@@ -9,14 +9,12 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use aptix_client::chat::{ChatOptions, to_chat_request};
-use aptix_client::{FakeProvider, ResponsesProvider};
+use aptix_client::ResponsesProvider;
+use aptix_runtime::{Settings, Workspace};
 use aptix_schema::{HandlerRegistry, SchemaRequest, prepare, schema_support, solve_value};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-use crate::cli::ApiKind;
-use crate::config::Settings;
 use crate::exit::{FAILURE, SUCCESS, usage};
 use crate::output::{note, print_json, warn};
 
@@ -50,18 +48,12 @@ pub(crate) fn request(settings: &Settings, schema: Value, instruction: &str) -> 
 }
 
 /// `--dry-run --schema`: the first attempt's body for the strategy the configured
-/// provider's capabilities select.
-pub(crate) fn dry_run(
-    request: SchemaRequest,
-    capabilities: aptix_client::Capabilities,
-    api: ApiKind,
-) -> Result<u8, anyhow::Error> {
-    // The same capability profile the real provider reports, without a provider.
-    let provider = FakeProvider::new().with_capabilities(capabilities);
+/// provider's capabilities select, as that provider would send it.
+pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u8, anyhow::Error> {
     let prepared = prepare(
         request,
         &HandlerRegistry::default(),
-        &schema_support(&provider.capabilities()),
+        &schema_support(&workspace.capabilities()),
         None,
     )
     .map_err(|error| usage(format!("the schema request cannot be built: {error}")))?;
@@ -69,19 +61,8 @@ pub(crate) fn dry_run(
         "dry run, nothing sent: strategy {:?}",
         prepared.strategy()
     ));
-    match api {
-        ApiKind::Responses => print_json(prepared.body())?,
-        ApiKind::Chat => {
-            let chat = to_chat_request(prepared.body(), &ChatOptions::default(), false).map_err(
-                |error| {
-                    anyhow::anyhow!(
-                        "the chat completions bridge cannot carry this request: {error}"
-                    )
-                },
-            )?;
-            print_json(&chat)?;
-        }
-    }
+    let sent = workspace.wire_request(prepared.body().clone(), false)?;
+    print_json(&sent.body)?;
     Ok(SUCCESS)
 }
 

@@ -3,7 +3,7 @@
 //! Shows what `aptix ask` would retrieve and why: the ranked chunks with their scores,
 //! kinds and the query terms each matched in its text, definitions and path, then the
 //! files in the order of their best chunk. The index is refreshed first when stale, as
-//! `aptix ask` does (it is a cache of the workspace).
+//! for every turn (`aptix_runtime::fresh_index`: it is a cache of the workspace).
 
 use std::fmt::Write as _;
 
@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::cli::SearchArgs;
 use crate::exit::{SUCCESS, usage};
-use crate::output::{print_json, print_line, warn};
-use crate::{index, workspace};
+use crate::output::{StderrReporter, print_json, print_line, warn};
+use crate::workspace;
 
 /// Runs `aptix search`; returns the exit code.
 pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
@@ -27,12 +27,7 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
         .map(|text| parse_scope(text))
         .collect::<Result<Vec<_>, _>>()?;
     let workspace = workspace::resolve(args.workspace.as_deref())?;
-    let index = index::open(&workspace)?;
-    if index.is_stale().unwrap_or(true)
-        && let Err(error) = index::refresh(&index)
-    {
-        warn(&format!("{error:#}; searching the index as it is"));
-    }
+    let index = aptix_runtime::fresh_index(&workspace, &StderrReporter)?;
     let results = index.search(
         &SearchQuery::new(args.query.clone())
             .with_scope(scope)

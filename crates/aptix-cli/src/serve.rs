@@ -1,6 +1,7 @@
-//! `aptix serve`: the orchestrator as an HTTP service (`aptix-server`), wired from the
-//! same settings, session store and workspace index as `aptix ask`, so a session
-//! started by one is continued by the other.
+//! `aptix serve`: the orchestrator as an HTTP service (`aptix-server`), wired by
+//! `aptix-runtime` exactly as `aptix ask` is (the same settings, session store and
+//! workspace index), so a session started by one is continued by the other. This front
+//! end adds the service's own settings, its bearer tokens, metrics and signals.
 //!
 //! It listens on `127.0.0.1:8787` by default and refuses a non-loopback address unless
 //! bearer tokens are configured (`--tokens-file`, or `APTIX_SERVE_TOKENS`). Ctrl-C or
@@ -12,61 +13,31 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use aptix_orchestrator::{Orchestrator, SessionStore};
+use aptix_runtime::{Env, HumanDuration, ServeLayer, SettingsLayer, Workspace};
 use aptix_server::{Metrics, ServerConfig, TimedProvider, Tokens, router, serve};
 use clap::Args;
 use tokio::runtime::Runtime;
 
-use crate::ask::{fresh_index, provider, with_index};
-use crate::config::{Env, HumanDuration, Layer, ServeLayer, Settings};
 use crate::exit::{SUCCESS, usage};
-use crate::output::{note, warn};
-use crate::session::{ConfiguredStore, StoreLocation, open_store};
+use crate::output::{StderrReporter, note, warn};
 use crate::workspace;
 
 /// `aptix serve`. Each of its own settings is also a key in the config files and an
-/// `APTIX_<KEY>` variable (`config::SERVE_KEYS`).
+/// `APTIX_<KEY>` variable (`aptix_runtime::ServeLayer`).
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on; a non-loopback address needs bearer tokens [default:
-    /// 127.0.0.1:8787] [config: listen, env: APTIX_LISTEN]
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) listen: Option<SocketAddr>,
-
     /// The workspace whose settings, sessions and index the service uses [default: as
     /// for `aptix ask`]
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
 
-    /// Bearer tokens, one per line (`#` comments and blank lines ignored); also
-    /// APTIX_SERVE_TOKENS (comma-separated). With tokens, /v1/* needs `Authorization:
-    /// Bearer` [config: tokens_file, env: APTIX_TOKENS_FILE]
-    #[arg(long, value_name = "FILE")]
-    pub(crate) tokens_file: Option<PathBuf>,
-
-    /// Turns running at once across all sessions; more are answered 503 [default: 64]
-    /// [config: max_concurrent_turns, env: APTIX_MAX_CONCURRENT_TURNS]
-    #[arg(long, value_name = "N")]
-    pub(crate) max_concurrent_turns: Option<usize>,
-
-    /// The largest request body in bytes; larger is 413 [default: 1048576] [config:
-    /// body_limit, env: APTIX_BODY_LIMIT]
-    #[arg(long, value_name = "BYTES")]
-    pub(crate) body_limit: Option<usize>,
-
-    /// The longest a turn may run (e.g. 10m); longer is 504 [default: 10m] [config:
-    /// turn_timeout, env: APTIX_TURN_TIMEOUT]
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) turn_timeout: Option<HumanDuration>,
-
-    /// How long turns in flight may take to finish after Ctrl-C or SIGTERM [default:
-    /// 30s] [config: shutdown_grace, env: APTIX_SHUTDOWN_GRACE]
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) shutdown_grace: Option<HumanDuration>,
+    /// The service's own settings.
+    #[command(flatten)]
+    pub(crate) serve: ServeLayer,
 
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
-    pub(crate) settings: Layer,
+    pub(crate) settings: SettingsLayer,
 }
 
 /// `aptix serve`'s own settings, every layer applied, defaults filled in.
@@ -81,15 +52,7 @@ struct Serving {
 
 impl Serving {
     fn load(args: &ServeArgs, workspace: &Path, env: Env<'_>) -> Result<Serving, anyhow::Error> {
-        let flags = ServeLayer {
-            listen: args.listen,
-            tokens_file: args.tokens_file.clone(),
-            max_concurrent_turns: args.max_concurrent_turns,
-            body_limit: args.body_limit,
-            turn_timeout: args.turn_timeout,
-            shutdown_grace: args.shutdown_grace,
-        };
-        let layer = ServeLayer::load(workspace, flags, env)?;
+        let layer = ServeLayer::load(workspace, &args.serve, env)?;
         let serving = Serving {
             listen: layer
                 .listen
@@ -115,9 +78,9 @@ impl Serving {
 
 /// Runs `aptix serve` until a signal; returns the exit code.
 pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
-    let workspace = workspace::resolve(args.workspace.as_deref())?;
-    let settings = Settings::load(&workspace, &args.settings, env)?;
-    let serving = Serving::load(args, &workspace, env)?;
+    let root = workspace::resolve(args.workspace.as_deref())?;
+    let workspace = Workspace::load(&root, &args.settings, env)?;
+    let serving = Serving::load(args, &root, env)?;
     let tokens = tokens(serving.tokens_file.as_deref(), env)?;
     if tokens.is_empty() && !serving.listen.ip().is_loopback() {
         return Err(usage(format!(
@@ -130,19 +93,11 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
     // Provider calls are timed into the service's metrics (provider latency, and each
     // turn's orchestration overhead: its time minus the time waiting on the provider).
     let metrics = Metrics::new();
-    let provider: Arc<dyn aptix_client::ResponsesProvider> = Arc::new(TimedProvider::new(
-        provider(&settings, env)?,
+    let provider = Arc::new(TimedProvider::new(
+        workspace.provider(env)?,
         metrics.clone(),
     ));
-    let store: Arc<dyn SessionStore> = Arc::new(ConfiguredStore::new(
-        runtime.block_on(open_store(&workspace, &settings))?,
-        settings.clone(),
-    ));
-    let builder = Orchestrator::builder(provider, store).config(settings.orchestrator_config());
-    // The workspace index is the retriever, and the built-in read-only tools (search_code,
-    // read_file, list_files) are offered unless the `tools` setting turns them off.
-    let builder = with_index(builder, fresh_index(&workspace), settings.tools());
-    let orchestrator = builder.build().map_err(|error| usage(error.to_string()))?;
+    let orchestrator = runtime.block_on(workspace.orchestrator(provider, None, &StderrReporter))?;
     let config = ServerConfig {
         tokens,
         body_limit: serving.body_limit,
@@ -152,7 +107,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         ..ServerConfig::default()
     };
     let authenticated = !config.tokens.is_empty();
-    let sessions = StoreLocation::of(&workspace, &settings)?.shown();
+    let sessions = workspace.store_location()?.shown();
     let grace = serving.shutdown_grace;
     let listen = serving.listen;
     runtime.block_on(async move {
@@ -162,7 +117,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         let address = listener.local_addr().unwrap_or(listen);
         note(format_args!(
             "serving workspace {} on http://{address} ({}; sessions in {sessions}); Ctrl-C stops",
-            workspace.display(),
+            root.display(),
             if authenticated {
                 "bearer tokens required"
             } else {

@@ -1,11 +1,160 @@
 //! The built-in tools end to end: a scripted model calls `search_code`, then
 //! `read_file` on what it found, then answers, through the `aptix` binary against a
-//! fake Responses server. Each later request carries the previous tool's output.
+//! fake Responses server. Each later request carries the previous tool's output. And
+//! the per-tool switches: a dry run's body offers exactly the tools not disabled.
 
 use aptix_testkit::fault_server::{FaultServer, Reply};
 use serde_json::{Value, json};
 
-use crate::support::{SECRET_KEY, Sandbox, code, stderr, stdout};
+use crate::support::{SECRET_KEY, Sandbox, code, stderr, stdout, stdout_json};
+
+/// The names of the tools a request body offers, and those its tool-usage block
+/// describes to the model.
+fn offered(body: &Value) -> (Vec<String>, Vec<String>) {
+    let tools = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .map(str::to_owned)
+        .collect();
+    let text: String = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    let described = ["search_code", "read_file", "list_files"]
+        .into_iter()
+        .filter(|name| text.contains(&format!("APTIX_TOOL_USAGE_BEGIN name='{name}'")))
+        .map(str::to_owned)
+        .collect();
+    (tools, described)
+}
+
+#[test]
+fn a_dry_run_offers_only_the_tools_not_disabled_from_any_layer() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/store.rs", "pub fn commit_turn() {}\n");
+    let dry_run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut command = sandbox.aptix();
+        command
+            .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+            .args(extra)
+            .arg("Where is a turn committed?");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        offered(&stdout_json(&output))
+    };
+    let names = |list: &[&str]| -> (Vec<String>, Vec<String>) {
+        let list: Vec<String> = list.iter().map(|name| (*name).to_owned()).collect();
+        (list.clone(), list)
+    };
+
+    assert_eq!(
+        dry_run(&[], &[]),
+        names(&["search_code", "read_file", "list_files"])
+    );
+    assert_eq!(
+        dry_run(&["--disable-tool", "read_file"], &[]),
+        names(&["search_code", "list_files"])
+    );
+    assert_eq!(
+        dry_run(
+            &[
+                "--disable-tool",
+                "read_file",
+                "--disable-tool",
+                "search_code"
+            ],
+            &[]
+        ),
+        names(&["list_files"])
+    );
+    assert_eq!(
+        dry_run(&["--disable-tool", "read_file,list_files"], &[]),
+        names(&["search_code"])
+    );
+
+    // The file, the environment over it, the flag over both: the highest layer's list.
+    sandbox.write_workspace_file("aptix.toml", "disabled_tools = [\"list_files\"]\n");
+    assert_eq!(dry_run(&[], &[]), names(&["search_code", "read_file"]));
+    let env = [("APTIX_DISABLED_TOOLS", "search_code")];
+    assert_eq!(dry_run(&[], &env), names(&["read_file", "list_files"]));
+    assert_eq!(
+        dry_run(&["--disable-tool", "read_file"], &env),
+        names(&["search_code", "list_files"])
+    );
+    // Every tool off is no tool at all, as with --no-tools.
+    assert_eq!(
+        dry_run(&["--disable-tool", "search_code,read_file,list_files"], &[]),
+        names(&[])
+    );
+    assert_eq!(dry_run(&["--no-tools"], &[]), names(&[]));
+}
+
+#[test]
+fn an_unknown_tool_name_is_a_usage_error_listing_the_known_names() {
+    let sandbox = Sandbox::new();
+    let known = "(known tools: search_code, read_file, list_files)";
+    let ask = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut command = sandbox.aptix();
+        command
+            .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+            .args(extra)
+            .arg("hello");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().unwrap()
+    };
+
+    let output = ask(&["--disable-tool", "run_shell"], &[]);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stdout(&output).is_empty());
+    assert_eq!(
+        stderr(&output),
+        format!("error: --disable-tool \"run_shell\" is not a built-in tool {known}\n")
+    );
+
+    let output = ask(&[], &[("APTIX_DISABLED_TOOLS", "read_file, grep")]);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "APTIX_DISABLED_TOOLS \"grep\" is not a built-in tool {known}"
+        )),
+        "{}",
+        stderr(&output)
+    );
+
+    let file = sandbox.write_workspace_file("aptix.toml", "disabled_tools = [\"readfile\"]\n");
+    let output = ask(&[], &[]);
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "`disabled_tools` in {} \"readfile\" is not a built-in tool {known}",
+            file.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    // `aptix serve` and `aptix acp` read the same settings and refuse the same way.
+    let output = sandbox
+        .aptix()
+        .args(["serve", "--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is not a built-in tool"),
+        "{}",
+        stderr(&output)
+    );
+}
 
 fn call(id: &str, call_id: &str, name: &str, arguments: Value) -> Value {
     json!({

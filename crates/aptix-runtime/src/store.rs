@@ -1,61 +1,58 @@
-//! Sessions as the command line sees them: where they are kept, the ids it makes, and
-//! the configured settings applied to a continued session.
+//! The session store the settings name, and the configured settings applied to a
+//! continued session.
 //!
 //! Sessions live in `<workspace>/.aptix/sessions.db` (the orchestrator's SQLite store)
 //! unless the `store` setting names another SQLite file or a PostgreSQL database
 //! (`postgres://…`), which several processes (replicas of `aptix serve`, and `aptix
 //! ask`) can share.
-//! Every `aptix ask` without `--session` starts a new session with a fresh id and prints
-//! it on stderr; `--session ID` continues it (or starts a session of that name). Every
-//! invocation is a new turn with a unique id, so a turn is never answered from the
-//! store by mistake.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use anyhow::Context as _;
 use aptix_orchestrator::{
-    InMemorySessionStore, OrchestratorError, SessionState, SessionStore, SqliteSessionStore,
+    InMemorySessionStore, LeaseInfo, OrchestratorError, SessionPage, SessionState, SessionStore,
     StoredTurn, TurnKey, Versioned, redact_url,
 };
 use async_trait::async_trait;
 
-use crate::config::{Settings, StoreUrl};
-use crate::exit::usage;
-
-/// The folder under the workspace that Aptix owns.
-pub(crate) const APTIX_DIR: &str = ".aptix";
+use crate::settings::{Settings, StoreUrl};
+use crate::{APTIX_DIR, Error};
 
 /// The session store's file name inside [`APTIX_DIR`].
-pub(crate) const SESSIONS_FILE: &str = "sessions.db";
+const SESSIONS_FILE: &str = "sessions.db";
 
-/// Where the sessions of `workspace` are kept.
-pub(crate) fn sessions_path(workspace: &Path) -> PathBuf {
+/// Where the sessions of `workspace` are kept by default.
+fn sessions_path(workspace: &Path) -> PathBuf {
     workspace.join(APTIX_DIR).join(SESSIONS_FILE)
 }
 
 /// Where the configured sessions live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StoreLocation {
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreLocation {
     /// A PostgreSQL database (the URL as configured; shown only through
-    /// [`redact_url`]).
+    /// [`StoreLocation::shown`], which hides the password).
     Postgres(String),
     /// A SQLite file.
     Sqlite(PathBuf),
+}
+
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreLocation::Postgres(_) => f.debug_tuple("Postgres").field(&self.shown()).finish(),
+            StoreLocation::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+        }
+    }
 }
 
 impl StoreLocation {
     /// The `store` setting read for `workspace`: a `postgres://` or `postgresql://` URL,
     /// a `sqlite:` path, or a plain path (relative to the workspace); unset, the
     /// workspace's `.aptix/sessions.db`.
-    pub(crate) fn of(
-        workspace: &Path,
-        settings: &Settings,
-    ) -> Result<StoreLocation, anyhow::Error> {
-        let Some(StoreUrl(text)) = &settings.configured.store else {
+    pub(crate) fn of(workspace: &Path, settings: &Settings) -> Result<StoreLocation, Error> {
+        let Some(StoreUrl(text)) = &settings.configured().store else {
             return Ok(StoreLocation::Sqlite(sessions_path(workspace)));
         };
         let lower = text.to_ascii_lowercase();
@@ -66,7 +63,7 @@ impl StoreLocation {
             _ if lower.starts_with("sqlite://") => &text["sqlite://".len()..],
             _ if lower.starts_with("sqlite:") => &text["sqlite:".len()..],
             Some(end) => {
-                return Err(usage(format!(
+                return Err(Error::config(format!(
                     "the session store `{}` has the unsupported scheme `{}`: expected \
                      postgres://user:password@host/db (PostgreSQL) or a SQLite file path",
                     redact_url(text),
@@ -79,7 +76,7 @@ impl StoreLocation {
     }
 
     /// The location as it may be shown: a URL's password hidden.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         match self {
             StoreLocation::Postgres(url) => redact_url(url),
             StoreLocation::Sqlite(path) => path.display().to_string(),
@@ -90,10 +87,10 @@ impl StoreLocation {
 /// Opens the configured session store: the workspace's SQLite file (creating `.aptix/`,
 /// with a `.gitignore` that keeps its contents out of version control, when missing),
 /// another SQLite file, or a PostgreSQL database (its schema brought up to date).
-pub(crate) async fn open_store(
+pub(crate) async fn open(
     workspace: &Path,
     settings: &Settings,
-) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+) -> Result<Arc<dyn SessionStore>, Error> {
     let location = StoreLocation::of(workspace, settings)?;
     match &location {
         StoreLocation::Postgres(url) => open_postgres(url, &location).await,
@@ -101,23 +98,40 @@ pub(crate) async fn open_store(
             if *path == sessions_path(workspace) {
                 ensure_aptix_dir(workspace)?;
             }
-            let store = SqliteSessionStore::open(path).with_context(|| {
-                format!("could not open the session store {}", location.shown())
-            })?;
-            Ok(Arc::new(store))
+            open_sqlite(path, &location)
         }
     }
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &Path, location: &StoreLocation) -> Result<Arc<dyn SessionStore>, Error> {
+    let store =
+        aptix_orchestrator::SqliteSessionStore::open(path).map_err(|source| Error::OpenStore {
+            location: location.shown(),
+            source: Box::new(source),
+        })?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(_path: &Path, location: &StoreLocation) -> Result<Arc<dyn SessionStore>, Error> {
+    Err(Error::config(format!(
+        "the session store {} is a SQLite file, and this aptix was built without SQLite \
+         support (the `sqlite` cargo feature, on by default)",
+        location.shown()
+    )))
 }
 
 #[cfg(feature = "postgres")]
 async fn open_postgres(
     url: &str,
     _location: &StoreLocation,
-) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+) -> Result<Arc<dyn SessionStore>, Error> {
     // The store's own error names the database (password hidden) and the reason.
     let store =
         aptix_orchestrator::PgSessionStore::connect(url, aptix_orchestrator::DEFAULT_POOL_SIZE)
-            .await?;
+            .await
+            .map_err(|error| Error::Store(Box::new(error)))?;
     Ok(Arc::new(store))
 }
 
@@ -125,69 +139,48 @@ async fn open_postgres(
 async fn open_postgres(
     _url: &str,
     location: &StoreLocation,
-) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
-    Err(usage(format!(
+) -> Result<Arc<dyn SessionStore>, Error> {
+    Err(Error::config(format!(
         "the session store {} is a PostgreSQL database, and this aptix was built without \
          PostgreSQL support (the `postgres` cargo feature, on by default)",
         location.shown()
     )))
 }
 
-/// The store for a dry run: the configured store when it exists (so that `--session`
-/// shows a continuation), else an empty one in memory, so a dry run creates no file.
-pub(crate) async fn open_store_for_dry_run(
+/// The store for a dry run: the configured store when it exists (so that a continued
+/// session shows its continuation), else an empty one in memory, so a dry run creates
+/// no file.
+pub(crate) async fn open_for_dry_run(
     workspace: &Path,
     settings: &Settings,
-) -> Result<Arc<dyn SessionStore>, anyhow::Error> {
+) -> Result<Arc<dyn SessionStore>, Error> {
     match StoreLocation::of(workspace, settings)? {
         StoreLocation::Sqlite(path) if !path.is_file() => Ok(Arc::new(InMemorySessionStore::new())),
-        _ => open_store(workspace, settings).await,
+        _ => open(workspace, settings).await,
     }
 }
 
 /// Creates `<workspace>/.aptix/` and its `.gitignore` when missing.
-pub(crate) fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, anyhow::Error> {
+pub(crate) fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, Error> {
     let dir = workspace.join(APTIX_DIR);
-    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        action: "create",
+        path: dir.clone(),
+        source,
+    })?;
     let ignore = dir.join(".gitignore");
     if !ignore.exists() {
         std::fs::write(
             &ignore,
             "# Aptix state (sessions, index): local to this machine.\n*\n",
         )
-        .with_context(|| format!("could not write {}", ignore.display()))?;
+        .map_err(|source| Error::Io {
+            action: "write",
+            path: ignore.clone(),
+            source,
+        })?;
     }
     Ok(dir)
-}
-
-/// Random hex digits: the standard library's per-process random hash keys over the time
-/// and the process id, so two invocations in the same nanosecond still differ.
-fn random_hex() -> String {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u128(now().as_nanos());
-    hasher.write_u32(std::process::id());
-    format!("{:016x}", hasher.finish())
-}
-
-fn now() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// A new session id: `s-` and twelve hex digits.
-pub(crate) fn new_session_id() -> String {
-    format!("s-{}", random_hex().get(..12).unwrap_or_default())
-}
-
-/// A new turn id, unique per invocation: `t-`, the time in milliseconds, and eight hex
-/// digits.
-pub(crate) fn new_turn_id() -> String {
-    format!(
-        "t-{}-{}",
-        now().as_millis(),
-        random_hex().get(..8).unwrap_or_default()
-    )
 }
 
 /// A store that applies the configured mode and model settings to a session as it is
@@ -214,7 +207,7 @@ impl SessionStore for ConfiguredStore {
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
         let mut loaded = self.inner.load(session_id).await?;
         if let Some(versioned) = &mut loaded {
-            if let Some(mode) = &self.settings.configured.mode {
+            if let Some(mode) = &self.settings.configured().mode {
                 versioned.value.mode = mode.clone();
             }
             self.settings
@@ -249,10 +242,7 @@ impl SessionStore for ConfiguredStore {
         self.inner.release_lease(session_id, holder).await
     }
 
-    async fn lease(
-        &self,
-        session_id: &str,
-    ) -> Result<Option<aptix_orchestrator::LeaseInfo>, OrchestratorError> {
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
         self.inner.lease(session_id).await
     }
 
@@ -261,7 +251,7 @@ impl SessionStore for ConfiguredStore {
         session_id: &str,
         stale_holder: &str,
         holder: &str,
-        ttl: std::time::Duration,
+        ttl: Duration,
     ) -> Result<bool, OrchestratorError> {
         self.inner
             .take_over_lease(session_id, stale_holder, holder, ttl)
@@ -272,7 +262,7 @@ impl SessionStore for ConfiguredStore {
         &self,
         limit: usize,
         cursor: Option<&str>,
-    ) -> Result<aptix_orchestrator::SessionPage, OrchestratorError> {
+    ) -> Result<SessionPage, OrchestratorError> {
         self.inner.list_sessions(limit, cursor).await
     }
 
@@ -284,15 +274,13 @@ impl SessionStore for ConfiguredStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::SettingsLayer;
 
     fn settings_with_store(store: Option<&str>) -> Settings {
-        Settings {
-            configured: crate::config::Layer {
-                store: store.map(|text| StoreUrl(text.to_owned())),
-                ..crate::config::Layer::default()
-            },
-            files: Vec::new(),
-        }
+        Settings::of(SettingsLayer {
+            store: store.map(|text| StoreUrl(text.to_owned())),
+            ..SettingsLayer::default()
+        })
     }
 
     #[test]
@@ -309,10 +297,9 @@ mod tests {
                 StoreLocation::Postgres(url.to_owned())
             );
         }
-        assert_eq!(
-            at(Some("postgres://u:hunter2@db/aptix")).unwrap().shown(),
-            "postgres://u:***@db/aptix"
-        );
+        let location = at(Some("postgres://u:hunter2@db/aptix")).unwrap();
+        assert_eq!(location.shown(), "postgres://u:***@db/aptix");
+        assert!(!format!("{location:?}").contains("hunter2"));
         assert_eq!(
             at(Some("sqlite:state/s.db")).unwrap(),
             StoreLocation::Sqlite(PathBuf::from("/repo/state/s.db"))
@@ -325,27 +312,47 @@ mod tests {
             at(Some("/abs/s.db")).unwrap(),
             StoreLocation::Sqlite(PathBuf::from("/abs/s.db"))
         );
-        let error = at(Some("mysql://u:hunter2@db/aptix"))
-            .unwrap_err()
-            .to_string();
+        let error = at(Some("mysql://u:hunter2@db/aptix")).unwrap_err();
+        assert!(error.is_config());
+        let error = error.to_string();
         assert!(
             error.contains("unsupported scheme `mysql`") && !error.contains("hunter2"),
             "{error}"
         );
     }
 
-    #[test]
-    fn ids_are_unique_and_valid_agn034_ids() {
-        let sessions: std::collections::HashSet<String> =
-            (0..100).map(|_| new_session_id()).collect();
-        assert_eq!(sessions.len(), 100);
-        let turns: std::collections::HashSet<String> = (0..100).map(|_| new_turn_id()).collect();
-        assert_eq!(turns.len(), 100);
-        for id in sessions.iter().chain(&turns) {
-            assert!(
-                aptix_model::contract::SessionId::new(id.clone()).is_ok(),
-                "{id}"
-            );
-        }
+    #[tokio::test]
+    async fn a_continued_session_takes_the_configured_mode_and_model_and_keeps_the_rest() {
+        let inner: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
+        let mut state = SessionState::new(
+            "s-1",
+            "QA",
+            aptix_orchestrator::ModelSettings {
+                model: "stored-model".into(),
+                temperature: Some(0.7),
+                ..aptix_orchestrator::ModelSettings::default()
+            },
+        );
+        state.last_response_id = Some("resp_1".into());
+        let turn = StoredTurn {
+            turn_id: "t-1".into(),
+            scenario: aptix_orchestrator::Scenario::UserTurn,
+            envelope: aptix_model::contract::AgentExecuteResponse::new(
+                aptix_model::contract::Kind::Ok,
+            ),
+        };
+        inner.commit(&state, None, &turn).await.unwrap();
+
+        let settings = Settings::of(SettingsLayer {
+            mode: Some("CODE_EDIT".into()),
+            model: Some("configured-model".into()),
+            ..SettingsLayer::default()
+        });
+        let store = ConfiguredStore::new(inner, settings);
+        let loaded = store.load("s-1").await.unwrap().unwrap().value;
+        assert_eq!(loaded.mode, "CODE_EDIT");
+        assert_eq!(loaded.model.model, "configured-model");
+        assert_eq!(loaded.model.temperature, Some(0.7), "not configured: kept");
+        assert_eq!(loaded.last_response_id.as_deref(), Some("resp_1"));
     }
 }

@@ -1,0 +1,152 @@
+//! The workspace index as a turn uses it: opened, refreshed when stale, the retriever
+//! of `[CONTEXT]`, and the built-in read-only tools over it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use aptix_index::{IndexConfig, IndexProgress, IndexStats, NoProgress, WorkspaceIndex};
+use aptix_orchestrator::ServerTool;
+use aptix_rag::Retriever;
+use aptix_tools::FileReader;
+
+use crate::error::chain;
+use crate::settings::Settings;
+use crate::{APTIX_DIR, Error};
+
+/// What the runtime has to tell a person while it wires a workspace, for the front end
+/// to show (on stderr, in a log, as an editor's notice). The runtime itself writes
+/// nothing; by default everything goes to `tracing`.
+pub trait Reporter: Send + Sync {
+    /// Worth knowing: the index is built for the first time, which takes a while.
+    fn note(&self, message: &str) {
+        tracing::info!("{message}");
+    }
+
+    /// Something failed that the work goes on without: the index could not be opened
+    /// (no retrieved context) or refreshed (used as it is).
+    fn warn(&self, message: &str) {
+        tracing::warn!("{message}");
+    }
+
+    /// An observer of one index refresh (files found, files done), dropped when the
+    /// refresh ends: a progress bar, say.
+    fn indexing(&self) -> Box<dyn IndexProgress + '_> {
+        Box::new(NoProgress)
+    }
+}
+
+/// Opens the index of `workspace`, creating it when missing (it lives under `.aptix/`).
+pub fn open_index(workspace: &Path) -> Result<WorkspaceIndex, Error> {
+    WorkspaceIndex::open(workspace, IndexConfig::default()).map_err(|source| Error::Index {
+        action: "open the index of",
+        path: workspace.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+/// Refreshes `index`: only files whose content changed are read and chunked again, and
+/// everything is published in one commit (an interrupted refresh leaves the previous
+/// index intact). Progress goes to the reporter's [`Reporter::indexing`].
+pub fn refresh_index(index: &WorkspaceIndex, reporter: &dyn Reporter) -> Result<IndexStats, Error> {
+    let progress = reporter.indexing();
+    let result = index.refresh(progress.as_ref());
+    drop(progress);
+    result.map_err(|source| Error::Index {
+        action: "index",
+        path: index.root().to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+/// The index of `workspace`, opened (created when missing) and refreshed first when
+/// stale, as every front end retrieves from it: a first build is noted, and a refresh
+/// that fails is a warning, the index used as it is.
+pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<WorkspaceIndex, Error> {
+    let first = !exists(workspace);
+    let index = open_index(workspace)?;
+    match index.is_stale() {
+        Ok(false) => {}
+        Ok(true) | Err(_) => {
+            if first {
+                reporter.note(&format!(
+                    "indexing {} for the first time (`aptix index` does this ahead of time)",
+                    workspace.display()
+                ));
+            }
+            match refresh_index(&index, reporter) {
+                Ok(stats) => tracing::info!(
+                    files_indexed = stats.files_indexed,
+                    files_unchanged = stats.files_unchanged,
+                    files_removed = stats.files_deleted,
+                    chunks = stats.chunks_total,
+                    "index refreshed in {:.1?}",
+                    stats.elapsed
+                ),
+                Err(error) => {
+                    reporter.warn(&format!("{}; using the index as it is", chain(&error)));
+                }
+            }
+        }
+    }
+    Ok(index)
+}
+
+/// Whether `workspace` has an index already (without creating one).
+fn exists(workspace: &Path) -> bool {
+    workspace
+        .join(APTIX_DIR)
+        .join("index")
+        .join("meta.json")
+        .is_file()
+}
+
+/// What the workspace index gives a turn.
+pub(crate) struct IndexParts {
+    /// The retriever of `[CONTEXT]`, when there is an index.
+    pub(crate) retriever: Option<Arc<dyn Retriever>>,
+    /// The built-in server tools the settings offer.
+    pub(crate) tools: Vec<Arc<dyn ServerTool>>,
+}
+
+/// The index of `workspace` for a turn: retrieval is advisory, so an index that cannot
+/// be opened is a warning and turns go on without context. The built-in tools are those
+/// the settings offer, with `read_file` reading through `reader` when one is given (an
+/// editor's buffers) and the disk otherwise.
+pub(crate) fn turn_parts(
+    workspace: &Path,
+    settings: &Settings,
+    reader: Option<Arc<dyn FileReader>>,
+    reporter: &dyn Reporter,
+) -> IndexParts {
+    let index = match fresh_index(workspace, reporter) {
+        Ok(index) => index,
+        Err(error) => {
+            reporter.warn(&format!(
+                "{}; asking without retrieved context",
+                chain(&error)
+            ));
+            return IndexParts {
+                retriever: None,
+                tools: Vec::new(),
+            };
+        }
+    };
+    let tools = if aptix_tools::TOOL_NAMES
+        .iter()
+        .any(|name| settings.offers_tool(name))
+    {
+        let all = match reader {
+            Some(reader) => aptix_tools::builtin_tools_with_reader(index.clone(), reader),
+            None => aptix_tools::builtin_tools(index.clone()),
+        };
+        all.into_iter()
+            .filter(|tool| settings.offers_tool(tool.name()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    IndexParts {
+        retriever: Some(Arc::new(index) as Arc<dyn Retriever>),
+        tools,
+    }
+}

@@ -1,0 +1,80 @@
+//! Config files: where the user's is, and reading one as a layer.
+
+use std::path::{Path, PathBuf};
+
+use super::table::Table;
+use super::{Env, KEYS, SERVE_KEYS};
+use crate::Error;
+
+/// Keys that look like a place for the API key, refused with a pointer to the variable.
+const SECRET_KEYS: &[&str] = &["api_key", "openai_api_key", "key"];
+
+/// The user's config file: `$XDG_CONFIG_HOME/aptix/config.toml` when that variable is an
+/// absolute path (the XDG rule), else `$HOME/.config/aptix/config.toml`.
+pub(crate) fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
+    let base = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| env("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("aptix").join("config.toml"))
+}
+
+/// Reads a config file as a layer of `T`, checked (`None` when there is no such file):
+/// valid TOML, no key that holds a secret, no key outside [`KEYS`] and [`SERVE_KEYS`]
+/// (a file holds both tables), and each value of the right type, every error naming the
+/// file, the key and the line.
+pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(Error::Io {
+                action: "read config file",
+                path: path.to_path_buf(),
+                source: error,
+            });
+        }
+    };
+    let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
+        Error::config(format!(
+            "config file {} is not valid toml: {}",
+            path.display(),
+            error.message()
+        ))
+    })?;
+    for key in table.keys() {
+        if SECRET_KEYS.contains(&key.as_str()) {
+            return Err(Error::config(format!(
+                "key `{key}` in {}: the api key is never read from a config file; set OPENAI_API_KEY instead",
+                path.display()
+            )));
+        }
+        if !KEYS.contains(&key.as_str()) && !SERVE_KEYS.contains(&key.as_str()) {
+            return Err(Error::config(format!(
+                "unknown key `{key}` in {} (known keys: {}; for aptix serve: {})",
+                path.display(),
+                KEYS.join(", "),
+                SERVE_KEYS.join(", ")
+            )));
+        }
+    }
+    let layer: T = toml::from_str(&text).map_err(|error| {
+        // The error points at the value; its line names the key.
+        let start = error.span().map_or(0, |span| span.start);
+        let line = text.get(..start).unwrap_or_default().matches('\n').count();
+        let key = text
+            .lines()
+            .nth(line)
+            .and_then(|line| line.split('=').next())
+            .unwrap_or_default()
+            .trim();
+        Error::config(format!(
+            "invalid value for `{key}` in {} (line {}): {}",
+            path.display(),
+            line + 1,
+            error.message()
+        ))
+    })?;
+    let shown = path.display().to_string();
+    layer.check(&|key| format!("`{key}` in {shown}")).map(Some)
+}

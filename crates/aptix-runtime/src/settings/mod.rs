@@ -1,0 +1,240 @@
+//! Settings: flags over the environment over `<workspace>/aptix.toml` over the user's
+//! `config.toml` over the built-in defaults, each value taken from the highest layer
+//! that sets it.
+//!
+//! Every layer is a [`SettingsLayer`] of optional values, checked on its own so that an
+//! error names where the bad value came from (`--temperature`, `APTIX_TEMPERATURE`,
+//! `temperature in /repo/aptix.toml`). Config files are flat TOML tables; an unknown
+//! key is an error naming the key and the file, and `api_key` is refused outright: the
+//! key is read only from `OPENAI_API_KEY`, so it never sits in a file that may be
+//! committed or shared.
+//!
+//! The environment is read through a lookup function ([`Env`]), never directly, so that
+//! tests and embedders give their own; empty variables count as unset, as the official
+//! SDKs treat them.
+
+mod file;
+mod table;
+mod values;
+
+use std::path::{Path, PathBuf};
+
+use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
+
+pub(crate) use file::user_config_path;
+use table::Table;
+pub(crate) use table::{KEYS, SERVE_KEYS};
+pub use table::{ServeLayer, SettingsLayer};
+pub use values::{ApiKind, HumanDuration, StoreUrl};
+
+use crate::Error;
+
+/// The workspace config file's name.
+pub(crate) const WORKSPACE_FILE: &str = "aptix.toml";
+
+/// A source of environment variables: `Some` only for a set, non-empty variable.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment as an [`Env`]: empty or non-UTF-8 values count as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// The environment variable that sets a config key.
+pub(crate) fn env_var(key: &str) -> String {
+    if key == "base_url" {
+        "OPENAI_BASE_URL".to_owned()
+    } else if key == "store" {
+        "APTIX_STORE_URL".to_owned()
+    } else {
+        format!("APTIX_{}", key.to_ascii_uppercase())
+    }
+}
+
+/// `flags` over `env` over the workspace file over the user file, each layer checked,
+/// and the config files that were read (lowest first).
+fn layered<T: Table>(
+    workspace: &Path,
+    flags: &T,
+    env: Env<'_>,
+) -> Result<(T, Vec<PathBuf>), Error> {
+    let mut layered = T::default();
+    let mut files = Vec::new();
+    let workspace_file = workspace.join(WORKSPACE_FILE);
+    for path in user_config_path(env)
+        .iter()
+        .chain(std::iter::once(&workspace_file))
+    {
+        if let Some(mut layer) = file::read::<T>(path)? {
+            if let Some(folder) = path.parent() {
+                layer.relative_to(folder);
+            }
+            layered = layer.over(layered);
+            files.push(path.clone());
+        }
+    }
+    layered = T::from_env(env)?.over(layered);
+    let flags = flags
+        .clone()
+        .check(&|key| T::flag(key).unwrap_or_else(|| format!("--{}", key.replace('_', "-"))))?;
+    Ok((flags.over(layered), files))
+}
+
+impl ServeLayer {
+    /// `aptix serve`'s own settings for `workspace`: `flags` over `env` over the
+    /// workspace file over the user file; a relative `tokens_file` from a config file is
+    /// relative to that file's folder.
+    pub fn load(workspace: &Path, flags: &ServeLayer, env: Env<'_>) -> Result<ServeLayer, Error> {
+        layered(workspace, flags, env).map(|(layer, _)| layer)
+    }
+}
+
+/// The settings in force for one workspace: every layer applied. Unset values take the
+/// built-in defaults where they are used (those of [`OrchestratorConfig::default`] and
+/// the HTTP client's), so that a continued session keeps what it stored for anything
+/// not configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    configured: SettingsLayer,
+    files: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Reads every layer for `workspace`: `flags` over `env` over the workspace file
+    /// over the user file, each checked.
+    pub fn load(workspace: &Path, flags: &SettingsLayer, env: Env<'_>) -> Result<Settings, Error> {
+        let (configured, files) = layered(workspace, flags, env)?;
+        Ok(Settings { configured, files })
+    }
+
+    /// Every value some layer set.
+    pub fn configured(&self) -> &SettingsLayer {
+        &self.configured
+    }
+
+    /// The config files that were read, lowest first.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// The wire API.
+    pub(crate) fn api(&self) -> ApiKind {
+        self.configured.api.unwrap_or(ApiKind::Responses)
+    }
+
+    /// Whether history is replayed instead of chained.
+    pub(crate) fn stateless(&self) -> bool {
+        self.configured.stateless.unwrap_or(false)
+    }
+
+    /// Whether the built-in tool `name` is offered: tools are on unless turned off, and
+    /// then every one not disabled by name.
+    pub(crate) fn offers_tool(&self, name: &str) -> bool {
+        self.configured.tools.unwrap_or(true)
+            && !self
+                .configured
+                .disabled_tools
+                .iter()
+                .flatten()
+                .any(|disabled| disabled == name)
+    }
+
+    /// The configured base URL, if any (the provider's default otherwise).
+    pub(crate) fn base_url(&self) -> Option<&str> {
+        self.configured.base_url.as_deref()
+    }
+
+    /// The HTTP client's timeouts and retries over `builder`: configured values only,
+    /// the client's defaults otherwise.
+    pub(crate) fn apply_client_settings(
+        &self,
+        mut builder: aptix_client::OpenAiConfigBuilder,
+    ) -> aptix_client::OpenAiConfigBuilder {
+        let layer = &self.configured;
+        if let Some(HumanDuration(timeout)) = layer.request_timeout {
+            builder = builder.request_timeout(Some(timeout));
+        }
+        if let Some(HumanDuration(timeout)) = layer.stream_idle_timeout {
+            builder = builder.stream_idle_timeout(Some(timeout));
+        }
+        if let Some(HumanDuration(timeout)) = layer.connect_timeout {
+            builder = builder.connect_timeout(Some(timeout));
+        }
+        if let Some(max_retries) = layer.max_retries {
+            builder = builder.retry(aptix_client::RetryPolicy {
+                max_retries,
+                ..aptix_client::RetryPolicy::default()
+            });
+        }
+        builder
+    }
+
+    /// The orchestrator configuration: the library defaults with every configured value
+    /// applied. A new session starts with its mode and model settings.
+    pub fn orchestrator_config(&self) -> OrchestratorConfig {
+        let mut config = OrchestratorConfig::default();
+        let layer = &self.configured;
+        self.apply_model_settings(&mut config.model);
+        if let Some(mode) = &layer.mode {
+            config.default_mode = mode.clone();
+        }
+        config.stateless = self.stateless();
+        if let Some(budget) = layer.context_token_budget {
+            config.context_token_budget = budget;
+        }
+        if let Some(HumanDuration(ttl)) = layer.lease_ttl {
+            config.lease_ttl = ttl;
+        }
+        if let Some(attempts) = layer.stream_max_attempts {
+            config.stream_recovery.max_attempts = attempts;
+        }
+        config.background = layer.background.unwrap_or(false);
+        if let Some(window) = layer.context_window {
+            config.context_window = Some(window);
+        }
+        if let Some(threshold) = layer.compact_threshold {
+            config.compact_threshold = threshold;
+        }
+        if let Some(prompt) = &layer.system_prompt {
+            for mode in &mut config.modes {
+                mode.system_prompt = Some(match mode.system_prompt.take() {
+                    Some(own) => format!("{own}\n\n{prompt}"),
+                    None => prompt.clone(),
+                });
+            }
+        }
+        config
+    }
+
+    /// Writes the configured model settings over `model`, leaving unset ones alone. A
+    /// continued session gets the same treatment, so what is configured now applies.
+    pub(crate) fn apply_model_settings(&self, model: &mut ModelSettings) {
+        let layer = &self.configured;
+        if let Some(name) = &layer.model {
+            model.model = name.clone();
+        }
+        if let Some(temperature) = layer.temperature {
+            model.temperature = Some(temperature);
+        }
+        if let Some(max) = layer.max_output_tokens {
+            model.max_output_tokens = Some(max);
+        }
+        if let Some(effort) = &layer.reasoning_effort {
+            model.reasoning_effort = Some(effort.clone());
+        }
+    }
+
+    /// Settings of exactly this layer, read from no file (for tests).
+    #[cfg(test)]
+    pub(crate) fn of(configured: SettingsLayer) -> Settings {
+        Settings {
+            configured,
+            files: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

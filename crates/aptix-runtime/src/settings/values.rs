@@ -1,0 +1,218 @@
+//! The types of setting values that are not plain numbers or text, and how each type is
+//! spelled in an environment variable.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// Which wire API the provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum ApiKind {
+    /// `POST {base_url}/responses`.
+    Responses,
+    /// `POST {base_url}/chat/completions`, through the bridge.
+    Chat,
+}
+
+impl ApiKind {
+    /// The endpoint below the base URL.
+    pub(crate) fn endpoint(self) -> &'static str {
+        match self {
+            ApiKind::Responses => "responses",
+            ApiKind::Chat => "chat/completions",
+        }
+    }
+}
+
+/// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's syntax);
+/// a bare whole number is seconds (in a config file also a TOML integer). Zero is
+/// refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub std::time::Duration);
+
+impl std::str::FromStr for HumanDuration {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<HumanDuration, String> {
+        let text = text.trim();
+        let duration = match text.parse::<u64>() {
+            Ok(seconds) => std::time::Duration::from_secs(seconds),
+            Err(_) => humantime::parse_duration(text)
+                .map_err(|error| format!("{error} (expected e.g. 30s, 5m, 1h 30m)"))?,
+        };
+        if duration.is_zero() {
+            return Err("a duration must be longer than zero".to_owned());
+        }
+        Ok(HumanDuration(duration))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Seconds(u64),
+            Text(String),
+        }
+        let text = match Written::deserialize(deserializer)? {
+            Written::Seconds(seconds) => seconds.to_string(),
+            Written::Text(text) => text,
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where sessions are kept, as configured: a PostgreSQL URL or a SQLite file path.
+/// `Debug` hides the password, so a printed layer never shows it; parsing never fails
+/// (a bad value is reported when the store is opened, with the password hidden), so no
+/// parser error can echo it either.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct StoreUrl(pub String);
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreUrl({:?})", aptix_orchestrator::redact_url(&self.0))
+    }
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<StoreUrl, Self::Err> {
+        Ok(StoreUrl(text.trim().to_owned()))
+    }
+}
+
+/// A setting's type as an environment variable spells it; the error says what was
+/// expected.
+pub(crate) trait FromEnvText: Sized {
+    /// What a valid value looks like, for the error.
+    const EXPECTED: &'static str;
+    /// The value, or `None` when `text` is not one.
+    fn from_env_text(text: &str) -> Option<Self>;
+}
+
+impl FromEnvText for String {
+    const EXPECTED: &'static str = "text";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(text.to_owned())
+    }
+}
+
+/// A list is written comma-separated (`read_file,list_files`); blank items are dropped.
+impl FromEnvText for Vec<String> {
+    const EXPECTED: &'static str = "names separated by commas";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(
+            text.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+}
+
+impl FromEnvText for f64 {
+    const EXPECTED: &'static str = "a number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for u32 {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for u64 {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for usize {
+    const EXPECTED: &'static str = "a whole number";
+    fn from_env_text(text: &str) -> Option<Self> {
+        // A budget beyond the address space is no budget at all.
+        u64::from_env_text(text).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+impl FromEnvText for bool {
+    const EXPECTED: &'static str = "true or false (1/0, yes/no, on/off)";
+    fn from_env_text(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Some(true),
+            "0" | "false" | "no" | "off" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl FromEnvText for ApiKind {
+    const EXPECTED: &'static str = "responses or chat";
+    fn from_env_text(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "responses" => Some(ApiKind::Responses),
+            "chat" => Some(ApiKind::Chat),
+            _ => None,
+        }
+    }
+}
+
+impl FromEnvText for HumanDuration {
+    const EXPECTED: &'static str = "a duration such as 30s, 5m or 1h 30m";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+impl FromEnvText for StoreUrl {
+    const EXPECTED: &'static str = "a postgres:// URL or a file path";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+impl FromEnvText for std::net::SocketAddr {
+    const EXPECTED: &'static str = "an address such as 127.0.0.1:8787";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.trim().parse().ok()
+    }
+}
+
+impl FromEnvText for PathBuf {
+    const EXPECTED: &'static str = "a file path";
+    fn from_env_text(text: &str) -> Option<Self> {
+        Some(PathBuf::from(text.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_text_spellings() {
+        assert_eq!(bool::from_env_text(" On "), Some(true));
+        assert_eq!(bool::from_env_text("maybe"), None);
+        assert_eq!(ApiKind::from_env_text("CHAT"), Some(ApiKind::Chat));
+        assert_eq!(
+            Vec::<String>::from_env_text(" read_file, ,list_files "),
+            Some(vec!["read_file".to_owned(), "list_files".to_owned()])
+        );
+        assert_eq!(
+            HumanDuration::from_env_text("1m 30s"),
+            Some(HumanDuration(std::time::Duration::from_secs(90)))
+        );
+        assert_eq!(HumanDuration::from_env_text("0"), None);
+    }
+}

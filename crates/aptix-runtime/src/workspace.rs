@@ -1,0 +1,186 @@
+//! A workspace and its settings, wired: the provider, the session store, the index and
+//! the orchestrator every front end runs its turns on.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aptix_client::{Capabilities, ResponsesProvider};
+use aptix_model::wire::CreateResponseRequest;
+use aptix_orchestrator::{Orchestrator, SessionStore};
+use aptix_tools::FileReader;
+
+use crate::index::{Reporter, turn_parts};
+use crate::provider::{self, WireRequest};
+use crate::settings::{ApiKind, Env, Settings, SettingsLayer, WORKSPACE_FILE};
+use crate::store::{self, ConfiguredStore, StoreLocation};
+use crate::{APTIX_DIR, Error};
+
+/// A workspace folder (where `aptix.toml`, the index and the sessions live) with the
+/// settings in force for it: the one place where settings become a provider, a session
+/// store, a retriever, tools and an [`Orchestrator`].
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    settings: Settings,
+}
+
+impl Workspace {
+    /// The workspace at `root` with these settings.
+    pub fn new(root: impl Into<PathBuf>, settings: Settings) -> Workspace {
+        Workspace {
+            root: root.into(),
+            settings,
+        }
+    }
+
+    /// The workspace at `root` with its settings loaded: `flags` over `env` over
+    /// `root/aptix.toml` over the user's file (see [`Settings::load`]).
+    pub fn load(root: &Path, flags: &SettingsLayer, env: Env<'_>) -> Result<Workspace, Error> {
+        Ok(Workspace::new(root, Settings::load(root, flags, env)?))
+    }
+
+    /// The workspace folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The HTTP provider the settings describe (`/v1/responses`, or the Chat
+    /// Completions bridge), with the key, organization and project read from `env`
+    /// only. No key for a host that needs one is [`Error::MissingApiKey`].
+    pub fn provider(&self, env: Env<'_>) -> Result<Arc<dyn ResponsesProvider>, Error> {
+        provider::provider(&self.settings, env)
+    }
+
+    /// What the configured provider reports about itself (without making it).
+    pub fn capabilities(&self) -> Capabilities {
+        provider::capabilities(&self.settings)
+    }
+
+    /// Where the sessions are kept (`store`; the workspace's `.aptix/sessions.db` by
+    /// default). A URL of an unknown scheme is a settings error.
+    pub fn store_location(&self) -> Result<StoreLocation, Error> {
+        StoreLocation::of(&self.root, &self.settings)
+    }
+
+    /// Opens the configured session store (creating `.aptix/` for the default one),
+    /// with the configured mode and model settings applied to every session it loads:
+    /// what is configured now applies to a continued session, and what is not keeps the
+    /// session's stored value.
+    pub async fn open_store(&self) -> Result<Arc<dyn SessionStore>, Error> {
+        let inner = store::open(&self.root, &self.settings).await?;
+        Ok(Arc::new(ConfiguredStore::new(inner, self.settings.clone())))
+    }
+
+    /// The orchestrator a front end runs turns on: `provider` (the one
+    /// [`provider`](Self::provider) makes, or a wrapper of it), the configured session
+    /// store, the workspace index as the retriever (refreshed first when stale) and the
+    /// built-in read-only tools the settings offer, `read_file` reading through `reader`
+    /// when one is given (an editor's buffers).
+    ///
+    /// Blocking while the index refreshes: call it where blocking is allowed (a
+    /// `block_on`, a blocking thread), not from a task on an async runtime's workers.
+    pub async fn orchestrator(
+        &self,
+        provider: Arc<dyn ResponsesProvider>,
+        reader: Option<Arc<dyn FileReader>>,
+        reporter: &dyn Reporter,
+    ) -> Result<Orchestrator, Error> {
+        self.check_turn_settings()?;
+        let store = self.open_store().await?;
+        self.build(provider, store, reader, reporter)
+    }
+
+    /// The orchestrator of a dry run: a stand-in for the configured provider that
+    /// reports the same capabilities and is never called, and the configured store when
+    /// it exists (so that a continued session shows its continuation), else an empty
+    /// one in memory, so that nothing is written. The index is refreshed as for a real
+    /// turn (it is a cache of the workspace), so the body is the one that would be sent.
+    pub async fn dry_run_orchestrator(
+        &self,
+        reporter: &dyn Reporter,
+    ) -> Result<Orchestrator, Error> {
+        self.check_turn_settings()?;
+        let inner = store::open_for_dry_run(&self.root, &self.settings).await?;
+        let store = Arc::new(ConfiguredStore::new(inner, self.settings.clone()));
+        self.build(provider::stand_in(&self.settings), store, None, reporter)
+    }
+
+    /// `body` (a request the orchestrator built) exactly as the configured provider
+    /// would send it, `stream`ed or not: the endpoint, `stream` and background mode as
+    /// the call sets them, translated for the Chat Completions bridge.
+    pub fn wire_request(
+        &self,
+        body: CreateResponseRequest,
+        stream: bool,
+    ) -> Result<WireRequest, Error> {
+        provider::wire_request(&self.settings, body, stream)
+    }
+
+    /// Settings that turns cannot run with, whatever the front end.
+    fn check_turn_settings(&self) -> Result<(), Error> {
+        if self.settings.configured().background == Some(true)
+            && self.settings.api() == ApiKind::Chat
+        {
+            return Err(Error::config(
+                "background mode needs the responses api (a server that stores responses); it cannot be used with --api chat",
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(
+        &self,
+        provider: Arc<dyn ResponsesProvider>,
+        store: Arc<dyn SessionStore>,
+        reader: Option<Arc<dyn FileReader>>,
+        reporter: &dyn Reporter,
+    ) -> Result<Orchestrator, Error> {
+        let mut builder =
+            Orchestrator::builder(provider, store).config(self.settings.orchestrator_config());
+        let parts = turn_parts(&self.root, &self.settings, reader, reporter);
+        if let Some(retriever) = parts.retriever {
+            builder = builder.retriever(retriever);
+        }
+        for tool in parts.tools {
+            builder = builder.server_tool(tool);
+        }
+        builder
+            .build()
+            .map_err(|error| Error::config(error.to_string()))
+    }
+}
+
+/// The entries that mark a workspace root, checked in each folder going up.
+const MARKERS: &[&str] = &[WORKSPACE_FILE, APTIX_DIR, ".git"];
+
+/// The workspace a front end started in `start` works in: the nearest folder from
+/// `start` upwards that holds `aptix.toml`, `.aptix/` or `.git` (the way git finds its
+/// repository), else `start` itself.
+pub fn find_workspace(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|dir| MARKERS.iter().any(|marker| dir.join(marker).exists()))
+        .unwrap_or(start)
+        .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_marked_folder_up_is_the_workspace() {
+        let root = tempfile::tempdir().unwrap();
+        let nested = root.path().join("a/b/c");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(root.path().join("a").join(WORKSPACE_FILE), "").unwrap();
+        assert_eq!(find_workspace(&nested), root.path().join("a"));
+        std::fs::create_dir(root.path().join("a/b/.git")).unwrap();
+        assert_eq!(find_workspace(&nested), root.path().join("a/b"));
+    }
+}

@@ -1,0 +1,157 @@
+//! The wiring end to end, as a front end uses it: settings from a lookup, a turn run on
+//! the orchestrator over a scripted provider, the session kept in the workspace's SQLite
+//! store and continued under newly configured settings; and the settings that refuse
+//! to wire before anything is created.
+
+use std::sync::Arc;
+
+use aptix_client::FakeProvider;
+use aptix_model::contract::AgentExecuteRequest;
+use aptix_model::wire::Response;
+use aptix_runtime::{Error, Reporter, SettingsLayer, StoreLocation, Workspace};
+
+struct Quiet;
+impl Reporter for Quiet {}
+
+fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        vars.iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| (*value).to_owned())
+    }
+}
+
+fn answer(id: &str, text: &str) -> Response {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "status": "completed", "model": "m",
+        "output": [{"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]}]
+    }))
+    .unwrap()
+}
+
+fn turn(turn_id: &str, instruction: &str) -> AgentExecuteRequest {
+    AgentExecuteRequest::from_json_value(&serde_json::json!({
+        "sessionId": "s-wired", "turnId": turn_id, "instruction": instruction
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_turn_is_stored_in_the_workspace_and_continued_under_the_settings_in_force() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("src")).unwrap();
+    std::fs::write(
+        root.path().join("src/store.rs"),
+        "/// Commits a turn to the session store.\npub fn commit_turn() {}\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("aptix.toml"), "model = \"first-model\"\n").unwrap();
+
+    let workspace = Workspace::load(root.path(), &SettingsLayer::default(), &|_| None).unwrap();
+    assert_eq!(
+        workspace.store_location().unwrap(),
+        StoreLocation::Sqlite(root.path().join(".aptix/sessions.db"))
+    );
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer("resp_1", "In store.rs."));
+    let orchestrator = workspace
+        .orchestrator(provider.clone(), None, &Quiet)
+        .await
+        .unwrap();
+    let envelope = orchestrator
+        .execute(turn("t-1", "Where is a turn committed?"))
+        .await
+        .unwrap();
+    assert_eq!(envelope.text.as_deref(), Some("In store.rs."));
+    let sent = &provider.requests()[0];
+    assert_eq!(sent.model, "first-model");
+    let tools: Vec<String> = serde_json::to_value(&sent.tools)
+        .unwrap()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(tools, ["search_code", "read_file", "list_files"]);
+    assert!(
+        serde_json::to_string(&sent.input)
+            .unwrap()
+            .contains("commit_turn"),
+        "the index is the retriever: the context holds the function"
+    );
+    assert!(root.path().join(".aptix/sessions.db").is_file());
+    assert!(root.path().join(".aptix/.gitignore").is_file());
+
+    // The same session, now configured with another model and one tool fewer.
+    static LATER: &[(&str, &str)] = &[
+        ("APTIX_MODEL", "second-model"),
+        ("APTIX_DISABLED_TOOLS", "list_files"),
+    ];
+    let workspace =
+        Workspace::load(root.path(), &SettingsLayer::default(), &env_of(LATER)).unwrap();
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer("resp_2", "Still there."));
+    let orchestrator = workspace
+        .orchestrator(provider.clone(), None, &Quiet)
+        .await
+        .unwrap();
+    orchestrator
+        .execute(turn("t-2", "And then?"))
+        .await
+        .unwrap();
+    let sent = &provider.requests()[0];
+    assert_eq!(sent.model, "second-model", "what is configured now applies");
+    assert_eq!(
+        sent.previous_response_id.as_deref(),
+        Some("resp_1"),
+        "the stored session is continued"
+    );
+    let tools = serde_json::to_string(&sent.tools).unwrap();
+    assert!(
+        !tools.contains("list_files") && tools.contains("read_file"),
+        "{tools}"
+    );
+}
+
+#[tokio::test]
+async fn settings_that_cannot_run_turns_are_refused_before_anything_is_created() {
+    let root = tempfile::tempdir().unwrap();
+    let flags = SettingsLayer {
+        background: Some(true),
+        api: Some(aptix_runtime::ApiKind::Chat),
+        ..SettingsLayer::default()
+    };
+    let workspace = Workspace::load(root.path(), &flags, &|_| None).unwrap();
+    let error = workspace
+        .orchestrator(Arc::new(FakeProvider::new()), None, &Quiet)
+        .await
+        .unwrap_err();
+    assert!(error.is_config(), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("background mode needs the responses api"),
+        "{error}"
+    );
+    assert!(!root.path().join(".aptix").exists(), "nothing was created");
+
+    // No key for the default host: the error says how to set one, and it is the
+    // person's to fix.
+    let workspace = Workspace::load(root.path(), &SettingsLayer::default(), &|_| None).unwrap();
+    let Err(error) = workspace.provider(&|_| None) else {
+        panic!("a provider without a key");
+    };
+    assert!(matches!(error, Error::MissingApiKey { .. }), "{error}");
+    assert!(error.is_config());
+    assert!(
+        error
+            .to_string()
+            .starts_with("no api key for https://api.openai.com/v1")
+    );
+    // A host that needs none is called without one.
+    static LOCAL: &[(&str, &str)] = &[("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")];
+    let workspace =
+        Workspace::load(root.path(), &SettingsLayer::default(), &env_of(LOCAL)).unwrap();
+    assert!(workspace.provider(&|_| None).is_ok());
+}
