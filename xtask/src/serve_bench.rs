@@ -44,16 +44,18 @@ const PACED_RATES: [f64; 3] = [1_000.0, 2_500.0, 5_000.0];
 /// A provider that answers at once: the canned response, or its canned events.
 struct InstantProvider {
     response: Response,
+    raw_json: String,
     events: Vec<StreamEvent>,
 }
 
 #[async_trait]
 impl ResponsesProvider for InstantProvider {
     async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
-        Ok(ProviderResponse::new(
-            self.response.clone(),
-            ReplyMeta::synthetic(),
-        ))
+        // A provider over HTTP hands over the body it received, kept as
+        // `rawResponseJson` without encoding the response again; so does this one.
+        let mut reply = ProviderResponse::new(self.response.clone(), ReplyMeta::synthetic());
+        reply.raw_json = Some(self.raw_json.clone());
+        Ok(reply)
     }
 
     async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
@@ -80,7 +82,12 @@ fn provider() -> Result<Arc<InstantProvider>> {
         .and_then(StreamEvent::terminal_response)
         .context("the fixture has no terminal event")?
         .clone();
-    Ok(Arc::new(InstantProvider { response, events }))
+    let raw_json = serde_json::to_string(&response).context("encoding the canned response")?;
+    Ok(Arc::new(InstantProvider {
+        response,
+        raw_json,
+        events,
+    }))
 }
 
 static IDS: AtomicU64 = AtomicU64::new(0);

@@ -128,9 +128,12 @@ impl Orchestrator {
     /// token covers at least one byte, so a text has at most as many tokens as bytes.
     /// A turn far below the threshold (nearly every turn) is cleared with this alone.
     pub(crate) fn estimate_bound(&self, state: &SessionState, body: &Body) -> u64 {
-        measure(state, body, &|text| {
-            u64::try_from(text.len()).unwrap_or(u64::MAX)
-        })
+        measure_with(
+            state,
+            body,
+            &|text| u64::try_from(text.len()).unwrap_or(u64::MAX),
+            &|item| json_length(item),
+        )
     }
 
     /// Compacts the session for `body`: the history is replaced (older items summarised,
@@ -320,6 +323,16 @@ fn count(counter: &TokenCounter, text: &str) -> u64 {
 /// The tokens `body` will carry, each text measured by `tokens`: the last reply's count
 /// plus what was added since, or the whole body when no reply is known.
 fn measure(state: &SessionState, body: &Body, tokens: &dyn Fn(&str) -> u64) -> u64 {
+    measure_with(state, body, tokens, &|item| count_item(tokens, item))
+}
+
+/// [`measure`] with each input item measured by `item_tokens`.
+fn measure_with(
+    state: &SessionState,
+    body: &Body,
+    tokens: &dyn Fn(&str) -> u64,
+    item_tokens: &dyn Fn(&InputItem) -> u64,
+) -> u64 {
     let request = &body.request;
     let items = match &request.input {
         Input::Text(text) => return tokens(text).saturating_add(overhead(tokens, request)),
@@ -332,16 +345,32 @@ fn measure(state: &SessionState, body: &Body, tokens: &dyn Fn(&str) -> u64) -> u
         Some(known) if body.replayed > 0 => (known.tokens, known.covered_items.min(body.replayed)),
         _ => (overhead(tokens, request), 0),
     };
-    let added: u64 = items
-        .iter()
-        .skip(skip)
-        .map(|item| count_item(tokens, item))
-        .sum();
+    let added: u64 = items.iter().skip(skip).map(item_tokens).sum();
     base.saturating_add(added)
 }
 
 fn count_item(tokens: &dyn Fn(&str) -> u64, item: &InputItem) -> u64 {
     serde_json::to_string(item).map_or(0, |json| tokens(&json))
+}
+
+/// The length of an item's JSON, counted as it is written (nothing is kept).
+fn json_length(item: &InputItem) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len() as u64);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, item) {
+        Ok(()) => counter.0,
+        // Cannot happen for these types; counting too much is the safe side.
+        Err(_) => u64::MAX,
+    }
 }
 
 /// What a request carries besides its input: instructions and tool definitions.

@@ -68,8 +68,11 @@ pub struct Packed {
 /// # Ok::<(), aptix_rag::RagError>(())
 /// ```
 pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> Packed {
-    let header_tokens = counter.count(CONTEXT_HEADER);
     let mut packed = Packed::default();
+    if ranked.is_empty() {
+        return packed;
+    }
+    let header_tokens = counter.count(CONTEXT_HEADER);
     // One buffer for every section: each is rendered only to be counted.
     let mut section = String::new();
     for candidate in ranked {

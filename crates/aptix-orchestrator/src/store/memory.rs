@@ -219,6 +219,9 @@ impl SessionStore for InMemorySessionStore {
         expected_version: Option<u64>,
         turn: &StoredTurn,
     ) -> Result<u64, OrchestratorError> {
+        // Copied before the lock is taken, so that other sessions' turns do not wait on
+        // the copying (a conflict, which throws the copies away, is rare).
+        let (state_copy, turn_copy) = (state.clone(), turn.clone());
         let now = Instant::now();
         let mut inner = self.lock();
         let found = inner
@@ -233,12 +236,12 @@ impl SessionStore for InMemorySessionStore {
         }
         let version = found.map_or(1, |version| version + 1);
         if let Some(entry) = inner.sessions.get_mut(&state.session_id) {
-            entry.state = state.clone();
+            entry.state = state_copy;
             entry.version = version;
             entry
                 .turns
                 .retain(|kept| !(kept.turn_id == turn.turn_id && kept.scenario == turn.scenario));
-            entry.turns.push_back(turn.clone());
+            entry.turns.push_back(turn_copy);
             while entry.turns.len() > self.limits.max_turns_per_session {
                 entry.turns.pop_front();
             }
@@ -249,9 +252,9 @@ impl SessionStore for InMemorySessionStore {
             inner.sessions.insert(
                 state.session_id.clone(),
                 Entry {
-                    state: state.clone(),
+                    state: state_copy,
                     version,
-                    turns: VecDeque::from([turn.clone()]),
+                    turns: VecDeque::from([turn_copy]),
                     tick,
                     touched: now,
                 },
