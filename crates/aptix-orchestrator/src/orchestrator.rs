@@ -192,16 +192,6 @@ fn instance_name() -> String {
     crate::lease::new_holder_id()
 }
 
-/// Stops a background task when dropped (a lease renewal whose turn ended or was
-/// dropped).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Marks a session as running in this instance until dropped, so a turn dropped
 /// mid-flight frees it.
 struct ActiveTurn<'a> {
@@ -344,11 +334,14 @@ impl Orchestrator {
     /// Runs `turn` while renewing this instance's lease on the session every third of
     /// its TTL, so that a turn longer than the TTL (a slow model, a long tool loop) keeps
     /// the session: the TTL bounds how long a *dead* holder blocks it, not how long a
-    /// live turn may run. The renewal is a task of its own, so a turn busy on the CPU
-    /// (counting tokens) does not starve it; it stops when the turn ends or its future is
-    /// dropped. A renewal that finds the lease taken (the process stalled past the TTL
-    /// and another holder took over) is logged; the turn's commit, guarded by the
-    /// session's version, then fails as a conflict instead of overwriting.
+    /// live turn may run. The renewal runs beside the turn in the same task (no task of
+    /// its own to spawn, wake and abort on every turn, which cost a short turn more than
+    /// the renewal ever does); the turn's awaits (the model, tools, the store) give it its
+    /// turn, and no step of a turn holds the thread for anything near a third of a TTL.
+    /// It stops when the turn ends or its future is dropped. A renewal that finds the
+    /// lease taken (the process stalled past the TTL and another holder took over) is
+    /// logged; the turn's commit, guarded by the session's version, then fails as a
+    /// conflict instead of overwriting.
     async fn holding_lease<T>(
         &self,
         session_id: &str,
@@ -356,25 +349,37 @@ impl Orchestrator {
     ) -> T {
         let ttl = self.config.lease_ttl;
         let period = (ttl / 3).max(std::time::Duration::from_millis(50));
-        let store = Arc::clone(&self.store);
-        let (session, holder) = (session_id.to_owned(), self.instance.clone());
-        let renewal = tokio::spawn(async move {
+        let renewals = async {
             loop {
                 tokio::time::sleep(period).await;
-                match store.acquire_lease(&session, &holder, ttl).await {
+                match self
+                    .store
+                    .acquire_lease(session_id, &self.instance, ttl)
+                    .await
+                {
                     Ok(true) => {}
                     Ok(false) => tracing::warn!(
-                        session = %session,
+                        session = %session_id,
                         "the session's lease was taken by another holder while this turn ran"
                     ),
                     Err(error) => {
-                        tracing::warn!(session = %session, %error, "could not renew the session lease");
+                        tracing::warn!(session = %session_id, %error, "could not renew the session lease");
                     }
                 }
             }
-        });
-        let _stop = AbortOnDrop(renewal);
-        turn.await
+        };
+        let mut turn = std::pin::pin!(turn);
+        let mut renewals = std::pin::pin!(renewals);
+        // The turn is polled first, so a renewal due at the moment the turn ends is not
+        // started; `renewals` never ends on its own.
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(outcome) = turn.as_mut().poll(cx) {
+                return std::task::Poll::Ready(outcome);
+            }
+            let _pending: std::task::Poll<()> = renewals.as_mut().poll(cx);
+            std::task::Poll::Pending
+        })
+        .await
     }
 
     /// Takes the session's lease: free, expired, this instance's own, or held by a
