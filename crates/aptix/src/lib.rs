@@ -28,6 +28,7 @@
 //! | `postgres` | no | `PgSessionStore`: sessions in PostgreSQL, shared by several processes |
 //! | `index` | no | `aptix::index`: the tantivy workspace index and its retriever (tree-sitter grammars, C compiles) |
 //! | `schema` | no | `aptix::schema`: seed 003, JSON of a given shape on any provider |
+//! | `runtime` | no | `aptix::runtime`: a workspace wired as the `aptix` command wires it, from its `aptix.toml`, the user's file and `APTIX_*` (brings `http`, `sqlite`, `index`) |
 //!
 //! The default is lean on purpose: reaching a model needs `http`; everything that
 //! compiles C (SQLite, tree-sitter) is asked for by name. Without `http` the crate is
@@ -270,3 +271,32 @@ pub use aptix_index as index;
 /// Seed 003 (`aptix-schema`): JSON of a given shape on any provider.
 #[cfg(feature = "schema")]
 pub use aptix_schema as schema;
+
+/// The wiring of the `aptix` command (`aptix-runtime`): a workspace's layered settings
+/// to its session store, provider, refreshed index and orchestrator, so a program runs
+/// turns exactly as `aptix ask` in that workspace would:
+///
+/// ```no_run
+/// use aptix::runtime::{Reporter, SettingsLayer, Workspace, find_workspace, process_env};
+///
+/// struct Quiet;
+/// impl Reporter for Quiet {}
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let root = find_workspace(&std::env::current_dir()?);
+/// let workspace = Workspace::load(&root, &SettingsLayer::default(), &process_env)?;
+/// let provider = workspace.provider(&process_env)?; // the key from OPENAI_API_KEY
+/// let orchestrator = workspace.orchestrator(provider, None, &Quiet).await?;
+/// let request = aptix::AgentExecuteRequest::from_json_slice(
+///     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Where is a turn stored?"}"#,
+/// )?;
+/// let envelope = orchestrator.execute(request).await?;
+/// println!("{}", envelope.text.unwrap_or_default());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A runnable dry run (no key, no network) is `crates/aptix-runtime/examples/dry_run.rs`.
+#[cfg(feature = "runtime")]
+pub use aptix_runtime as runtime;
