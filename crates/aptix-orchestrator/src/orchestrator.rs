@@ -314,7 +314,11 @@ impl Orchestrator {
         let _active = self.enter(&session_id)?;
         self.take_lease(&session_id).await?;
         let result = self
-            .holding_lease(&session_id, self.run_leased(&request, &key, sink))
+            // The turn's state machine is large (~18 KB: the provider call, the stream
+            // fold, the tool loop, compaction): boxed once here, so that the futures
+            // wrapping it (`execute`, a caller's timeout, a spawned task) stay small and
+            // are not copied whole at each wrapping.
+            .holding_lease(&session_id, Box::pin(self.run_leased(&request, &key, sink)))
             .await;
         if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
             // The lease expires on its own; the turn's outcome matters more.
