@@ -135,7 +135,8 @@ pub(crate) fn analyse(text: &str) -> Analysis {
             }),
         }
     };
-    for (word, in_code, area) in words(text) {
+    let (words, spans) = words(text);
+    for (word, in_code, area) in words {
         let lower = word.to_ascii_lowercase();
         for (keys, kind) in KIND_WORDS {
             if keys.contains(&lower.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -168,7 +169,7 @@ pub(crate) fn analyse(text: &str) -> Analysis {
     }
     wanted_kinds.sort();
     let mut code_spans: Vec<String> = Vec::new();
-    for span in prose_code_spans(text) {
+    for span in spans {
         let span = span.trim();
         if is_code_span(span) && !code_spans.iter().any(|known| known == span) {
             code_spans.push(span.to_owned());
@@ -250,10 +251,15 @@ const KIND_WORDS: &[(&[&str], FileKind)] = &[
     ),
 ];
 
-/// The words of the instruction that survive the noise filters, each with whether it
-/// stood in backticks or a kept code block.
-fn words(text: &str) -> Vec<(&str, bool, bool)> {
+/// A word of the instruction, whether it stood in backticks or a kept code block, and
+/// whether it lies in the subject's area prefix.
+type Word<'a> = (&'a str, bool, bool);
+
+/// The words of the instruction that survive the noise filters, and the code its prose
+/// lines quote ([`line_code_spans`]), in one pass over its lines.
+fn words(text: &str) -> (Vec<Word<'_>>, Vec<&str>) {
     let mut out = Vec::new();
+    let mut spans = Vec::new();
     let mut fence: Option<(String, bool)> = None; // (marker, keep the block)
     let mut subject_seen = false;
     let lines: Vec<&str> = text.lines().collect();
@@ -305,48 +311,28 @@ fn words(text: &str) -> Vec<(&str, bool, bool)> {
             let start = word.as_ptr() as usize - line.as_ptr() as usize;
             out.push((word, code, area_end > 0 && start < offset + area_end));
         }
+        line_code_spans(line, &mut spans);
     }
-    out
+    (out, spans)
 }
 
-/// The backtick spans of the lines [`words`] reads as prose (outside fenced blocks,
-/// prompt lines and trailers).
-fn prose_code_spans(text: &str) -> Vec<&str> {
-    let mut spans = Vec::new();
-    let mut fence: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(marker) = &fence {
-            if trimmed.starts_with(marker.as_str()) && trimmed.trim_end() == marker.as_str() {
-                fence = None;
-            }
-            continue;
-        }
-        if let Some(marker) = fence_marker(trimmed) {
-            fence = Some(marker);
-            continue;
-        }
-        if is_prompt_line(trimmed) || is_trailer(trimmed) {
-            continue;
-        }
-        let pieces: Vec<&str> = line.split('`').collect();
-        // An odd piece is code only when a closing backtick follows it; in the prose
-        // between, a qualified path or a call (`axum::extract::Query`, `foo.bar()`) is
-        // quoted code too.
-        for (index, piece) in pieces.iter().enumerate() {
-            if index % 2 == 1 && index + 1 < pieces.len() {
-                spans.push(*piece);
-            } else {
-                for word in piece.split_whitespace() {
-                    let word = word.trim_matches(|c: char| ",.;:!?\"'[]{}<>".contains(c));
-                    if (word.contains("::") || word.contains("()")) && !is_noise(word) {
-                        spans.push(word);
-                    }
+/// The quoted code of one prose line: its closed backtick spans and, in the prose
+/// between them, qualified paths and calls (`axum::extract::Query`, `foo.bar()`).
+fn line_code_spans<'a>(line: &'a str, spans: &mut Vec<&'a str>) {
+    let pieces: Vec<&str> = line.split('`').collect();
+    // An odd piece is code only when a closing backtick follows it.
+    for (index, piece) in pieces.iter().enumerate() {
+        if index % 2 == 1 && index + 1 < pieces.len() {
+            spans.push(*piece);
+        } else {
+            for word in piece.split_whitespace() {
+                let word = word.trim_matches(|c: char| ",.;:!?\"'[]{}<>".contains(c));
+                if (word.contains("::") || word.contains("()")) && !is_noise(word) {
+                    spans.push(word);
                 }
             }
         }
     }
-    spans
 }
 
 /// Conventional-commit types, which are not areas: `fix(sse):` names the area `sse`.
