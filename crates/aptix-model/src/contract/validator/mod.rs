@@ -46,6 +46,19 @@ pub fn validate(value: &Value) -> Result<AgentExecuteRequest, RequestRejection> 
     checker.finish(request)
 }
 
+/// Every object shape the validator checks (for the schema tests, which need every
+/// field name).
+#[cfg(all(test, feature = "openapi"))]
+const SHAPES: &[&Shape] = &[
+    &REQUEST,
+    &user_turn::FILE,
+    &user_turn::IMAGE,
+    &user_turn::RAG_SCOPE,
+    &user_turn::CONDITION,
+    &user_turn::HINTS,
+    &tool_results::TOOL_RESULT,
+];
+
 /// The request's own fields, in the order they are checked.
 const REQUEST: Shape = Shape {
     what: "the request",

@@ -17,7 +17,7 @@ use crate::contract::text::{ToolCallId, ToolErrorMessage};
 use crate::contract::tool_result::{ResultJson, ToolOutcome, ToolResult};
 use crate::contract::violation::ViolationCode;
 
-const TOOL_RESULT: Shape = Shape {
+pub(super) const TOOL_RESULT: Shape = Shape {
     what: "a tool result",
     fields: &["toolCallId", "executionMs", "resultJson", "errorMessage"],
     stranger: no_strangers,

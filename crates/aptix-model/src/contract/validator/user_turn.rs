@@ -108,13 +108,13 @@ pub(super) fn check(checker: &mut Checker, fields: &Fields<'_>) -> Checked<UserT
     })
 }
 
-const FILE: Shape = Shape {
+pub(super) const FILE: Shape = Shape {
     what: "a file input",
     fields: &["path", "content", "contentBase64", "mediaType"],
     stranger: no_strangers,
 };
 
-const IMAGE: Shape = Shape {
+pub(super) const IMAGE: Shape = Shape {
     what: "an image input",
     fields: &["path", "contentBase64", "mediaType"],
     stranger: image_stranger,
@@ -246,13 +246,13 @@ fn check_media_type(
     Ok(Some(media_type))
 }
 
-const RAG_SCOPE: Shape = Shape {
+pub(super) const RAG_SCOPE: Shape = Shape {
     what: "ragScope",
     fields: &["conditions"],
     stranger: no_strangers,
 };
 
-const CONDITION: Shape = Shape {
+pub(super) const CONDITION: Shape = Shape {
     what: "a scope condition",
     fields: &["key", "operator", "values"],
     stranger: no_strangers,
@@ -326,7 +326,7 @@ fn check_scope_value(checker: &mut Checker, path: &str, value: &Value) -> Checke
     Ok(text.to_owned())
 }
 
-const HINTS: Shape = Shape {
+pub(super) const HINTS: Shape = Shape {
     what: "hints",
     fields: &["workspaceId", "repository", "language"],
     stranger: no_strangers,

@@ -66,33 +66,13 @@ pub(super) fn components() -> &'static Components {
     })
 }
 
-/// Every field name of the request's objects.
-const FIELDS: &[&str] = &[
-    "sessionId",
-    "turnId",
-    "instruction",
-    "files",
-    "images",
-    "ragScope",
-    "hints",
-    "stream",
-    "toolResults",
-    "toolCallId",
-    "executionMs",
-    "resultJson",
-    "errorMessage",
-    "path",
-    "content",
-    "contentBase64",
-    "mediaType",
-    "conditions",
-    "key",
-    "operator",
-    "values",
-    "workspaceId",
-    "repository",
-    "language",
-];
+/// Whether `name` is a field of one of the request's objects, as the validator knows
+/// them.
+fn is_field(name: &str) -> bool {
+    super::super::SHAPES
+        .iter()
+        .any(|shape| shape.fields.contains(&name))
+}
 
 /// The request with each PascalCase field name (`SessionId`) spelt in camelCase, the one
 /// casing the schema lists, unless the object also has the camelCase name (both is a
@@ -112,7 +92,7 @@ fn camel_cased(value: &Value) -> Value {
             Some(first) if first.is_uppercase() => first.to_lowercase().chain(chars).collect(),
             _ => key.clone(),
         };
-        let known = FIELDS.contains(&camel.as_str()) && !object.contains_key(&camel);
+        let known = is_field(&camel) && !object.contains_key(&camel);
         let key = if known { camel } else { key.clone() };
         let field = if key == "resultJson" {
             field.clone()
