@@ -84,6 +84,7 @@ fn as_json(results: &SearchResults) -> serde_json::Value {
                 "matched": {
                     "text": matched.text,
                     "symbol": matched.symbol,
+                    "heading": matched.heading,
                     "path": matched.path,
                 },
             })
@@ -135,11 +136,12 @@ fn as_text(results: &SearchResults) -> String {
     out.trim_end().to_owned()
 }
 
-/// `text: a b; symbol: c; path: d`, leaving out empty fields.
+/// `text: a b; symbol: c; heading: d; path: e`, leaving out empty fields.
 fn why(matched: &HitMatch) -> String {
     let parts: Vec<String> = [
         ("text", &matched.text),
         ("symbol", &matched.symbol),
+        ("heading", &matched.heading),
         ("path", &matched.path),
     ]
     .into_iter()

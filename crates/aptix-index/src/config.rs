@@ -169,4 +169,4 @@ impl IndexConfig {
 }
 
 /// Bumped whenever the schema, the tokenizer or the chunker changes what is stored.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 3;

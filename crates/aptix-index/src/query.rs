@@ -136,7 +136,7 @@ pub(crate) fn analyse(text: &str) -> Analysis {
         }
     };
     let (words, spans) = words(text);
-    for (word, in_code, area) in words {
+    for (word, in_code, area, lead) in words {
         let lower = word.to_ascii_lowercase();
         for (keys, kind) in KIND_WORDS {
             if keys.contains(&lower.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -147,6 +147,14 @@ pub(crate) fn analyse(text: &str) -> Analysis {
         }
         let identifier = in_code || is_identifier(word);
         let path_like = area || is_path_like(word);
+        if lead && !identifier && !path_like && is_action_verb(&lower) {
+            // "Make it easier to ...": the verb says what to do, not where; as a term
+            // it matches `make_service` and `default_make` all over the tree.
+            for token in tokenizer::word_tokens(word).into_iter().flatten() {
+                add(token, LEAD_VERB_WEIGHT, false, false);
+            }
+            continue;
+        }
         for tokens in tokenizer::word_tokens(word) {
             for (position, token) in tokens.into_iter().enumerate() {
                 if position == 0 && identifier {
@@ -251,9 +259,10 @@ const KIND_WORDS: &[(&[&str], FileKind)] = &[
     ),
 ];
 
-/// A word of the instruction, whether it stood in backticks or a kept code block, and
-/// whether it lies in the subject's area prefix.
-type Word<'a> = (&'a str, bool, bool);
+/// A word of the instruction, whether it stood in backticks or a kept code block,
+/// whether it lies in the subject's area prefix, and whether it is the subject's first
+/// word after that prefix (where an instruction puts its verb: "Make ...", "Fix ...").
+type Word<'a> = (&'a str, bool, bool, bool);
 
 /// The words of the instruction that survive the noise filters, and the code its prose
 /// lines quote ([`line_code_spans`]), in one pass over its lines.
@@ -275,7 +284,7 @@ fn words(text: &str) -> (Vec<Word<'_>>, Vec<&str>) {
                 out.extend(
                     line_words(line, true)
                         .into_iter()
-                        .map(|(w, c)| (w, c, false)),
+                        .map(|(w, c)| (w, c, false, false)),
                 );
             }
             continue;
@@ -298,18 +307,23 @@ fn words(text: &str) -> (Vec<Word<'_>>, Vec<&str>) {
         if is_prompt_line(trimmed) || is_trailer(trimmed) {
             continue;
         }
-        let area = if subject_seen {
-            ""
-        } else {
-            subject_seen = !trimmed.is_empty();
+        let is_subject = !subject_seen && !trimmed.is_empty();
+        let area = if is_subject {
+            subject_seen = true;
             area_prefix(trimmed)
+        } else {
+            ""
         };
         let area_end = area.len();
         let offset = line.len() - trimmed.len();
+        let mut lead_open = is_subject;
         for (word, code) in line_words(line, false) {
             // The word lies in the area prefix when it starts before the prefix ends.
             let start = word.as_ptr() as usize - line.as_ptr() as usize;
-            out.push((word, code, area_end > 0 && start < offset + area_end));
+            let in_area = area_end > 0 && start < offset + area_end;
+            let lead = lead_open && !in_area;
+            lead_open &= in_area;
+            out.push((word, code, in_area, lead));
         }
         line_code_spans(line, &mut spans);
     }
@@ -560,6 +574,70 @@ fn is_identifier(word: &str) -> bool {
     dotted || camel
 }
 
+/// The weight of the verb an instruction starts with ([`ACTION_VERBS`]), against 1 for
+/// other prose words: kept, since the same word elsewhere may name code, but light.
+pub(crate) const LEAD_VERB_WEIGHT: f32 = 0.5;
+
+/// Verbs that open an instruction or a commit subject ("Add ...", "Fix ...", "Make it
+/// ..."): they say what to do to the code, not which code. Sorted, lower case.
+const ACTION_VERBS: &[&str] = &[
+    "add",
+    "adjust",
+    "allow",
+    "avoid",
+    "bump",
+    "change",
+    "clarify",
+    "clean",
+    "cleanup",
+    "convert",
+    "correct",
+    "create",
+    "deprecate",
+    "disable",
+    "disallow",
+    "document",
+    "drop",
+    "enable",
+    "ensure",
+    "expose",
+    "extend",
+    "fix",
+    "generalise",
+    "generalize",
+    "handle",
+    "implement",
+    "improve",
+    "introduce",
+    "make",
+    "move",
+    "optimise",
+    "optimize",
+    "prevent",
+    "reduce",
+    "refactor",
+    "remove",
+    "rename",
+    "replace",
+    "rework",
+    "rewrite",
+    "simplify",
+    "split",
+    "stop",
+    "support",
+    "switch",
+    "tweak",
+    "update",
+    "upgrade",
+    "use",
+];
+
+/// Whether a word (any case, with punctuation) is one of [`ACTION_VERBS`].
+fn is_action_verb(word: &str) -> bool {
+    let core = word.trim_matches(|c: char| !c.is_alphanumeric());
+    ACTION_VERBS.binary_search(&core).is_ok()
+}
+
 /// English function words, which say nothing about which code is meant.
 fn is_stop_word(term: &str) -> bool {
     STOP_WORDS.binary_search(&term).is_ok()
@@ -808,8 +886,41 @@ mod tests {
     }
 
     #[test]
+    fn the_verb_an_instruction_starts_with_weighs_little() {
+        let weight = |text: &str, term: &str| {
+            analyse(text)
+                .terms
+                .into_iter()
+                .find(|t| t.term == term)
+                .map(|t| t.weight)
+        };
+        let text = "Make it easier to scan default features";
+        assert_eq!(weight(text, "make"), Some(LEAD_VERB_WEIGHT));
+        assert_eq!(weight(text, "features"), Some(1.0));
+        // After an area prefix, the verb is the first word past it.
+        assert_eq!(
+            weight("routing: Fix the fallback", "fix"),
+            Some(LEAD_VERB_WEIGHT)
+        );
+        assert_eq!(weight("routing: Fix the fallback", "routing"), Some(1.0));
+        // Elsewhere the same word is an ordinary word ...
+        assert_eq!(weight("Routers should make services", "make"), Some(1.0));
+        assert_eq!(
+            weight("Fix this.\n\nMake the router work", "make"),
+            Some(1.0)
+        );
+        // ... and in code it names code.
+        assert_eq!(
+            weight("`make` the service", "make"),
+            Some(IDENTIFIER_WEIGHT)
+        );
+        assert_eq!(weight("Handler is broken", "handler"), Some(1.0));
+    }
+
+    #[test]
     fn stop_words_are_sorted_for_the_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(ACTION_VERBS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

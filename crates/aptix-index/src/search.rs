@@ -47,6 +47,9 @@ use crate::tokenizer;
 /// How much a term counts when it names a definition in the chunk (on top of its
 /// occurrence in the text).
 const SYMBOL_BOOST: f32 = 1.0;
+/// How much a term counts when it is in a section heading the chunk holds (on top of
+/// its occurrence in the text): a title says what its section is about.
+const HEADING_BOOST: f32 = 1.5;
 /// How much a term counts when it appears in the chunk's path. A path is short and
 /// names what the whole file is about, so a match there counts more than one in text.
 const PATH_BOOST: f32 = 1.5;
@@ -126,6 +129,9 @@ pub struct HitMatch {
     pub text: Vec<String>,
     /// Terms found in the names of the definitions the chunk holds.
     pub symbol: Vec<String>,
+    /// Terms found in the chunk's section headings (Markdown `#` titles, also in Rust
+    /// doc comments).
+    pub heading: Vec<String>,
     /// Terms found in the file's path.
     pub path: Vec<String>,
 }
@@ -310,7 +316,7 @@ fn choose_terms(
     let mut scored: Vec<(f32, String, f32, bool)> = Vec::with_capacity(analysis.terms.len());
     for term in &analysis.terms {
         let mut frequency = 0;
-        for field in [fields.text, fields.symbol_text, fields.path_text] {
+        for field in fields.ranked() {
             frequency = frequency.max(stats.doc_freq(&Term::from_field_text(field, &term.term))?);
         }
         if frequency == 0 {
@@ -343,10 +349,15 @@ fn text_query(fields: &Fields, terms: &[(String, f32, bool)]) -> Box<dyn Query> 
         ));
         (Occur::Should, Box::new(BoostQuery::new(query, boost)))
     };
-    let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 3);
+    let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 4);
     for (word, weight, path_like) in terms {
         should.push(term_query(fields.text, word, *weight));
         should.push(term_query(fields.symbol_text, word, weight * SYMBOL_BOOST));
+        should.push(term_query(
+            fields.heading_text,
+            word,
+            weight * HEADING_BOOST,
+        ));
         let path_boost = if *path_like {
             PATH_LIKE_BOOST
         } else {
@@ -357,7 +368,7 @@ fn text_query(fields: &Fields, terms: &[(String, f32, bool)]) -> Box<dyn Query> 
     Box::new(BooleanQuery::new(should))
 }
 
-/// Which of `terms` the hit holds in its text, symbols and path.
+/// Which of `terms` the hit holds in its text, symbols, headings and path.
 fn explain(hit: &ScoredChunk, terms: &[String]) -> HitMatch {
     let chunk = &hit.chunk;
     let set = |text: &str| -> BTreeSet<String> { tokenizer::tokens(text).into_iter().collect() };
@@ -368,12 +379,14 @@ fn explain(hit: &ScoredChunk, terms: &[String]) -> HitMatch {
         .map(String::as_str)
         .unwrap_or_default();
     let (text, symbol, path) = (set(&chunk.content), set(symbols), set(&chunk.path));
+    let heading = set(&crate::chunker::headings(&chunk.content, &chunk.language).join("\n"));
     let found = |set: &BTreeSet<String>| -> Vec<String> {
         terms.iter().filter(|t| set.contains(*t)).cloned().collect()
     };
     HitMatch {
         text: found(&text),
         symbol: found(&symbol),
+        heading: found(&heading),
         path: found(&path),
     }
 }
@@ -394,7 +407,7 @@ impl CorpusStats {
         let mut stats = CorpusStats::default();
         let chunk_term = Term::from_field_text(fields.kind, KIND_CHUNK);
         stats.chunks = live_doc_freq(searcher, &chunk_term)?;
-        for field in [fields.text, fields.symbol_text, fields.path_text] {
+        for field in fields.ranked() {
             let mut total = 0u64;
             for segment in searcher.segment_readers() {
                 let norms = segment.get_fieldnorms_reader(field)?;

@@ -50,6 +50,9 @@ pub(crate) struct Fields {
     pub(crate) text: Field,
     /// Symbols, code-tokenized, so a query naming a definition ranks it first.
     pub(crate) symbol_text: Field,
+    /// Section headings ([`crate::chunker::headings`]), code-tokenized: a query naming
+    /// what a section is about finds it.
+    pub(crate) heading_text: Field,
     /// The path, code-tokenized, so a query naming a file or folder finds it.
     pub(crate) path_text: Field,
     pub(crate) content_hash: Field,
@@ -57,6 +60,13 @@ pub(crate) struct Fields {
     pub(crate) mtime_ns: Field,
     pub(crate) chunk_count: Field,
     pub(crate) skip_reason: Field,
+}
+
+impl Fields {
+    /// The fields BM25 ranks over, each with its own statistics.
+    pub(crate) fn ranked(&self) -> [Field; 4] {
+        [self.text, self.symbol_text, self.heading_text, self.path_text]
+    }
 }
 
 /// The raw (exact) field behind a scope key, for the keys this index knows.
@@ -114,6 +124,7 @@ fn schema() -> (Schema, Fields) {
         end_line: builder.add_u64_field("end_line", STORED),
         text: builder.add_text_field("text", code(true)),
         symbol_text: builder.add_text_field("symbol_text", code(false)),
+        heading_text: builder.add_text_field("heading_text", code(false)),
         path_text: builder.add_text_field("path_text", code(false)),
         content_hash: builder.add_text_field("content_hash", STORED),
         size: builder.add_u64_field("size", STORED),
@@ -211,6 +222,9 @@ pub(crate) fn chunk_document(
     for symbol in symbols {
         doc.add_text(fields.symbol, symbol);
         doc.add_text(fields.symbol_text, symbol);
+    }
+    for heading in crate::chunker::headings(&chunk.content, &chunk.language) {
+        doc.add_text(fields.heading_text, heading);
     }
     doc
 }

@@ -267,6 +267,54 @@ fn code_quoted_in_the_question_finds_the_chunks_holding_it_verbatim() {
 }
 
 #[test]
+fn a_section_heading_names_what_its_section_is_about() {
+    let root = TempDir::new().unwrap();
+    // The crate doc's feature table, under its heading ...
+    write(
+        root.path(),
+        "src/lib.rs",
+        "//! A web framework.\n//!\n//! # Feature flags\n//!\n//! Name | Description | Default?\n//! ---|---|---\n//! `json` | Enables the JSON extractor | Yes\n//! `ws` | Enables WebSockets | No\n\npub mod json;\n",
+    );
+    // ... and code that says the same words more often, in comments.
+    write(
+        root.path(),
+        "src/json.rs",
+        &function(
+            "parse",
+            "the json feature is on by default; default feature flags",
+            4,
+        ),
+    );
+    let index = indexed(root.path());
+    let results = index
+        .search(&SearchQuery::new("Make it easier to scan the feature flags").with_limit(10))
+        .unwrap();
+    let found: Vec<&str> = results.hits.iter().map(|h| h.chunk.path.as_str()).collect();
+    assert_eq!(found.first(), Some(&"src/lib.rs"), "{found:?}");
+    assert_eq!(
+        results.matches[0].heading,
+        ["feature", "flags"],
+        "{:?}",
+        results.matches
+    );
+    // A `#` line in a fenced example is not a heading.
+    write(
+        root.path(),
+        "src/lib.rs",
+        "//! ```\n//! # Feature flags\n//! ```\npub mod json;\n",
+    );
+    index.refresh(&NoProgress).unwrap();
+    let results = index
+        .search(&SearchQuery::new("feature flags").with_limit(10))
+        .unwrap();
+    assert!(
+        results.matches.iter().all(|m| m.heading.is_empty()),
+        "{:?}",
+        results.matches
+    );
+}
+
+#[test]
 fn the_changelog_does_not_outrank_the_code() {
     let root = TempDir::new().unwrap();
     write(

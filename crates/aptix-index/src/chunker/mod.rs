@@ -34,6 +34,65 @@ pub fn chunk_file(path: &str, text: &str, repo: &str, config: &ChunkingConfig) -
         .collect()
 }
 
+/// The most headings of one chunk the index keeps as titles.
+const MAX_HEADINGS: usize = 16;
+
+/// The section headings a chunk holds, which the index searches beside definition
+/// names: a section title says what its text is about the way a symbol does ("Feature
+/// flags", "Sharing state with handlers"). Markdown's `#` headings, and the same in
+/// Rust's doc comments (`//! # Feature flags`), outside fenced code (where `# ` starts a
+/// shell comment or a hidden rustdoc line). At most [`MAX_HEADINGS`], each cut to 120
+/// bytes.
+pub(crate) fn headings<'a>(content: &'a str, language: &str) -> Vec<&'a str> {
+    let markdown = language == "markdown";
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for line in content.lines() {
+        let trimmed = line.trim_start();
+        let text = if markdown {
+            // Indented by four or more, a line is code.
+            if line.len() - trimmed.len() > 3 {
+                continue;
+            }
+            trimmed
+        } else if let Some(doc) = trimmed
+            .strip_prefix("//!")
+            .or_else(|| trimmed.strip_prefix("///"))
+        {
+            doc.strip_prefix(' ').unwrap_or(doc)
+        } else {
+            continue;
+        };
+        if text.starts_with("```") || text.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let level = text.bytes().take_while(|b| *b == b'#').count();
+        let Some(title) = text.get(level..).filter(|_| (1..=6).contains(&level)) else {
+            continue;
+        };
+        if !title.starts_with([' ', '\t']) {
+            continue;
+        }
+        let title = title.trim().trim_end_matches('#').trim_end();
+        if title.is_empty() {
+            continue;
+        }
+        let mut end = title.len().min(120);
+        while !title.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push(&title[..end]);
+        if out.len() == MAX_HEADINGS {
+            break;
+        }
+    }
+    out
+}
+
 /// A chunk before it gets an id and metadata: 1-based inclusive lines and exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RawChunk {
@@ -191,4 +250,33 @@ fn finish(piece: Piece, lines: &LineIndex<'_>) -> Option<RawChunk> {
         content: lines.text(first, last).to_owned(),
         symbols,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headings;
+
+    #[test]
+    fn markdown_and_doc_comment_headings_are_titles_and_code_is_not() {
+        let markdown = "# Getting started\n\nText # not a heading\n## Feature flags ##\n\n```sh\n# a shell comment\n```\n    # indented code\n#hashtag\n###### Six\n####### Seven\n";
+        assert_eq!(
+            headings(markdown, "markdown"),
+            ["Getting started", "Feature flags", "Six"]
+        );
+        let rust = "//! # Feature flags\n//!\n//! ```\n//! # use axum::Router;\n//! ```\n/// ## Errors\n// # not a doc comment\nfn f() {}\n";
+        assert_eq!(headings(rust, "rust"), ["Feature flags", "Errors"]);
+        // Elsewhere `#` starts a comment or an attribute, not a heading.
+        assert!(headings("# Setup\nimport os\n", "python").is_empty());
+        assert!(headings("#[derive(Debug)]\nstruct S;\n", "rust").is_empty());
+    }
+
+    #[test]
+    fn headings_are_bounded() {
+        let long = format!("# {}\n", "é".repeat(200));
+        let cut = headings(&long, "markdown");
+        assert_eq!(cut.len(), 1);
+        assert!(cut[0].len() <= 120);
+        let many = "# h\n".repeat(100);
+        assert_eq!(headings(&many, "markdown").len(), super::MAX_HEADINGS);
+    }
 }
