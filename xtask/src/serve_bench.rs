@@ -265,12 +265,14 @@ async fn start_aptix(provider: Arc<InstantProvider>) -> Result<(String, Metrics)
         metrics: metrics.clone(),
         ..ServerConfig::default()
     };
+    let header_read_timeout = config.header_read_timeout;
     let app = aptix_server::router(Arc::new(orchestrator), config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     tokio::spawn(aptix_server::serve(
         listener,
         app,
+        header_read_timeout,
         std::future::pending::<()>(),
     ));
     Ok((base, metrics))

@@ -47,6 +47,8 @@ struct Serving {
     max_concurrent_turns: usize,
     body_limit: usize,
     turn_timeout: std::time::Duration,
+    header_timeout: std::time::Duration,
+    body_timeout: std::time::Duration,
     shutdown_grace: std::time::Duration,
 }
 
@@ -63,6 +65,12 @@ impl Serving {
             turn_timeout: layer
                 .turn_timeout
                 .map_or(std::time::Duration::from_secs(600), |HumanDuration(d)| d),
+            header_timeout: layer
+                .header_timeout
+                .map_or(std::time::Duration::from_secs(30), |HumanDuration(d)| d),
+            body_timeout: layer
+                .body_timeout
+                .map_or(std::time::Duration::from_secs(60), |HumanDuration(d)| d),
             shutdown_grace: layer
                 .shutdown_grace
                 .map_or(std::time::Duration::from_secs(30), |HumanDuration(d)| d),
@@ -103,6 +111,8 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         body_limit: serving.body_limit,
         max_concurrent_turns: serving.max_concurrent_turns,
         turn_timeout: serving.turn_timeout,
+        header_read_timeout: serving.header_timeout,
+        body_read_timeout: serving.body_timeout,
         metrics,
         ..ServerConfig::default()
     };
@@ -110,6 +120,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
     let sessions = workspace.store_location()?.shown();
     let grace = serving.shutdown_grace;
     let listen = serving.listen;
+    let header_timeout = serving.header_timeout;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -126,7 +137,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         ));
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = router(Arc::new(orchestrator), config);
-        let mut served = tokio::spawn(serve(listener, app, async move {
+        let mut served = tokio::spawn(serve(listener, app, header_timeout, async move {
             let _ = stopped.await;
         }));
         tokio::select! {

@@ -65,7 +65,12 @@ pub(crate) struct Fields {
 impl Fields {
     /// The fields BM25 ranks over, each with its own statistics.
     pub(crate) fn ranked(&self) -> [Field; 4] {
-        [self.text, self.symbol_text, self.heading_text, self.path_text]
+        [
+            self.text,
+            self.symbol_text,
+            self.heading_text,
+            self.path_text,
+        ]
     }
 }
 

@@ -74,6 +74,14 @@ pub struct ServerConfig {
     pub max_concurrent_turns: usize,
     /// The longest a turn may run (default 10 minutes): longer is `504`.
     pub turn_timeout: Duration,
+    /// The longest a client may take to send a request's headers, counted from when the
+    /// connection is ready for a request (default 30 s); the connection is then closed.
+    /// This also closes a keep-alive connection left idle that long. Applied by
+    /// [`serve`](crate::serve).
+    pub header_read_timeout: Duration,
+    /// The longest a client may take to send a request's body (default 60 s): longer is
+    /// `408 body_timeout`.
+    pub body_read_timeout: Duration,
     /// How often a streamed response sends a heartbeat comment (default 15 s).
     pub heartbeat: Duration,
     /// Where `GET /metrics` reads from (default a fresh registry). Give the same one to
@@ -89,6 +97,8 @@ impl Default for ServerConfig {
             body_limit: 1024 * 1024,
             max_concurrent_turns: 64,
             turn_timeout: Duration::from_secs(600),
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
             heartbeat: Duration::from_secs(15),
             metrics: Metrics::new(),
         }

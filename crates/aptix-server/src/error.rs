@@ -26,6 +26,8 @@ pub enum ErrorCode {
     NothingPending,
     /// `409 session_conflict`: the session changed while the turn ran.
     SessionConflict,
+    /// `408 body_timeout`: the request body did not arrive within the body read timeout.
+    BodyTimeout,
     /// `413 body_too_large`: the body is over the limit.
     BodyTooLarge,
     /// `415 unsupported_media_type`: the body is not `application/json`.
@@ -52,6 +54,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::NothingPending => "nothing_pending",
             ErrorCode::SessionConflict => "session_conflict",
+            ErrorCode::BodyTimeout => "body_timeout",
             ErrorCode::BodyTooLarge => "body_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::OverCapacity => "over_capacity",
@@ -70,6 +73,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy | ErrorCode::NothingPending | ErrorCode::SessionConflict => {
                 StatusCode::CONFLICT
             }
+            ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::OverCapacity | ErrorCode::StoreUnavailable => {
@@ -234,6 +238,7 @@ mod tests {
             ErrorCode::SessionBusy,
             ErrorCode::NothingPending,
             ErrorCode::SessionConflict,
+            ErrorCode::BodyTimeout,
             ErrorCode::BodyTooLarge,
             ErrorCode::UnsupportedMediaType,
             ErrorCode::OverCapacity,

@@ -30,7 +30,8 @@
 //!   configured every `/v1/*` route and `/metrics` require one, while `/healthz` and
 //!   `/readyz` stay open.
 //! - **Limits**: a body limit (`413`), a limit on turns in flight (`503` with
-//!   `Retry-After`), a per-turn deadline (`504`).
+//!   `Retry-After`), a per-turn deadline (`504`), a body read timeout (`408`), and, in
+//!   [`serve`], a header read timeout that disconnects slow or idle clients.
 //!
 //! **Architecture invariant:** no seed rule is implemented here; this crate only maps
 //! HTTP to the orchestrator's API and its errors to statuses.
@@ -50,7 +51,8 @@
 //! )
 //! .build()?;
 //! let app = router(Arc::new(orchestrator), ServerConfig::default());
-//! // axum::serve(listener, app).await? serves it; see `serve` for graceful shutdown.
+//! // `aptix_server::serve(listener, app, header_read_timeout, shutdown)` serves it with
+//! // a header read timeout and graceful shutdown; any axum server can serve it too.
 //! # drop(app);
 //! # Ok::<(), aptix_orchestrator::OrchestratorError>(())
 //! ```

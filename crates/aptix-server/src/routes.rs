@@ -17,7 +17,6 @@ use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt as _;
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
@@ -68,6 +67,12 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets the
 /// requests in flight finish, and returns.
 ///
+/// A client must send a request's headers within `header_read_timeout` (counted from
+/// when the connection is ready for a request, so a keep-alive connection idle that long
+/// is closed too): `axum::serve` sets no timer, so a client that trickles its headers
+/// (a slow-loris) would hold a connection, and a file descriptor, forever. Use
+/// [`ServerConfig::header_read_timeout`].
+///
 /// Connections are served with `TCP_NODELAY`: a streamed turn writes one small event at a
 /// time, and with Nagle's algorithm each event after the first waited for the client's
 /// delayed ACK (about 40 ms on Linux loopback; `cargo xtask serve-bench` measured 44 ms
@@ -75,24 +80,76 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
 ///
 /// # Errors
 ///
-/// [`ServerError::Io`] when serving fails.
+/// [`ServerError::Io`] when the listener fails for good (not for one failed accept: a
+/// connection reset before it was accepted is skipped, and running out of file
+/// descriptors waits a second and tries again, as `axum::serve` does).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    header_read_timeout: std::time::Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let listener = listener.tap_io(|stream| {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) if is_connection_error(&error) => continue,
+                Err(error) if is_resource_error(&error) => {
+                    tracing::error!(%error, "accept failed; retrying in 1 s");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+                Err(source) => {
+                    return Err(ServerError::Io {
+                        operation: "accept a connection",
+                        source,
+                    });
+                }
+            },
+            () = &mut shutdown => break,
+        };
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|source| ServerError::Io {
-            operation: "serve",
-            source,
-        })
+        let service = TowerToHyperService::new(app.clone());
+        let connection = connections.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::trace!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// An accept error that concerns one connection only: skip it.
+fn is_connection_error(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::Interrupted
+            | std::io::ErrorKind::WouldBlock
+    )
+}
+
+/// An accept error that passes once resources are freed (too many open files, no
+/// memory for a socket buffer): wait and try again.
+fn is_resource_error(error: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs alike.
+    matches!(error.raw_os_error(), Some(12 | 23 | 24 | 105))
+        || error.kind() == std::io::ErrorKind::OutOfMemory
 }
 
 /// Takes the caller's `x-request-id` (when it is a short printable value) or makes one,
@@ -216,6 +273,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         (status = 401, description = "`unauthorized`: a bearer token is required (`WWW-Authenticate: Bearer`)", body = ErrorBody),
         (status = 404, description = "`unknown_session`: a tool continuation names no session", body = ErrorBody),
         (status = 409, description = "`session_busy` (another turn runs on the session), `nothing_pending` (tool results with no calls pending) or `session_conflict` (the session changed while the turn ran)", body = ErrorBody),
+        (status = 408, description = "`body_timeout`: the body did not arrive within the body read timeout (default 60 s)", body = ErrorBody),
         (status = 413, description = "`body_too_large`: over the body limit (default 1 MiB)", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not `application/json`", body = ErrorBody),
         (status = 500, description = "`internal_error`", body = ErrorBody),
@@ -268,9 +326,7 @@ async fn prepare_turn(
     if declared.is_some_and(|length| length > limit) {
         return Err(too_large(limit, request_id));
     }
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large(limit, request_id))?;
+    let bytes = read_body(body, limit, state.config.body_read_timeout, request_id).await?;
     let turn_request = AgentExecuteRequest::from_json_slice(&bytes).map_err(|rejection| {
         ApiError::from_orchestrator(OrchestratorError::InvalidRequest(rejection), request_id)
     })?;
@@ -296,6 +352,36 @@ async fn prepare_turn(
         },
         streamed,
     ))
+}
+
+/// The whole body, at most `limit` bytes, within `timeout`.
+async fn read_body(
+    body: Body,
+    limit: usize,
+    timeout: std::time::Duration,
+    request_id: &str,
+) -> Result<axum::body::Bytes, ApiError> {
+    use http_body_util::BodyExt as _;
+    let read = http_body_util::Limited::new(body, limit).collect();
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+            Err(too_large(limit, request_id))
+        }
+        Ok(Err(error)) => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("the request body could not be read: {error}"),
+            request_id,
+        )),
+        Err(_) => Err(ApiError::new(
+            ErrorCode::BodyTimeout,
+            format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs_f64()
+            ),
+            request_id,
+        )),
+    }
 }
 
 fn too_large(limit: usize, request_id: &str) -> ApiError {

@@ -71,9 +71,10 @@ async fn start(provider: Arc<dyn ResponsesProvider>, config: ServerConfig) -> Ru
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (shutdown, signal) = oneshot::channel::<()>();
+    let header_read_timeout = config.header_read_timeout;
     let app = router(Arc::new(orchestrator), config);
     let served = tokio::spawn(async move {
-        serve(listener, app, async {
+        serve(listener, app, header_read_timeout, async {
             let _ = signal.await;
         })
         .await
@@ -243,6 +244,105 @@ async fn every_contract_violation_is_listed_in_a_400() {
     let (status, body) = error_of(server.post(&json!("not an object")).send().await.unwrap()).await;
     assert_eq!(status, 400);
     assert_eq!(body["error"]["code"], "invalid_request");
+}
+
+/// Sends raw bytes on a new connection and reads until the server closes it (or the
+/// guard of 10 s passes: then `None`).
+async fn raw_exchange(base: &str, sent: &[u8]) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = base.trim_start_matches("http://");
+    let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+    socket.write_all(sent).await.unwrap();
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut received))
+        .await
+        .ok()?;
+    // A reset after the answer is a close too.
+    let _ = read;
+    Some(String::from_utf8_lossy(&received).into_owned())
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_headers_by_closing_and_bodies_with_408() {
+    let config = ServerConfig {
+        header_read_timeout: Duration::from_millis(300),
+        body_read_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let server = start(Arc::new(FakeProvider::new()), config).await;
+
+    // Headers that never end: the connection is closed, with nothing sent back.
+    let answer = raw_exchange(
+        &server.base,
+        b"POST /v1/agent/execute HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n",
+    )
+    .await
+    .expect("the server held a connection whose headers never ended");
+    assert!(!answer.contains("200"), "{answer}");
+
+    // A connection that sends nothing is closed the same way.
+    assert!(raw_exchange(&server.base, b"").await.is_some());
+
+    // A body that stops short of its length: 408 in the one error shape.
+    let answer = raw_exchange(
+        &server.base,
+        b"POST /v1/agent/execute HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\nx-request-id: req-slow\r\n\r\n{\"sessionId\":",
+    )
+    .await
+    .expect("the server held a connection whose body never ended");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body: Value = serde_json::from_str(&answer[answer.find("\r\n\r\n").unwrap() + 4..])
+        .unwrap_or_else(|error| panic!("{error}: {answer}"));
+    assert_eq!(body["error"]["code"], "body_timeout");
+    assert_eq!(body["error"]["requestId"], "req-slow");
+
+    // A timely request on the same server is served.
+    let provider_answer = server
+        .client
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(provider_answer.status(), 200);
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_413_and_a_broken_one_400() {
+    let config = ServerConfig {
+        body_limit: 1024,
+        ..ServerConfig::default()
+    };
+    let server = start(Arc::new(FakeProvider::new()), config).await;
+    // No content-length: the limit is found while reading.
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..8).map(|_| Ok(vec![b' '; 512])).collect();
+    let (status, body) = error_of(
+        server
+            .client
+            .post(format!("{}/v1/agent/execute", server.base))
+            .header("content-type", "application/json")
+            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                pieces,
+            )))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("body_too_large"))
+    );
+
+    // Chunked encoding that breaks off with garbage: not JSON, and not 413.
+    let answer = raw_exchange(
+        &server.base,
+        b"POST /v1/agent/execute HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n4\r\n{\"a\"\r\nzz\r\n",
+    )
+    .await
+    .expect("the server held a broken chunked body");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("invalid_request"), "{answer}");
 }
 
 #[tokio::test]

@@ -64,11 +64,11 @@ fn every_error_code_and_status_is_documented() {
         }
     }
     for status in [
-        "200", "400", "401", "404", "409", "413", "415", "500", "503", "504",
+        "200", "400", "401", "404", "408", "409", "413", "415", "500", "503", "504",
     ] {
         assert!(execute.get(status).is_some(), "{status} is not documented");
     }
-    assert_eq!(codes.len(), 13, "{codes:?}");
+    assert_eq!(codes.len(), 14, "{codes:?}");
     for code in codes {
         assert!(
             described.contains(&format!("`{code}`")),

@@ -33,6 +33,35 @@ fn a_non_loopback_address_without_tokens_is_refused_naming_tokens_file() {
     );
 }
 
+#[test]
+fn a_zero_timeout_is_refused_naming_it() {
+    let sandbox = Sandbox::new();
+    for flag in ["--header-timeout", "--body-timeout", "--turn-timeout"] {
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["serve", flag, "0s", "--workspace", &sandbox.workspace_arg()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        assert!(stderr(&output).contains(flag), "{}", stderr(&output));
+    }
+    // The same from the config file, naming the key.
+    sandbox.write_workspace_file("aptix.toml", "header_timeout = \"0s\"\n");
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["serve", "--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("header_timeout"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

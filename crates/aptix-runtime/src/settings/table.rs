@@ -219,6 +219,13 @@ settings! {
     /// The longest a turn may run (e.g. 10m); longer is 504 [default: 10m] [config:
     /// turn_timeout, env: APTIX_TURN_TIMEOUT]
     turn_timeout: HumanDuration, arg(value_name = "DURATION");
+    /// The longest a client may take to send a request's headers; the connection is then
+    /// closed (also a keep-alive connection idle that long) [default: 30s] [config:
+    /// header_timeout, env: APTIX_HEADER_TIMEOUT]
+    header_timeout: HumanDuration, arg(value_name = "DURATION");
+    /// The longest a client may take to send a request's body; longer is 408 [default:
+    /// 60s] [config: body_timeout, env: APTIX_BODY_TIMEOUT]
+    body_timeout: HumanDuration, arg(value_name = "DURATION");
     /// How long turns in flight may take to finish after Ctrl-C or SIGTERM [default:
     /// 30s] [config: shutdown_grace, env: APTIX_SHUTDOWN_GRACE]
     shutdown_grace: HumanDuration, arg(value_name = "DURATION");

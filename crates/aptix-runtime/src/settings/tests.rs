@@ -429,7 +429,7 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
     write(
         dir.path(),
         "aptix.toml",
-        "model = \"m\"\nlisten = \"127.0.0.1:9000\"\ntokens_file = \"secrets/tokens\"\nmax_concurrent_turns = 8\nbody_limit = 2048\nturn_timeout = \"2m\"\nshutdown_grace = 5\n",
+        "model = \"m\"\nlisten = \"127.0.0.1:9000\"\ntokens_file = \"secrets/tokens\"\nmax_concurrent_turns = 8\nbody_limit = 2048\nturn_timeout = \"2m\"\nshutdown_grace = 5\nheader_timeout = \"10s\"\nbody_timeout = \"1m\"\n",
     );
     // The shared layer accepts the file (serve keys are known keys) and ignores them.
     let layer = from_file(&dir.path().join("aptix.toml")).unwrap().unwrap();
@@ -453,10 +453,19 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
         from_file.shutdown_grace,
         Some(HumanDuration(std::time::Duration::from_secs(5)))
     );
+    assert_eq!(
+        from_file.header_timeout,
+        Some(HumanDuration(std::time::Duration::from_secs(10)))
+    );
+    assert_eq!(
+        from_file.body_timeout,
+        Some(HumanDuration(std::time::Duration::from_secs(60)))
+    );
 
     let env = env_of(&[
         ("APTIX_LISTEN", "127.0.0.1:9001"),
         ("APTIX_BODY_LIMIT", "4096"),
+        ("APTIX_HEADER_TIMEOUT", "3s"),
     ]);
     let flags = ServeLayer {
         listen: Some("127.0.0.1:9002".parse().unwrap()),
@@ -466,6 +475,10 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
     assert_eq!(layered.listen, Some("127.0.0.1:9002".parse().unwrap()));
     assert_eq!(layered.body_limit, Some(4096));
     assert_eq!(layered.max_concurrent_turns, Some(8));
+    assert_eq!(
+        layered.header_timeout,
+        Some(HumanDuration(std::time::Duration::from_secs(3)))
+    );
 
     let env = env_of(&[("APTIX_MAX_CONCURRENT_TURNS", "many")]);
     let text = ServeLayer::load(dir.path(), &ServeLayer::default(), &env)
