@@ -10,6 +10,12 @@ use anyhow::{Context, Result, bail};
 
 #[cfg(feature = "serve-bench")]
 mod serve_bench;
+
+/// Load on the service is measured with the allocator the `aptix` binary ships with
+/// (`crates/aptix-cli/src/main.rs`), client and fake included.
+#[cfg(feature = "serve-bench")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "soak")]
 mod soak;
 

@@ -29,6 +29,12 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command};
 
+/// mimalloc instead of the system allocator: `aptix serve` allocates on every request,
+/// and under load glibc's malloc and free took a fifth of its CPU (`cargo xtask
+/// serve-bench`, docs/benchmarks.md). Libraries leave the choice to their users.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);

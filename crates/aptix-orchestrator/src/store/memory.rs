@@ -136,10 +136,12 @@ impl Inner {
         Some(entry)
     }
 
-    fn remove(&mut self, session_id: &str) {
-        if let Some(entry) = self.sessions.remove(session_id) {
-            self.recency.remove(&entry.tick);
-        }
+    /// Takes the entry out; the caller drops it, after releasing the lock when it can
+    /// (freeing a session's history and envelopes is the slow part of eviction).
+    fn remove(&mut self, session_id: &str) -> Option<Entry> {
+        let entry = self.sessions.remove(session_id)?;
+        self.recency.remove(&entry.tick);
+        Some(entry)
     }
 
     fn leased(&self, session_id: &str, now: Instant) -> bool {
@@ -148,9 +150,11 @@ impl Inner {
             .is_some_and(|(_, expires)| *expires > now)
     }
 
-    /// Forgets idle sessions, then the least recently used ones beyond the bound.
-    /// Sessions with a live lease are kept: a turn is running on them.
-    fn evict(&mut self, limits: &MemoryStoreLimits, now: Instant) {
+    /// Forgets idle sessions, then the least recently used ones beyond the bound, and
+    /// returns them to be dropped outside the lock. Sessions with a live lease are
+    /// kept: a turn is running on them.
+    fn evict(&mut self, limits: &MemoryStoreLimits, now: Instant) -> Vec<Entry> {
+        let mut evicted = Vec::new();
         if let Some(ttl) = limits.idle_ttl {
             let expired: Vec<String> = self
                 .recency
@@ -161,12 +165,10 @@ impl Inner {
                 })
                 .filter(|id| !self.leased(id, now))
                 .collect();
-            for id in expired {
-                self.remove(&id);
-            }
+            evicted.extend(expired.iter().filter_map(|id| self.remove(id)));
         }
         if self.sessions.len() <= limits.max_sessions {
-            return;
+            return evicted;
         }
         let excess = self.sessions.len() - limits.max_sessions;
         let victims: Vec<String> = self
@@ -176,9 +178,8 @@ impl Inner {
             .take(excess)
             .cloned()
             .collect();
-        for id in victims {
-            self.remove(&id);
-        }
+        evicted.extend(victims.iter().filter_map(|id| self.remove(id)));
+        evicted
     }
 }
 
@@ -259,7 +260,9 @@ impl SessionStore for InMemorySessionStore {
                     touched: now,
                 },
             );
-            inner.evict(&self.limits, now);
+            let evicted = inner.evict(&self.limits, now);
+            drop(inner);
+            drop(evicted);
         }
         Ok(version)
     }
@@ -372,10 +375,10 @@ impl SessionStore for InMemorySessionStore {
                 expires_in: None,
             });
         }
-        let existed = inner.sessions.contains_key(session_id);
-        inner.remove(session_id);
+        let removed = inner.remove(session_id);
         inner.leases.remove(session_id);
-        Ok(existed)
+        drop(inner);
+        Ok(removed.is_some())
     }
 }
 
