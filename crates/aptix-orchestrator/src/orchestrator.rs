@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use aptix_client::ResponsesProvider;
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{
-    AgentExecuteRequest, AgentExecuteResponse, Violation, ViolationCode, validate,
+    AgentExecuteRequest, AgentExecuteResponse, RequestRejection, ValidatedRequest,
 };
 use aptix_model::wire::CreateResponseRequest;
 use aptix_rag::Retriever;
@@ -165,25 +165,15 @@ impl OrchestratorBuilder {
 /// AGN-034 validation of a request that did not come from JSON: the same
 /// `aptix_model::contract::validate` as a decoded body, over the request's canonical
 /// encoding, so the rules live in one function.
-fn check(request: &AgentExecuteRequest) -> Result<(), OrchestratorError> {
-    let value = serde_json::to_value(request).map_err(|error| {
-        OrchestratorError::InvalidRequest(
-            Violation::new(
-                "",
-                ViolationCode::WrongType,
-                format!("the request could not be encoded for validation: {error}"),
-            )
-            .into(),
-        )
-    })?;
-    validate(&value)
-        .map(drop)
-        .map_err(OrchestratorError::InvalidRequest)
-}
-
-fn checked(request: AgentExecuteRequest) -> Result<AgentExecuteRequest, OrchestratorError> {
-    check(&request)?;
-    Ok(request)
+/// The request, validated unless it already is (AGN-034: one home, `ValidatedRequest`).
+fn checked<R>(request: R) -> Result<ValidatedRequest, OrchestratorError>
+where
+    R: TryInto<ValidatedRequest>,
+    R::Error: Into<RequestRejection>,
+{
+    request
+        .try_into()
+        .map_err(|rejection| OrchestratorError::InvalidRequest(rejection.into()))
 }
 
 /// This instance's lease holder id: host, pid and process start time, so that another
@@ -239,34 +229,40 @@ impl Orchestrator {
         &self,
         body: &[u8],
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
-        // Decoding is validation (`from_json_slice` goes through `validate`): the
-        // request is not checked a second time.
-        let request = AgentExecuteRequest::from_json_slice(body)
-            .map_err(OrchestratorError::InvalidRequest)?;
+        // Decoding is validation: the request is not checked a second time.
+        let request =
+            ValidatedRequest::from_json_slice(body).map_err(OrchestratorError::InvalidRequest)?;
         self.run(request, None).await
     }
 
     /// Validates the request (AGN-034, every violation reported), then runs one turn
     /// with non-streaming provider calls.
     ///
-    /// A request built in code is checked exactly as a decoded one: the typed fields
-    /// hold their own rules, but the rules between fields (a user turn has some input,
-    /// tool call ids are unique, counts and sizes) are `validate`'s.
-    pub async fn execute(
-        &self,
-        request: AgentExecuteRequest,
-    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+    /// A request built in code is checked exactly as a decoded one
+    /// ([`ValidatedRequest::new`]): the typed fields hold their own rules, but the rules
+    /// between fields (a user turn has some input, tool call ids are unique, counts and
+    /// sizes) are `validate`'s. A [`ValidatedRequest`] (from a service that decoded the
+    /// body itself, to answer `400` before running anything) is not checked again.
+    pub async fn execute<R>(&self, request: R) -> Result<AgentExecuteResponse, OrchestratorError>
+    where
+        R: TryInto<ValidatedRequest>,
+        R::Error: Into<RequestRejection>,
+    {
         self.run(checked(request)?, None).await
     }
 
     /// Validates the request like [`execute`](Self::execute), then runs one turn with
     /// streaming provider calls, passing each delta to `sink` as it arrives, and returns
     /// the final envelope (the same one `execute` would return for the same replies).
-    pub async fn execute_streaming(
+    pub async fn execute_streaming<R>(
         &self,
-        request: AgentExecuteRequest,
+        request: R,
         sink: DeltaSink<'_>,
-    ) -> Result<AgentExecuteResponse, OrchestratorError> {
+    ) -> Result<AgentExecuteResponse, OrchestratorError>
+    where
+        R: TryInto<ValidatedRequest>,
+        R::Error: Into<RequestRejection>,
+    {
         self.run(checked(request)?, Some(sink)).await
     }
 
@@ -277,7 +273,7 @@ impl Orchestrator {
         &self,
         request: &AgentExecuteRequest,
     ) -> Result<CreateResponseRequest, OrchestratorError> {
-        check(request)?;
+        let request = checked(request.clone())?;
         let loaded = self.store.load(request.session_id().as_str()).await?;
         let mut state = match loaded {
             Some(versioned) => versioned.value,
@@ -288,13 +284,13 @@ impl Orchestrator {
             }
             None => self.new_session(request.session_id().as_str()),
         };
-        let prepared = self.prepare(request, &mut state).await?;
+        let prepared = self.prepare(&request, &mut state).await?;
         Ok(prepared.body)
     }
 
     async fn run(
         &self,
-        request: AgentExecuteRequest,
+        request: ValidatedRequest,
         sink: Option<DeltaSink<'_>>,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
         let session_id = request.session_id().as_str().to_owned();

@@ -92,7 +92,18 @@ impl Workspace {
     ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
         let store = self.open_store().await?;
-        self.build(provider, store, reader, reporter)
+        let orchestrator = self.build(provider, store, reader, reporter)?;
+        // The o200k tables (the context budget's token counts, needed by every user
+        // turn) take ~0.3 s to build in a release build: built here, off the async
+        // threads, rather than inside the first turn of `serve` or `acp`, where they
+        // would stall a worker thread and every request waiting on it. A failure is
+        // the first turn's to report.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(aptix_rag::TokenCounter::o200k).await),
+            // Driven by another executor: built here, as the first turn would.
+            Err(_) => drop(aptix_rag::TokenCounter::o200k()),
+        }
+        Ok(orchestrator)
     }
 
     /// The orchestrator of a dry run: a stand-in for the configured provider that

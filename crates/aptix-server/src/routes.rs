@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse};
+use aptix_model::contract::{AgentExecuteResponse, ValidatedRequest};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::Body;
@@ -196,17 +196,25 @@ async fn count_request(State(state): State<AppState>, request: Request, next: Ne
     response
 }
 
+/// `req_` and 16 hex digits: a prefix random per process (so that replicas and restarts
+/// do not collide), then a counter (so that ids are unique within the process without
+/// hashing anything per request).
 fn new_request_id() -> String {
+    static PREFIX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
-    format!("req_{:016x}", hasher.finish())
+    let prefix = *PREFIX.get_or_init(|| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        hasher.finish() as u32
+    });
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed) as u32;
+    format!("req_{prefix:08x}{count:08x}")
 }
 
 fn id_of(request: &Request) -> String {
@@ -327,7 +335,9 @@ async fn prepare_turn(
         return Err(too_large(limit, request_id));
     }
     let bytes = read_body(body, limit, state.config.body_read_timeout, request_id).await?;
-    let turn_request = AgentExecuteRequest::from_json_slice(&bytes).map_err(|rejection| {
+    // Validated once here, to answer 400 before anything runs; the orchestrator runs the
+    // validated request without checking it again.
+    let turn_request = ValidatedRequest::from_json_slice(&bytes).map_err(|rejection| {
         ApiError::from_orchestrator(OrchestratorError::InvalidRequest(rejection), request_id)
     })?;
     let permit = Arc::clone(&state.turns).try_acquire_owned().map_err(|_| {
@@ -394,7 +404,7 @@ fn too_large(limit: usize, request_id: &str) -> ApiError {
 
 /// A validated request with its place among the turns in flight.
 struct Turn {
-    request: AgentExecuteRequest,
+    request: ValidatedRequest,
     permit: tokio::sync::OwnedSemaphorePermit,
 }
 

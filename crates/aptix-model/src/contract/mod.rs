@@ -80,7 +80,8 @@ pub use attachment::{Base64Data, FileInput, FileSource, ImageInput, ImageSource,
 pub use labels::{FinishReason, Kind};
 pub use path::RelativePath;
 pub use request::{
-    AgentExecuteRequest, RagScope, ToolContinuationRequest, UserTurnRequest, WorkspaceHints,
+    AgentExecuteRequest, RagScope, ToolContinuationRequest, UserTurnRequest, ValidatedRequest,
+    WorkspaceHints,
 };
 pub use response::{AgentExecuteResponse, AgentToolCall, LlmUsage, RateLimitInfo};
 pub use scope::{ScopeCondition, ScopeOperator};

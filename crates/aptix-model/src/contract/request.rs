@@ -104,6 +104,76 @@ impl AgentExecuteRequest {
     }
 }
 
+/// A request that passed AGN-034 validation ([`validate`]). Only validation makes one,
+/// and it gives read access only (`Deref` to [`AgentExecuteRequest`]), so the request
+/// that runs is the request that was checked, and running it does not check it again.
+///
+/// A service decodes the body once with [`ValidatedRequest::from_json_slice`] (every
+/// violation listed on failure) and hands the result to the orchestrator; a request
+/// built in code goes through [`ValidatedRequest::new`], which applies the same rules.
+///
+/// ```
+/// use aptix_model::contract::{AgentExecuteRequest, ValidatedRequest};
+///
+/// let body = br#"{"sessionId": "s-1", "turnId": "t-1", "instruction": "Explain the parser"}"#;
+/// let request = ValidatedRequest::from_json_slice(body)?;
+/// assert_eq!(request.session_id().as_str(), "s-1");
+///
+/// // A hand-built user turn with no instruction and no inputs breaks AGN-034.
+/// let AgentExecuteRequest::UserTurn(mut turn) = request.into_inner() else { unreachable!() };
+/// turn.instruction = None;
+/// let rejection = ValidatedRequest::new(AgentExecuteRequest::UserTurn(turn)).unwrap_err();
+/// assert!(!rejection.violations().is_empty());
+/// # Ok::<(), aptix_model::contract::RequestRejection>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidatedRequest(AgentExecuteRequest);
+
+impl ValidatedRequest {
+    /// Parses and validates a request body: [`AgentExecuteRequest::from_json_slice`].
+    pub fn from_json_slice(bytes: &[u8]) -> Result<ValidatedRequest, RequestRejection> {
+        AgentExecuteRequest::from_json_slice(bytes).map(ValidatedRequest)
+    }
+
+    /// Checks a request built in code exactly as a decoded one: the typed fields hold
+    /// their own rules, but the rules between fields (a user turn has some input, tool
+    /// call ids are unique, counts and sizes) are [`validate`]'s, applied to the
+    /// request's JSON encoding.
+    pub fn new(request: AgentExecuteRequest) -> Result<ValidatedRequest, RequestRejection> {
+        let value = serde_json::to_value(&request).map_err(|error| {
+            Violation::new(
+                "",
+                ViolationCode::WrongType,
+                format!("the request could not be encoded for validation: {error}"),
+            )
+        })?;
+        validate(&value)?;
+        Ok(ValidatedRequest(request))
+    }
+
+    /// The request, to own or change (changing it means validating it again).
+    pub fn into_inner(self) -> AgentExecuteRequest {
+        self.0
+    }
+}
+
+impl std::ops::Deref for ValidatedRequest {
+    type Target = AgentExecuteRequest;
+
+    fn deref(&self) -> &AgentExecuteRequest {
+        &self.0
+    }
+}
+
+impl TryFrom<AgentExecuteRequest> for ValidatedRequest {
+    type Error = RequestRejection;
+
+    /// [`ValidatedRequest::new`].
+    fn try_from(request: AgentExecuteRequest) -> Result<ValidatedRequest, RequestRejection> {
+        ValidatedRequest::new(request)
+    }
+}
+
 /// One of the two scenarios. The request objects' schemas are derived from their types,
 /// then given the validator's rule for unknown fields (see
 /// `openapi::unknown_fields_must_be_null`): these components exist only here.

@@ -145,6 +145,15 @@ struct RejectionJson {
     violations: Vec<Violation>,
 }
 
+/// A conversion that cannot fail has no violations to report: this lets code accept
+/// anything that converts into a [`ValidatedRequest`](super::ValidatedRequest), the
+/// validated request itself included.
+impl From<std::convert::Infallible> for RequestRejection {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl From<RejectionJson> for RequestRejection {
     fn from(json: RejectionJson) -> Self {
         RequestRejection::new(json.violations)

@@ -59,6 +59,20 @@ pub(super) fn pascal_case(name: &str) -> String {
     }
 }
 
+/// Whether `key` is `name` in PascalCase (`SessionId` for `sessionId`), without
+/// allocating: every request checks every key against every field this way.
+fn is_pascal_of(key: &str, name: &str) -> bool {
+    let mut name_chars = name.chars();
+    let Some(first) = name_chars.next() else {
+        return key.is_empty();
+    };
+    let mut key_chars = key.chars();
+    first
+        .to_uppercase()
+        .all(|upper| key_chars.next() == Some(upper))
+        && key_chars.as_str() == name_chars.as_str()
+}
+
 /// Lowercase without `_` and `-`: what two spellings of one name have in common.
 pub(super) fn folded(name: &str) -> String {
     name.chars()
@@ -77,12 +91,25 @@ pub(super) fn read_object<'a>(
     shape: &Shape,
 ) -> Fields<'a> {
     let present = |key: &str| object.get(key).filter(|value| !value.is_null());
+    // Nearly every client sends camelCase only: then no PascalCase key is looked for.
+    let any_upper = object
+        .keys()
+        .any(|key| key.starts_with(|c: char| c.is_uppercase()));
+    let present_pascal = |name: &str| {
+        if !any_upper {
+            return None;
+        }
+        object
+            .iter()
+            .find(|(key, value)| is_pascal_of(key, name) && !value.is_null())
+            .map(|(_, value)| value)
+    };
     let mut found = Vec::new();
     for &name in shape.fields {
-        let pascal = pascal_case(name);
-        match (present(name), present(&pascal)) {
+        match (present(name), present_pascal(name)) {
             (Some(value), other) => {
                 if other.is_some() {
+                    let pascal = pascal_case(name);
                     checker.report(Violation::new(
                         child(path, name),
                         ViolationCode::DuplicateField,
@@ -103,7 +130,7 @@ pub(super) fn read_object<'a>(
                 && !shape
                     .fields
                     .iter()
-                    .any(|name| key.as_str() == *name || **key == pascal_case(name))
+                    .any(|name| key.as_str() == *name || is_pascal_of(key, name))
         })
         .map(|(key, _)| key)
         .collect();
@@ -147,6 +174,22 @@ mod tests {
     #[test]
     fn casings_and_folding() {
         assert_eq!(pascal_case("toolCallId"), "ToolCallId");
+        for (key, name, expected) in [
+            ("ToolCallId", "toolCallId", true),
+            ("toolCallId", "toolCallId", false),
+            ("ToolCallID", "toolCallId", false),
+            ("T", "t", true),
+            ("", "", true),
+            ("X", "", false),
+            ("Tool", "toolCallId", false),
+        ] {
+            assert_eq!(is_pascal_of(key, name), expected, "{key} {name}");
+            assert_eq!(
+                is_pascal_of(key, name),
+                key == pascal_case(name),
+                "{key} {name}"
+            );
+        }
         assert_eq!(pascal_case(""), "");
         assert_eq!(folded("tool_call-Id"), "toolcallid");
     }
