@@ -314,3 +314,44 @@ fn function_call_arguments_done_has_no_name_on_the_wire() {
     assert_eq!(done.name, None);
     assert_eq!(done.value(), Some(r#"{"location":"San Francisco, CA"}"#));
 }
+
+/// `from_json` reads the `type` first and decodes the payload straight from the text;
+/// it must give exactly what the enum's own (tag-buffering) decoding gives, for every
+/// recorded event and for the awkward ones: unknown types, known types of the wrong
+/// shape, no `type`, a `type` that is not a string, a repeated `type`, escapes.
+#[test]
+fn decoding_by_type_first_equals_the_enums_own_decoding() {
+    let mut cases: Vec<String> = fixture_names(".sse")
+        .iter()
+        .flat_map(|name| sse_data(name))
+        .collect();
+    assert!(cases.len() >= 12, "{}", cases.len());
+    cases.extend(
+        [
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":"hi","extra":[1,{"a":null}]}"#,
+            r#"{"type":"response.output_text.delta","delta":"no output_index"}"#,
+            r#"{"type":"response.output_text.delta","output_index":"zero","delta":"x"}"#,
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":null}"#,
+            r#"{"type":"response.output_text.\u0064elta","output_index":1,"delta":"escaped tag"}"#,
+            r#"{"type":"response.output_text.delta","type":"response.refusal.delta","output_index":0,"delta":"twice"}"#,
+            r#"{"type":"response.annotation.added","annotation":{"url":"u"}}"#,
+            r#"{"type":7,"delta":"x"}"#,
+            r#"{"delta":"no type"}"#,
+            r#"{"type":"error","code":"server_error","message":"flat"}"#,
+            r#"{"type":"error","error":{"type":"server_error","message":"nested"}}"#,
+            r#"{"type":"response.completed","response":{"id":"r","status":"completed","output":[]}}"#,
+            r#"{"type":"response.completed","response":"not an object"}"#,
+        ]
+        .map(str::to_owned),
+    );
+    for data in &cases {
+        let direct = StreamEvent::from_json(data).map_err(|error| error.to_string());
+        let by_enum: Result<StreamEvent, String> =
+            serde_json::from_str(data).map_err(|error| error.to_string());
+        match (&direct, &by_enum) {
+            (Ok(direct), Ok(by_enum)) => assert_eq!(direct, by_enum, "{data}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{data}: from_json {direct:?}, the enum {by_enum:?}"),
+        }
+    }
+}

@@ -50,6 +50,16 @@ macro_rules! stream_events {
                     StreamEvent::Other(raw) => raw.get("type").and_then(Value::as_str),
                 }
             }
+
+            /// `data` decoded straight into the payload of the event type `wire`, or
+            /// `None` when `wire` is not a known type or the payload does not decode
+            /// (then the enum's own decoding decides: `Other`, or an error).
+            fn decode_payload(wire: &str, data: &str) -> Option<StreamEvent> {
+                match wire {
+                    $($wire => serde_json::from_str::<$payload>(data).ok().map(StreamEvent::$variant),)+
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -105,6 +115,23 @@ impl StreamEvent {
     /// Decodes one event from an SSE `data` payload. Unknown event types are `Other`;
     /// only data that is not a JSON object is an error.
     pub fn from_json(data: &str) -> Result<StreamEvent, ModelError> {
+        // serde decodes an internally tagged enum by first buffering the whole event into
+        // a tree of its own, then decoding the variant from that tree: for a stream of
+        // small deltas most of the decoding time. Reading the `type` first (a scan that
+        // skips every other value without keeping it) and then the payload straight from
+        // the text gives the same event at about half the cost. `error` is left to the
+        // enum: its payload is also read flat, where a `type` field is the error's own.
+        #[derive(Deserialize)]
+        struct Tag<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: Option<std::borrow::Cow<'a, str>>,
+        }
+        if let Ok(Tag { kind: Some(kind) }) = serde_json::from_str::<Tag<'_>>(data)
+            && kind != "error"
+            && let Some(event) = StreamEvent::decode_payload(&kind, data)
+        {
+            return Ok(event);
+        }
         let event: StreamEvent = serde_json::from_str(data).map_err(|error| ModelError::Json {
             path: "$".into(),
             message: error.to_string(),
