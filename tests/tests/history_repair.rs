@@ -66,7 +66,10 @@ async fn a_broken_stored_history_is_sent_repaired_with_warnings() {
         scenario: Scenario::UserTurn,
         envelope: AgentExecuteResponse::default(),
     };
-    store.commit(&state, None, &earlier).await.unwrap();
+    store
+        .commit(state.clone(), None, earlier.clone())
+        .await
+        .unwrap();
 
     let provider =
         Arc::new(FakeProvider::new().with_capabilities(Capabilities::stateless_responses()));

@@ -92,13 +92,14 @@ impl SessionStore for Timed {
 
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         let started = Instant::now();
+        let session_id = state.session_id.clone();
         let result = self.inner.commit(state, expected, turn).await;
-        self.add(&state.session_id, started);
+        self.add(&session_id, started);
         result
     }
 

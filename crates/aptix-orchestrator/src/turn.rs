@@ -474,15 +474,15 @@ impl Orchestrator {
                 envelope.kind = classify(&envelope);
                 envelope.usage = usage;
                 prepend_warnings(&mut envelope, warnings);
-                // The envelope moves into the stored turn and back out: no copy of its
-                // text and raw body beyond the one the store keeps.
+                // The store takes the state and the turn; the caller gets the one copy
+                // of the envelope.
                 let stored = StoredTurn {
                     turn_id: key.turn_id.clone(),
                     scenario: key.scenario,
-                    envelope,
+                    envelope: envelope.clone(),
                 };
-                self.store.commit(&state, version, &stored).await?;
-                return Ok(stored.envelope);
+                self.store.commit(state, version, stored).await?;
+                return Ok(envelope);
             }
             // Only server calls: send their results and let the model go on.
             let outputs: Vec<ToolOutput> = server_outputs.iter().map(completed_to_output).collect();

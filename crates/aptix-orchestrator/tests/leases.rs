@@ -196,9 +196,9 @@ impl SessionStore for CountingLeases {
 
     async fn commit(
         &self,
-        state: &aptix_orchestrator::SessionState,
+        state: aptix_orchestrator::SessionState,
         expected: Option<u64>,
-        turn: &aptix_orchestrator::StoredTurn,
+        turn: aptix_orchestrator::StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         self.inner.commit(state, expected, turn).await
     }

@@ -49,9 +49,9 @@ async fn check_store(store: Arc<dyn SessionStore>) {
 
     let v1 = store
         .commit(
-            &state("s1", Some("resp_1")),
+            state("s1", Some("resp_1")),
             None,
-            &turn("t1", Scenario::UserTurn, "one"),
+            turn("t1", Scenario::UserTurn, "one"),
         )
         .await
         .unwrap();
@@ -67,9 +67,9 @@ async fn check_store(store: Arc<dyn SessionStore>) {
     for expected in [None, Some(7)] {
         let error = store
             .commit(
-                &state("s1", Some("resp_x")),
+                state("s1", Some("resp_x")),
                 expected,
-                &turn("tx", Scenario::UserTurn, "x"),
+                turn("tx", Scenario::UserTurn, "x"),
             )
             .await
             .unwrap_err();
@@ -99,9 +99,9 @@ async fn check_store(store: Arc<dyn SessionStore>) {
 
     let v2 = store
         .commit(
-            &state("s1", Some("resp_2")),
+            state("s1", Some("resp_2")),
             Some(1),
-            &turn("t1", Scenario::ToolContinuation, "two"),
+            turn("t1", Scenario::ToolContinuation, "two"),
         )
         .await
         .unwrap();
@@ -154,9 +154,9 @@ async fn check_store(store: Arc<dyn SessionStore>) {
 async fn check_racing_commits(store: Arc<dyn SessionStore>) {
     store
         .commit(
-            &state("race", None),
+            state("race", None),
             None,
-            &turn("t0", Scenario::UserTurn, "zero"),
+            turn("t0", Scenario::UserTurn, "zero"),
         )
         .await
         .unwrap();
@@ -166,9 +166,9 @@ async fn check_racing_commits(store: Arc<dyn SessionStore>) {
         tasks.push(tokio::spawn(async move {
             store
                 .commit(
-                    &state("race", Some(&format!("resp_{writer}"))),
+                    state("race", Some(&format!("resp_{writer}"))),
                     Some(1),
-                    &turn(&format!("t{writer}"), Scenario::UserTurn, "w"),
+                    turn(&format!("t{writer}"), Scenario::UserTurn, "w"),
                 )
                 .await
         }));
@@ -195,9 +195,9 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
         let session = format!("s{n}");
         store
             .commit(
-                &state(&session, None),
+                state(&session, None),
                 None,
-                &turn("t1", Scenario::UserTurn, "a"),
+                turn("t1", Scenario::UserTurn, "a"),
             )
             .await
             .unwrap();
@@ -280,16 +280,16 @@ async fn sqlite_state_survives_reopening_and_a_dropped_commit() {
         let store = SqliteSessionStore::open(&path).unwrap();
         store
             .commit(
-                &state("s", Some("resp_1")),
+                state("s", Some("resp_1")),
                 None,
-                &turn("t1", Scenario::UserTurn, "kept"),
+                turn("t1", Scenario::UserTurn, "kept"),
             )
             .await
             .unwrap();
         // A commit future dropped before it runs changes nothing.
         let lost_state = state("s", Some("resp_lost"));
         let lost_turn = turn("t2", Scenario::UserTurn, "lost");
-        let dropped = store.commit(&lost_state, Some(1), &lost_turn);
+        let dropped = store.commit(lost_state.clone(), Some(1), lost_turn.clone());
         drop(dropped);
     }
     let reopened = SqliteSessionStore::open(&path).unwrap();
@@ -314,7 +314,7 @@ async fn sqlite_refuses_a_file_from_a_newer_schema_and_reports_corrupt_state() {
     {
         let store = SqliteSessionStore::open(&path).unwrap();
         store
-            .commit(&state("s", None), None, &turn("t", Scenario::UserTurn, "x"))
+            .commit(state("s", None), None, turn("t", Scenario::UserTurn, "x"))
             .await
             .unwrap();
     }
@@ -374,9 +374,9 @@ mod postgres {
             let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
             store
                 .commit(
-                    &state("s", Some("resp_1")),
+                    state("s", Some("resp_1")),
                     None,
-                    &turn("t1", Scenario::UserTurn, "kept"),
+                    turn("t1", Scenario::UserTurn, "kept"),
                 )
                 .await
                 .unwrap();

@@ -222,9 +222,9 @@ impl SessionStore for ConfiguredStore {
 
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected_version: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         self.inner.commit(state, expected_version, turn).await
     }
@@ -341,7 +341,10 @@ mod tests {
                 aptix_model::contract::Kind::Ok,
             ),
         };
-        inner.commit(&state, None, &turn).await.unwrap();
+        inner
+            .commit(state.clone(), None, turn.clone())
+            .await
+            .unwrap();
 
         let settings = Settings::of(SettingsLayer {
             mode: Some("CODE_EDIT".into()),

@@ -111,9 +111,9 @@ impl SessionStore for Forgetful {
 
     async fn commit(
         &self,
-        _state: &SessionState,
+        _state: SessionState,
         _expected_version: Option<u64>,
-        _turn: &StoredTurn,
+        _turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         Ok(1)
     }

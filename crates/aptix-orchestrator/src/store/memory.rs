@@ -216,13 +216,10 @@ impl SessionStore for InMemorySessionStore {
 
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected_version: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
-        // Copied before the lock is taken, so that other sessions' turns do not wait on
-        // the copying (a conflict, which throws the copies away, is rare).
-        let (state_copy, turn_copy) = (state.clone(), turn.clone());
         let now = Instant::now();
         let mut inner = self.lock();
         let found = inner
@@ -237,15 +234,23 @@ impl SessionStore for InMemorySessionStore {
         }
         let version = found.map_or(1, |version| version + 1);
         if let Some(entry) = inner.sessions.get_mut(&state.session_id) {
-            entry.state = state_copy;
+            // What is replaced is freed after the lock is released.
+            let old_state = std::mem::replace(&mut entry.state, state);
             entry.version = version;
-            entry
+            let mut dropped: Vec<StoredTurn> = Vec::new();
+            if let Some(at) = entry
                 .turns
-                .retain(|kept| !(kept.turn_id == turn.turn_id && kept.scenario == turn.scenario));
-            entry.turns.push_back(turn_copy);
-            while entry.turns.len() > self.limits.max_turns_per_session {
-                entry.turns.pop_front();
+                .iter()
+                .position(|kept| kept.turn_id == turn.turn_id && kept.scenario == turn.scenario)
+            {
+                dropped.extend(entry.turns.remove(at));
             }
+            entry.turns.push_back(turn);
+            while entry.turns.len() > self.limits.max_turns_per_session {
+                dropped.extend(entry.turns.pop_front());
+            }
+            drop(inner);
+            drop((old_state, dropped));
         } else {
             inner.tick += 1;
             let tick = inner.tick;
@@ -253,9 +258,9 @@ impl SessionStore for InMemorySessionStore {
             inner.sessions.insert(
                 state.session_id.clone(),
                 Entry {
-                    state: state_copy,
+                    state,
                     version,
-                    turns: VecDeque::from([turn_copy]),
+                    turns: VecDeque::from([turn]),
                     tick,
                     touched: now,
                 },
@@ -417,11 +422,11 @@ mod tests {
             max_sessions: 2,
             ..MemoryStoreLimits::default()
         });
-        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
-        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        store.commit(state("a"), None, turn("t1")).await.unwrap();
+        store.commit(state("b"), None, turn("t1")).await.unwrap();
         // Using `a` makes `b` the least recently used.
         assert!(store.load("a").await.unwrap().is_some());
-        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        store.commit(state("c"), None, turn("t1")).await.unwrap();
         assert_eq!(store.session_count(), 2);
         assert!(store.load("b").await.unwrap().is_none());
         assert!(store.stored_turn(&key("b", "t1")).await.unwrap().is_none());
@@ -435,19 +440,19 @@ mod tests {
             max_sessions: 1,
             ..MemoryStoreLimits::default()
         });
-        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
+        store.commit(state("a"), None, turn("t1")).await.unwrap();
         assert!(
             store
                 .acquire_lease("a", "me", Duration::from_secs(60))
                 .await
                 .unwrap()
         );
-        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        store.commit(state("b"), None, turn("t1")).await.unwrap();
         assert!(store.load("a").await.unwrap().is_some(), "a turn runs on a");
         // `b` went over the bound and was the only one that could go.
         assert!(store.load("b").await.unwrap().is_none());
         store.release_lease("a", "me").await.unwrap();
-        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        store.commit(state("c"), None, turn("t1")).await.unwrap();
         assert!(store.load("a").await.unwrap().is_none());
         assert_eq!(store.session_count(), 1);
     }
@@ -458,14 +463,14 @@ mod tests {
             idle_ttl: Some(Duration::ZERO),
             ..MemoryStoreLimits::default()
         });
-        store.commit(&state("a"), None, &turn("t1")).await.unwrap();
+        store.commit(state("a"), None, turn("t1")).await.unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert!(store.load("a").await.unwrap().is_none());
         assert_eq!(store.session_count(), 0);
         // Committing another session sweeps expired ones too.
-        store.commit(&state("b"), None, &turn("t1")).await.unwrap();
+        store.commit(state("b"), None, turn("t1")).await.unwrap();
         std::thread::sleep(Duration::from_millis(2));
-        store.commit(&state("c"), None, &turn("t1")).await.unwrap();
+        store.commit(state("c"), None, turn("t1")).await.unwrap();
         assert_eq!(store.session_count(), 1);
     }
 
@@ -477,7 +482,7 @@ mod tests {
         });
         let mut version = None;
         for t in ["t1", "t2", "t3"] {
-            version = Some(store.commit(&state("a"), version, &turn(t)).await.unwrap());
+            version = Some(store.commit(state("a"), version, turn(t)).await.unwrap());
         }
         assert!(store.stored_turn(&key("a", "t1")).await.unwrap().is_none());
         assert!(store.stored_turn(&key("a", "t2")).await.unwrap().is_some());

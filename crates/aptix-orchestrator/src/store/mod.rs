@@ -65,11 +65,15 @@ pub trait SessionStore: Send + Sync {
     /// Writes `state` and records `turn` in one atomic step, provided the stored version
     /// still equals `expected_version` (`None`: the session must not exist yet). Returns
     /// the new version.
+    ///
+    /// Both are given by value: the turn is over and the caller keeps nothing of them,
+    /// so a store that holds them in memory takes them without copying the history and
+    /// the envelope, and one that encodes them is free to drop them.
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected_version: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError>;
 
     /// Takes the session's lease for `holder` unless another holder has one that has not

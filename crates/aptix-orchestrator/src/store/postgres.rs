@@ -404,12 +404,12 @@ impl SessionStore for PgSessionStore {
 
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected_version: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
-        let state_json = serde_json::to_string(state).map_err(corrupt(&state.session_id))?;
+        let state_json = serde_json::to_string(&state).map_err(corrupt(&state.session_id))?;
         let envelope_json =
             serde_json::to_string(&turn.envelope).map_err(corrupt(&state.session_id))?;
         let session_id = state.session_id.as_str();

@@ -194,13 +194,13 @@ impl SessionStore for SqliteSessionStore {
 
     async fn commit(
         &self,
-        state: &SessionState,
+        state: SessionState,
         expected_version: Option<u64>,
-        turn: &StoredTurn,
+        turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
         let state_json =
-            serde_json::to_string(state).map_err(|source| OrchestratorError::CorruptState {
+            serde_json::to_string(&state).map_err(|source| OrchestratorError::CorruptState {
                 session_id: state.session_id.clone(),
                 source,
             })?;
