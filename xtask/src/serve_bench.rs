@@ -45,7 +45,9 @@ const PACED_RATES: [f64; 3] = [1_000.0, 2_500.0, 5_000.0];
 struct InstantProvider {
     response: Response,
     raw_json: String,
-    events: Vec<StreamEvent>,
+    /// The fixture's events as the SSE decoder frames them: what a provider over HTTP
+    /// hands over (text to decode), not typed events encoded again for the occasion.
+    frames: Vec<aptix_sse::SseEvent>,
 }
 
 #[async_trait]
@@ -59,9 +61,9 @@ impl ResponsesProvider for InstantProvider {
     }
 
     async fn stream(&self, _: &CreateResponseRequest) -> Result<EventStream, ClientError> {
-        Ok(EventStream::from_events(
+        Ok(EventStream::new(
             ReplyMeta::synthetic(),
-            self.events.iter().cloned().map(Ok),
+            futures_util::stream::iter(self.frames.clone().into_iter().map(Ok)),
         ))
     }
 
@@ -83,10 +85,23 @@ fn provider() -> Result<Arc<InstantProvider>> {
         .context("the fixture has no terminal event")?
         .clone();
     let raw_json = serde_json::to_string(&response).context("encoding the canned response")?;
+    let mut decoder = aptix_sse::SseDecoder::new();
+    decoder.feed(FIXTURE.as_bytes());
+    let mut frames = Vec::new();
+    while let Some(frame) = decoder.next_event() {
+        frames.push(frame.map_err(|error| anyhow::anyhow!("the fixture's framing: {error}"))?);
+    }
+    if frames.len() != events.len() {
+        bail!(
+            "the fixture framed {} events, decoded {}",
+            frames.len(),
+            events.len()
+        );
+    }
     Ok(Arc::new(InstantProvider {
         response,
         raw_json,
-        events,
+        frames,
     }))
 }
 
