@@ -233,6 +233,7 @@ pub use async_trait::async_trait;
 pub use aptix_model::contract;
 pub use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, AgentToolCall, Kind, RequestRejection,
+    ValidatedRequest,
 };
 pub use aptix_model::wire;
 
