@@ -171,6 +171,19 @@ pub(super) fn read_object<'a>(
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// The allocation-free check agrees with the spelled-out PascalCase, for any
+        /// text (multi-char uppercases such as `ß` included).
+        #[test]
+        fn is_pascal_of_agrees_with_pascal_case(
+            name in "[a-zA-Z\u{df}\u{e9}\u{149}_]{0,6}",
+            key in "[a-zA-Z\u{df}\u{e9}\u{149}_]{0,6}|SS[a-z]{0,3}",
+        ) {
+            proptest::prop_assert_eq!(is_pascal_of(&key, &name), key == pascal_case(&name));
+            proptest::prop_assert!(is_pascal_of(&pascal_case(&name), &name));
+        }
+    }
+
     #[test]
     fn casings_and_folding() {
         assert_eq!(pascal_case("toolCallId"), "ToolCallId");
