@@ -40,47 +40,44 @@ pub(crate) struct ServeArgs {
     pub(crate) settings: SettingsLayer,
 }
 
-/// `aptix serve`'s own settings, every layer applied, defaults filled in.
+/// `aptix serve`'s own settings, every layer applied, defaults filled in. The service's
+/// limits and timeouts default to `ServerConfig::default()`'s: one home for them.
 struct Serving {
     listen: SocketAddr,
     tokens_file: Option<PathBuf>,
-    max_concurrent_turns: usize,
-    body_limit: usize,
-    turn_timeout: std::time::Duration,
-    header_timeout: std::time::Duration,
-    body_timeout: std::time::Duration,
     shutdown_grace: std::time::Duration,
+    /// Limits and timeouts; tokens and metrics are filled in by `run`.
+    config: ServerConfig,
 }
 
 impl Serving {
     fn load(args: &ServeArgs, workspace: &Path, env: Env<'_>) -> Result<Serving, anyhow::Error> {
         let layer = ServeLayer::load(workspace, &args.serve, env)?;
-        let serving = Serving {
-            listen: layer
-                .listen
-                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8787))),
-            tokens_file: layer.tokens_file,
-            max_concurrent_turns: layer.max_concurrent_turns.unwrap_or(64),
-            body_limit: layer.body_limit.unwrap_or(1024 * 1024),
-            turn_timeout: layer
-                .turn_timeout
-                .map_or(std::time::Duration::from_secs(600), |HumanDuration(d)| d),
-            header_timeout: layer
-                .header_timeout
-                .map_or(std::time::Duration::from_secs(30), |HumanDuration(d)| d),
-            body_timeout: layer
-                .body_timeout
-                .map_or(std::time::Duration::from_secs(60), |HumanDuration(d)| d),
-            shutdown_grace: layer
-                .shutdown_grace
-                .map_or(std::time::Duration::from_secs(30), |HumanDuration(d)| d),
+        let defaults = ServerConfig::default();
+        let duration = |set: Option<HumanDuration>, default| set.map_or(default, |d| d.0);
+        let config = ServerConfig {
+            max_concurrent_turns: layer
+                .max_concurrent_turns
+                .unwrap_or(defaults.max_concurrent_turns),
+            body_limit: layer.body_limit.unwrap_or(defaults.body_limit),
+            turn_timeout: duration(layer.turn_timeout, defaults.turn_timeout),
+            header_read_timeout: duration(layer.header_timeout, defaults.header_read_timeout),
+            body_read_timeout: duration(layer.body_timeout, defaults.body_read_timeout),
+            ..defaults
         };
-        if serving.max_concurrent_turns == 0 || serving.body_limit == 0 {
+        if config.max_concurrent_turns == 0 || config.body_limit == 0 {
             return Err(usage(
                 "max_concurrent_turns and body_limit must be at least 1".to_owned(),
             ));
         }
-        Ok(serving)
+        Ok(Serving {
+            listen: layer
+                .listen
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8787))),
+            tokens_file: layer.tokens_file,
+            shutdown_grace: duration(layer.shutdown_grace, std::time::Duration::from_secs(30)),
+            config,
+        })
     }
 }
 
@@ -108,19 +105,14 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
     let orchestrator = runtime.block_on(workspace.orchestrator(provider, None, &StderrReporter))?;
     let config = ServerConfig {
         tokens,
-        body_limit: serving.body_limit,
-        max_concurrent_turns: serving.max_concurrent_turns,
-        turn_timeout: serving.turn_timeout,
-        header_read_timeout: serving.header_timeout,
-        body_read_timeout: serving.body_timeout,
         metrics,
-        ..ServerConfig::default()
+        ..serving.config
     };
     let authenticated = !config.tokens.is_empty();
     let sessions = workspace.store_location()?.shown();
     let grace = serving.shutdown_grace;
     let listen = serving.listen;
-    let header_timeout = serving.header_timeout;
+    let header_timeout = config.header_read_timeout;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
