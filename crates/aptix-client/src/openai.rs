@@ -78,11 +78,18 @@ impl OpenAiProvider {
     }
 
     fn body(&self, request: &CreateResponseRequest, stream: bool) -> Result<Bytes, ClientError> {
-        let mut request = request.clone();
         // The method decides streaming, whatever the request says: `create` on an SSE
-        // reply could not decode it.
-        request.stream = stream.then_some(true);
-        serde_json::to_vec(&request)
+        // reply could not decode it. A request that says so already is sent as it is,
+        // not copied (it holds the whole context, and without server state the history).
+        let wanted = stream.then_some(true);
+        let encoded = if request.stream == wanted {
+            serde_json::to_vec(request)
+        } else {
+            let mut request = request.clone();
+            request.stream = wanted;
+            serde_json::to_vec(&request)
+        };
+        encoded
             .map(Bytes::from)
             .map_err(|error| ClientError::decode("request", &[], 0, error.to_string()))
     }

@@ -283,9 +283,10 @@ fn fold(chunks: &[&[u8]]) -> (u64, usize) {
         .finish()
         .unwrap_or_else(|error| panic!("benchmark stream: {error}"));
     assert!(folded.warnings.is_empty(), "{:?}", folded.warnings);
-    let mapped = map_folded(&folded, &TurnContext::default());
+    let events = folded.events;
+    let mapped = map_folded(folded, &TurnContext::default());
     black_box(&mapped);
-    (folded.events, emitted)
+    (events, emitted)
 }
 
 /// Events framed by `eventsource-stream`, which does not look inside them.
@@ -319,9 +320,10 @@ fn eventsource_stream_fold(chunks: &[&[u8]]) -> (u64, usize) {
         .finish()
         .unwrap_or_else(|error| panic!("benchmark stream: {error}"));
     assert!(folded.warnings.is_empty(), "{:?}", folded.warnings);
-    let mapped = map_folded(&folded, &TurnContext::default());
+    let events = folded.events;
+    let mapped = map_folded(folded, &TurnContext::default());
     black_box(&mapped);
-    (folded.events, emitted)
+    (events, emitted)
 }
 
 /// SSE decoding, JSON decoding, folding and mapping of the stream.

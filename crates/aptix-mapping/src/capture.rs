@@ -19,7 +19,7 @@ pub fn map_capture(bytes: &[u8], turn: &TurnContext) -> Mapped {
         let mut folder = SseBodyFold::new();
         folder.feed(bytes);
         return match folder.finish() {
-            Ok(folded) => map_folded(&folded, turn),
+            Ok(folded) => map_folded(folded, turn).0,
             Err(error) => map_mapping_error(&error, turn),
         };
     }

@@ -63,7 +63,7 @@ fn without_done_events(text: &str) -> String {
 fn content_of(output: &[OutputItem], like: &Response) -> AgentExecuteResponse {
     let mut response = like.clone();
     response.output = output.to_vec();
-    let mut envelope = map_response(&response, Some(""), &TurnContext::default()).envelope;
+    let mut envelope = map_response(&response, Some(String::new()), &TurnContext::default()).envelope;
     envelope.warnings.clear();
     envelope
 }
@@ -96,10 +96,10 @@ fn check(name: &str) {
     assert_eq!(folded.last_sequence_number, Some(events - 1), "{name}");
 
     // The envelope of the stream is the envelope of its final response.
-    let mapped = map_folded(&folded, &turn);
+    let (mapped, _) = map_folded(folded.clone(), &turn);
     assert_eq!(
         mapped,
-        map_response(&final_response, Some(&raw), &turn),
+        map_response(&final_response, Some(raw.clone()), &turn),
         "{name}: envelope"
     );
     let envelope = &mapped.envelope;
@@ -215,7 +215,7 @@ fn the_failed_stream_maps_like_the_recorded_failed_body() {
     let turn = TurnContext::new("session-1", "turn-1");
     let (_, result) = fold(&[&read_fixture("sse_error_event_then_response_failed.sse")]);
     let folded = result.unwrap_or_else(|error| panic!("{error}"));
-    let mut streamed = map_folded(&folded, &turn);
+    let (mut streamed, _) = map_folded(folded.clone(), &turn);
     let mut direct = map_response_body(&read_fixture("response_failed_error.json"), &turn)
         .unwrap_or_else(|error| panic!("{error}"));
     // Only the raw text differs: the file was re-indented.

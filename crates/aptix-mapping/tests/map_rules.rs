@@ -36,7 +36,7 @@ fn check(case: &str, body: Value, expected: Value) {
         serde_json::from_value(body.clone()).unwrap_or_else(|error| panic!("{case}: {error}"));
     let raw = String::from_utf8(bytes).unwrap_or_default();
     assert_eq!(
-        map_response(&response, Some(&raw), &turn),
+        map_response(&response, Some(raw.clone()), &turn),
         mapped,
         "{case}: decoded and raw paths agree"
     );

@@ -337,7 +337,7 @@ fn fold_and_map(body: &[u8], cuts: &[Index]) -> (Vec<StreamDelta>, Mapped) {
         start = point;
     }
     let mapped = match folder.finish() {
-        Ok(folded) => map_folded(&folded, &turn()),
+        Ok(folded) => map_folded(folded, &turn()).0,
         Err(error) => map_mapping_error(&error, &turn()),
     };
     (deltas, mapped)

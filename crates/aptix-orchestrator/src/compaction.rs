@@ -288,7 +288,7 @@ impl Orchestrator {
             .await
             .map_err(|error| format!("the summary call failed: {error}"))?;
         let context = TurnContext::new(state.session_id.clone(), turn_id.to_owned());
-        let envelope = map_response(&reply.response, None, &context).envelope;
+        let envelope = map_response(&reply.response, reply.raw_json, &context).envelope;
         usage.add(&envelope.usage);
         match envelope.text {
             Some(text) if !text.trim().is_empty() && envelope.error_code.is_none() => Ok(text),

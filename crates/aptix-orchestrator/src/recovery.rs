@@ -275,11 +275,8 @@ pub(crate) async fn stream_with_recovery(
     let folded = fold
         .finish()
         .map_err(|error| map_mapping_error(&error, &context).envelope)?;
-    let mapped = map_folded(&folded, &context);
-    Ok(Streamed {
-        response: folded.response,
-        mapped,
-    })
+    let (mapped, response) = map_folded(folded, &context);
+    Ok(Streamed { response, mapped })
 }
 
 /// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
@@ -296,7 +293,7 @@ fn give_up(cut: &Cut, fold: StreamFold, context: &TurnContext) -> AgentExecuteRe
         Cut::EndedEarly => match fold.finish() {
             Err(error) => map_mapping_error(&error, context).envelope,
             // Not reached: a cut fold has no terminal event.
-            Ok(folded) => map_folded(&folded, context).envelope,
+            Ok(folded) => map_folded(folded, context).0.envelope,
         },
     }
 }

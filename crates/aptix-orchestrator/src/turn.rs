@@ -336,7 +336,7 @@ impl Orchestrator {
             )
             .await?;
             let called = loop {
-                match self.call_model(&body.request, &mut sink, &context).await {
+                match self.call_model(&mut body.request, &mut sink, &context).await {
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
                         break Err(still_too_long(failed, "even after compacting the session"));
                     }
@@ -377,7 +377,6 @@ impl Orchestrator {
                 prepend_warnings(&mut envelope, warnings);
                 return Ok(envelope);
             }
-            self.record_exchange(&mut state, &body.request, &reply.response);
             let calls: Vec<_> = reply
                 .response
                 .output
@@ -387,6 +386,16 @@ impl Orchestrator {
                     _ => None,
                 })
                 .collect();
+            let response_id = reply.response.id.clone();
+            // The body is built anew for any further call, so what it sent and what came
+            // back move into the history instead of being copied there.
+            let sent = std::mem::replace(&mut body.request.input, Input::Items(Vec::new()));
+            self.record_exchange(
+                &mut state,
+                sent,
+                body.request.previous_response_id.is_some(),
+                reply.response,
+            );
             let mut server_outputs = Vec::new();
             let mut client_calls = Vec::new();
             for call in calls {
@@ -459,7 +468,7 @@ impl Orchestrator {
                 }
                 state.pending = (!done).then(|| PendingToolCalls {
                     turn_id: key.turn_id.clone(),
-                    response_id: reply.response.id.clone(),
+                    response_id,
                     client_calls: client_calls.clone(),
                     server_outputs,
                 });
@@ -576,10 +585,13 @@ impl Orchestrator {
     /// Calls the model once; a failure is already an error envelope.
     async fn call_model(
         &self,
-        body: &CreateResponseRequest,
+        body: &mut CreateResponseRequest,
         sink: &mut Option<DeltaSink<'_>>,
         context: &TurnContext,
     ) -> Result<Reply, AgentExecuteResponse> {
+        // Said in the body, so that the provider sends it as it is.
+        body.stream = sink.is_some().then_some(true);
+        let body = &*body;
         let Some(sink) = sink else {
             let reply = self
                 .provider
@@ -592,7 +604,7 @@ impl Orchestrator {
             context.rate_limits = reply.meta.rate_limits.as_ref().map(Into::into);
             // The provider's body as received, when it has one: encoding the response
             // again would cost as much as decoding it did.
-            let mapped = map_response(&reply.response, reply.raw_json.as_deref(), &context);
+            let mapped = map_response(&reply.response, reply.raw_json, &context);
             return Ok(Reply {
                 response: reply.response,
                 mapped,
@@ -623,17 +635,18 @@ impl Orchestrator {
     fn record_exchange(
         &self,
         state: &mut SessionState,
-        body: &CreateResponseRequest,
-        response: &Response,
+        sent: Input,
+        chained: bool,
+        response: Response,
     ) {
-        let sent = match &body.input {
-            Input::Items(items) => items.clone(),
+        let sent = match sent {
+            Input::Items(items) => items,
             Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
                 Role::User,
-                vec![ContentPart::input_text(text.clone())],
+                vec![ContentPart::input_text(text)],
             ))],
         };
-        if body.previous_response_id.is_none() && !state.history.is_empty() {
+        if !chained && !state.history.is_empty() {
             // A body that continues a session without a chain (stateless, or a chain
             // started again after a compaction) already starts with the whole history.
             state.history = sent;
@@ -641,16 +654,18 @@ impl Orchestrator {
             state.history.extend(sent);
         }
         let stateless = self.stateless();
-        let mut outputs: Vec<InputItem> = response
-            .output
-            .iter()
+        let Response {
+            id, output, usage, ..
+        } = response;
+        let mut outputs: Vec<InputItem> = output
+            .into_iter()
             // Without server state a reasoning item can only be replayed with its
             // encrypted content; otherwise the provider cannot resolve it.
             .filter(|item| {
                 !stateless
                     || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
             })
-            .map(OutputItem::to_input_item)
+            .map(OutputItem::into_input_item)
             .map(|item| match item {
                 // Replayed without state, a server item id names nothing the provider
                 // kept (`Item with id rs_... not found`): the encrypted content carries it.
@@ -666,8 +681,8 @@ impl Orchestrator {
             outputs.pop();
         }
         state.history.extend(outputs);
-        state.last_response_id = Some(response.id.clone());
-        remember_usage(state, response.usage.as_ref());
+        state.last_response_id = Some(id);
+        remember_usage(state, usage.as_ref());
     }
 }
 

@@ -20,6 +20,9 @@
 //! Two more run the turn with a store that keeps nothing, to show what holding each
 //! turn's state (history, envelope) in memory costs.
 //!
+//! `APTIX_BENCH_ROUNDS=N` sets the rounds per case (300); `APTIX_BENCH_ONLY=LABEL` runs
+//! the one case of that label (`large, streamed`), for a profiler.
+//!
 //! Rounds are paired (raw, provider, turn back to back, in rotating order), so the
 //! machine's drift touches all three alike; each case reports the p50 of every series
 //! and the ratios of the p50s.
@@ -401,6 +404,8 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(300);
+    // One case only, by its label (`APTIX_BENCH_ONLY="large, streamed"`), for profiling.
+    let only = std::env::var("APTIX_BENCH_ONLY").ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -423,6 +428,16 @@ fn main() {
         for (model, fresh, keeps, streams) in cases {
             let case = Case::new(model, fresh, keeps, &base_url).await;
             for &stream in streams {
+                let label = format!(
+                    "{}{}{}{}",
+                    case.model,
+                    if stream { ", streamed" } else { "" },
+                    if case.fresh { ", new context" } else { "" },
+                    if case.keeps { "" } else { ", no store" }
+                );
+                if only.as_deref().is_some_and(|only| only != label) {
+                    continue;
+                }
                 // Warm up connections, tables and caches.
                 for _ in 0..20 {
                     case.raw(stream).await;
@@ -442,13 +457,7 @@ fn main() {
                 let (raw, provider, turn) = (p50(&mut raw), p50(&mut provider), p50(&mut turn));
                 println!(
                     "{:<30} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>13.3}x {:>9.3}x",
-                    format!(
-                        "{}{}{}{}",
-                        case.model,
-                        if stream { ", streamed" } else { "" },
-                        if case.fresh { ", new context" } else { "" },
-                        if case.keeps { "" } else { ", no store" }
-                    ),
+                    label,
                     raw.as_secs_f64() * 1e6,
                     provider.as_secs_f64() * 1e6,
                     turn.as_secs_f64() * 1e6,

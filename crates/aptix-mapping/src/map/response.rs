@@ -17,7 +17,7 @@ pub(crate) const RESPONSE_FAILED_CODE: &str = "response_failed";
 /// Maps a decoded response.
 ///
 /// `raw_json` is the response as received, when the caller has it; it becomes
-/// `rawResponseJson` unchanged. Without it the response is serialised again, which keeps
+/// `rawResponseJson` unchanged (moved, not copied: a large reply is not held twice). Without it the response is serialised again, which keeps
 /// every top-level field (unknown ones included) but not the original key order or
 /// spacing, and drops unknown fields inside known output items.
 ///
@@ -32,7 +32,11 @@ pub(crate) const RESPONSE_FAILED_CODE: &str = "response_failed";
 ///
 /// `kind`: `error` for a failed response; else `ok` with text or a refusal; else
 /// `tool-only` with tool calls; else `empty`. The full tables are in `docs/mapping.md`.
-pub fn map_response(response: &Response, raw_json: Option<&str>, turn: &TurnContext) -> Mapped {
+pub fn map_response(
+    response: &Response,
+    raw_json: Option<String>,
+    turn: &TurnContext,
+) -> Mapped {
     let extracted = extract(&response.output);
     let mut warnings = extracted.warnings;
     let reason = finish_reason(response, extracted.calls_tools, &mut warnings);
@@ -52,7 +56,7 @@ pub fn map_response(response: &Response, raw_json: Option<&str>, turn: &TurnCont
     envelope.finish_reason = reason;
     envelope.usage = usage(response.usage.as_ref());
     envelope.raw_response_json = match raw_json {
-        Some(raw) => Some(raw.to_owned()),
+        Some(raw) => Some(raw),
         None => serde_json::to_string(response).ok(),
     };
 
@@ -106,5 +110,5 @@ pub fn map_response_body(body: &[u8], turn: &TurnContext) -> Result<Mapped, Mapp
     let text = std::str::from_utf8(body).map_err(|error| invalid(error.to_string()))?;
     let response: Response =
         serde_json::from_str(text).map_err(|error| invalid(error.to_string()))?;
-    Ok(map_response(&response, Some(text), turn))
+    Ok(map_response(&response, Some(text.to_owned()), turn))
 }

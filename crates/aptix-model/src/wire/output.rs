@@ -57,23 +57,29 @@ impl OutputItem {
     /// parts; function calls, reasoning and custom tool calls are replayed as they are;
     /// unknown items are passed through raw.
     pub fn to_input_item(&self) -> InputItem {
+        self.clone().into_input_item()
+    }
+
+    /// [`to_input_item`](Self::to_input_item), taking the item: its text moves rather
+    /// than being copied.
+    pub fn into_input_item(self) -> InputItem {
         match self {
             OutputItem::Message(message) => InputItem::Message(InputMessage {
-                role: message.role.clone(),
-                content: MessageContent::Parts(message.content.clone()),
-                id: message.id.clone(),
-                status: message.status.clone(),
+                role: message.role,
+                content: MessageContent::Parts(message.content),
+                id: message.id,
+                status: message.status,
             }),
-            OutputItem::FunctionCall(call) => InputItem::FunctionCall(call.clone()),
-            OutputItem::Reasoning(reasoning) => InputItem::Reasoning(reasoning.clone()),
-            OutputItem::CustomToolCall(call) => match serde_json::to_value(call) {
+            OutputItem::FunctionCall(call) => InputItem::FunctionCall(call),
+            OutputItem::Reasoning(reasoning) => InputItem::Reasoning(reasoning),
+            OutputItem::CustomToolCall(call) => match serde_json::to_value(&call) {
                 Ok(Value::Object(mut map)) => {
                     map.insert("type".into(), Value::String("custom_tool_call".into()));
                     InputItem::Other(Value::Object(map))
                 }
                 _ => InputItem::Other(Value::Null),
             },
-            OutputItem::Other(raw) => InputItem::Other(raw.clone()),
+            OutputItem::Other(raw) => InputItem::Other(raw),
         }
     }
 }
