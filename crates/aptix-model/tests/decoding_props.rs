@@ -141,20 +141,33 @@ fn event() -> impl Strategy<Value = String> {
         "message",
         "param",
         "stranger",
+        // Written after a leading `type`, a second one.
+        "type",
     ]);
     (
         kind,
         proptest::collection::vec((names, field_value()), 0..8),
+        any::<bool>(),
     )
-        .prop_map(|(kind, fields)| {
+        .prop_map(|(kind, fields, type_first)| {
             let mut object = Map::new();
-            if let Some(kind) = kind {
-                object.insert("type".into(), kind);
-            }
             for (name, value) in fields {
                 object.insert(name.to_owned(), value);
             }
-            Value::Object(object).to_string()
+            match kind {
+                // As providers write it: `type` first, then the rest.
+                Some(kind) if type_first => {
+                    let rest = Value::Object(object).to_string();
+                    let rest = rest.trim_start_matches('{');
+                    let comma = if rest == "}" { "" } else { "," };
+                    format!(r#"{{"type":{kind}{comma}{rest}"#)
+                }
+                Some(kind) => {
+                    object.insert("type".into(), kind);
+                    Value::Object(object).to_string()
+                }
+                None => Value::Object(object).to_string(),
+            }
         })
 }
 

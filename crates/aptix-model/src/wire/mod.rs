@@ -26,6 +26,7 @@ pub mod usage;
 
 mod open_enum;
 mod serde_util;
+mod stray_tag;
 
 pub use compact::{CompactRequest, CompactResponse};
 pub use content::{ContentPart, InputFile, InputImage, OutputText, Refusal};

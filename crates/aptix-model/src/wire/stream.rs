@@ -52,11 +52,12 @@ macro_rules! stream_events {
             }
 
             /// `data` decoded straight into the payload of the event type `wire`, or
-            /// `None` when `wire` is not a known type or the payload does not decode
-            /// (then the enum's own decoding decides: `Other`, or an error).
+            /// `None` when `wire` is not a known type, the payload does not decode, or
+            /// it names `type` again (then the enum's own decoding decides: `Other`,
+            /// or an error).
             fn decode_payload(wire: &str, data: &str) -> Option<StreamEvent> {
                 match wire {
-                    $($wire => serde_json::from_str::<$payload>(data).ok().map(StreamEvent::$variant),)+
+                    $($wire => super::stray_tag::decode_without_tag::<$payload>(data).map(StreamEvent::$variant),)+
                     _ => None,
                 }
             }
@@ -126,7 +127,16 @@ impl StreamEvent {
             #[serde(rename = "type", borrow)]
             kind: Option<std::borrow::Cow<'a, str>>,
         }
-        if let Ok(Tag { kind: Some(kind) }) = serde_json::from_str::<Tag<'_>>(data)
+        // Providers write `type` first (`{"type":"response.output_text.delta",...`): then
+        // it is read without scanning the rest, which for the events that carry the
+        // whole response is most of the text. Any other layout takes the scan.
+        let kind = match leading_type(data) {
+            Some(kind) => Some(std::borrow::Cow::Borrowed(kind)),
+            None => serde_json::from_str::<Tag<'_>>(data)
+                .ok()
+                .and_then(|tag| tag.kind),
+        };
+        if let Some(kind) = kind
             && kind != "error"
             && let Some(event) = StreamEvent::decode_payload(&kind, data)
         {
@@ -184,6 +194,15 @@ impl StreamEvent {
             StreamEvent::Other(raw) => raw.get("sequence_number").and_then(Value::as_u64),
         }
     }
+}
+
+/// The value of `type` when it is the object's first key and a plain string, written
+/// without spaces or escapes: `{"type":"response.created",...`.
+fn leading_type(data: &str) -> Option<&str> {
+    let rest = data.trim_start().strip_prefix(r#"{"type":""#)?;
+    let end = rest.find(['"', '\\'])?;
+    // A backslash means an escape: the scan decodes it.
+    (rest.as_bytes().get(end) == Some(&b'"')).then(|| &rest[..end])
 }
 
 /// An event that carries the whole response.
