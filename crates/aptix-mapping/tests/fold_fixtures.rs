@@ -63,7 +63,8 @@ fn without_done_events(text: &str) -> String {
 fn content_of(output: &[OutputItem], like: &Response) -> AgentExecuteResponse {
     let mut response = like.clone();
     response.output = output.to_vec();
-    let mut envelope = map_response(&response, Some(String::new()), &TurnContext::default()).envelope;
+    let mut envelope =
+        map_response(&response, Some(String::new()), &TurnContext::default()).envelope;
     envelope.warnings.clear();
     envelope
 }

@@ -56,7 +56,10 @@ fn check(case: &str, body: &str, expect: Expect) {
             // Mapping the fold is mapping its final response, plus the fold's warnings.
             let direct = map_response(&folded.response, folded.raw_response_json.clone(), &turn);
             let (mapped, response) = map_folded(folded.clone(), &turn);
-            assert_eq!(response, folded.response, "{case}: the final response handed back");
+            assert_eq!(
+                response, folded.response,
+                "{case}: the final response handed back"
+            );
             assert_eq!(mapped.envelope.text, direct.envelope.text, "{case}");
             assert_eq!(
                 mapped.envelope.tool_calls, direct.envelope.tool_calls,

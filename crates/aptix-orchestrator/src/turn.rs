@@ -336,7 +336,10 @@ impl Orchestrator {
             )
             .await?;
             let called = loop {
-                match self.call_model(&mut body.request, &mut sink, &context).await {
+                match self
+                    .call_model(&mut body.request, &mut sink, &context)
+                    .await
+                {
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
                         break Err(still_too_long(failed, "even after compacting the session"));
                     }

@@ -32,11 +32,7 @@ pub(crate) const RESPONSE_FAILED_CODE: &str = "response_failed";
 ///
 /// `kind`: `error` for a failed response; else `ok` with text or a refusal; else
 /// `tool-only` with tool calls; else `empty`. The full tables are in `docs/mapping.md`.
-pub fn map_response(
-    response: &Response,
-    raw_json: Option<String>,
-    turn: &TurnContext,
-) -> Mapped {
+pub fn map_response(response: &Response, raw_json: Option<String>, turn: &TurnContext) -> Mapped {
     let extracted = extract(&response.output);
     let mut warnings = extracted.warnings;
     let reason = finish_reason(response, extracted.calls_tools, &mut warnings);

@@ -65,10 +65,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for GuardedVisitor<V> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.0.visit_map(GuardedMap {
-            map,
-            typed: false,
-        })
+        self.0.visit_map(GuardedMap { map, typed: false })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
