@@ -25,8 +25,9 @@ use aptix_sse::{SseDecoder, SseError, SseEvent};
 ///     folder.feed(chunk);
 /// }
 /// let folded = folder.finish()?;
-/// let mapped = map_folded(&folded, &TurnContext::new("s-1", "t-1"));
+/// let (mapped, response) = map_folded(folded, &TurnContext::new("s-1", "t-1"));
 /// assert_eq!(mapped.envelope.response_continuation_id.as_deref(), Some("resp_1"));
+/// assert_eq!(response.id, "resp_1");
 /// # Ok::<(), aptix_mapping::MappingError>(())
 /// ```
 #[derive(Debug, Default)]
