@@ -132,6 +132,24 @@ struct Stats {
     latencies: Vec<Duration>,
     failures: u64,
     elapsed: Duration,
+    /// CPU time the whole process (client, fake or service) spent during the run.
+    cpu: Option<Duration>,
+}
+
+/// CPU time (user and system) this process has used so far, from `/proc/self/stat`
+/// (Linux; `None` elsewhere). It counts what the machine spent on the run, not what
+/// it waited for, so it varies far less than throughput on a shared virtual machine.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let ticks = |index: usize| fields.get(index)?.parse::<u64>().ok();
+    // utime and stime, in USER_HZ ticks (100 per second on Linux).
+    let total = ticks(11)? + ticks(12)?;
+    Some(Duration::from_millis(total * 10))
 }
 
 impl Stats {
@@ -140,11 +158,18 @@ impl Stats {
         a.latencies.sort_unstable();
         a.failures += b.failures;
         a.elapsed += b.elapsed;
+        a.cpu = a.cpu.zip(b.cpu).map(|(a, b)| a + b);
         a
     }
 
     fn throughput(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// CPU microseconds per completed turn, for the whole process.
+    fn cpu_per_turn(&self) -> Option<f64> {
+        let turns = self.latencies.len();
+        (turns > 0).then(|| self.cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / turns as f64))?
     }
 
     fn percentile(&self, p: f64) -> Duration {
@@ -163,6 +188,7 @@ where
     Fut: Future<Output = bool> + Send,
 {
     let call = Arc::new(call);
+    let cpu_before = process_cpu();
     let started = Instant::now();
     let deadline = started + duration;
     let workers: Vec<_> = (0..concurrency)
@@ -187,6 +213,7 @@ where
         latencies: Vec::new(),
         failures: 0,
         elapsed: Duration::ZERO,
+        cpu: None,
     };
     for worker in workers {
         if let Ok((latencies, failures)) = worker.await {
@@ -195,6 +222,9 @@ where
         }
     }
     stats.elapsed = started.elapsed();
+    stats.cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     stats.latencies.sort_unstable();
     stats
 }
@@ -254,6 +284,7 @@ where
         latencies: Vec::new(),
         failures: 0,
         elapsed: Duration::ZERO,
+        cpu: None,
     };
     let mut late_total = 0;
     for worker in workers {
@@ -431,9 +462,9 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
     );
     println!();
     println!(
-        "| mode | conc. | target | turns/s | p50 ms | p99 ms | failed | turn overhead in server (mean ms) |"
+        "| mode | conc. | target | turns/s | p50 ms | p99 ms | failed | turn overhead in server (mean ms) | process CPU µs/turn |"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|");
     let mut overheads = Vec::new();
     let mut paced = Vec::new();
     for mode in [Mode::Json, Mode::Streamed] {
@@ -468,13 +499,16 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
                 ("direct", &direct_stats, None),
             ] {
                 println!(
-                    "| {} | {concurrency} | {target} | {:.0} | {:.3} | {:.3} | {} | {} |",
+                    "| {} | {concurrency} | {target} | {:.0} | {:.3} | {:.3} | {} | {} | {} |",
                     mode.name(),
                     stats.throughput(),
                     ms(stats.percentile(0.50)),
                     ms(stats.percentile(0.99)),
                     stats.failures,
                     inner.map_or_else(|| "".to_owned(), |mean| format!("{mean:.3}")),
+                    stats
+                        .cpu_per_turn()
+                        .map_or_else(|| "".to_owned(), |cpu| format!("{cpu:.0}")),
                 );
             }
             overheads.push((
@@ -482,6 +516,10 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
                 concurrency,
                 ms(aptix_stats.percentile(0.50)) - ms(fake_stats.percentile(0.50)),
                 ms(aptix_stats.percentile(0.99)) - ms(fake_stats.percentile(0.99)),
+                aptix_stats
+                    .cpu_per_turn()
+                    .zip(fake_stats.cpu_per_turn())
+                    .map(|(aptix, fake)| aptix - fake),
             ));
         }
         for rate in PACED_RATES {
@@ -529,10 +567,16 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
         );
     }
     println!();
-    println!("| mode | conc. | overhead p50 ms (aptix - fake) | overhead p99 ms (aptix - fake) |");
-    println!("|---|---:|---:|---:|");
-    for (mode, concurrency, p50, p99) in overheads {
-        println!("| {} | {concurrency} | {p50:.3} | {p99:.3} |", mode.name());
+    println!(
+        "| mode | conc. | overhead p50 ms (aptix - fake) | overhead p99 ms (aptix - fake) | CPU µs/turn (aptix - fake) |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for (mode, concurrency, p50, p99, cpu) in overheads {
+        println!(
+            "| {} | {concurrency} | {p50:.3} | {p99:.3} | {} |",
+            mode.name(),
+            cpu.map_or_else(|| "".to_owned(), |cpu| format!("{cpu:.0}"))
+        );
     }
     Ok(())
 }

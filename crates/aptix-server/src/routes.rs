@@ -10,18 +10,15 @@ use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteResponse, ValidatedRequest};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
-use tokio_stream::StreamExt as _;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 use tracing::Instrument as _;
 use utoipa::ToSchema;
 
@@ -469,49 +466,131 @@ async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response 
     }
 }
 
-fn stream_turn(
-    state: AppState,
-    turn: Turn,
-    request_id: String,
-) -> Sse<impl tokio_stream::Stream<Item = Result<Event, Infallible>>> {
+fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     let (sender, receiver) = mpsc::unbounded_channel();
     let handle = spawn_turn(&state, turn, request_id.clone(), Some(sender));
     let metrics = state.config.metrics.clone();
-    let deltas = UnboundedReceiverStream::new(receiver).map(|delta| {
-        Ok(Event::default()
-            .event("delta")
-            .data(serde_json::to_string(&delta).unwrap_or_default()))
-    });
     // The final event comes after the last delta: the sender is dropped when the turn's
-    // task ends, which ends `deltas`, and then the task's outcome is read.
-    let last = futures_util::stream::once(async move {
-        let event = match handle.await {
-            Ok(Ok(envelope)) => Event::default()
-                .event("envelope")
-                .data(serde_json::to_string(&envelope).unwrap_or_default()),
+    // task ends, which ends the deltas, and then the task's outcome is read.
+    let last = Box::pin(async move {
+        match handle.await {
+            Ok(Ok(envelope)) => sse_event(
+                "envelope",
+                &serde_json::to_string(&envelope).unwrap_or_default(),
+            ),
             Ok(Err(error)) => {
                 metrics.response_error(error.code);
-                Event::default().event("error").data(error.json())
+                sse_event("error", &error.json())
             }
             Err(join) => {
                 metrics.response_error(ErrorCode::Internal);
-                Event::default().event("error").data(
-                    ApiError::new(
-                        ErrorCode::Internal,
-                        format!("the turn's task failed: {join}"),
-                        &request_id,
-                    )
-                    .json(),
-                )
+                let error = ApiError::new(
+                    ErrorCode::Internal,
+                    format!("the turn's task failed: {join}"),
+                    &request_id,
+                );
+                sse_event("error", &error.json())
             }
-        };
-        Ok(event)
+        }
     });
-    Sse::new(deltas.chain(last)).keep_alive(
-        KeepAlive::new()
-            .interval(state.config.heartbeat)
-            .text("heartbeat"),
+    let body = SseBody {
+        deltas: Some(receiver),
+        last: Some(last),
+        heartbeat: Box::pin(tokio::time::sleep(state.config.heartbeat)),
+        interval: state.config.heartbeat,
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
     )
+        .into_response()
+}
+
+/// One server-sent event whose data is one line (compact JSON has no line breaks).
+fn sse_event(name: &str, data: &str) -> Bytes {
+    let mut event = String::with_capacity(name.len() + data.len() + 16);
+    push_sse_event(&mut event, name, data);
+    Bytes::from(event)
+}
+
+fn push_sse_event(out: &mut String, name: &str, data: &str) {
+    out.push_str("event: ");
+    out.push_str(name);
+    out.push_str("\ndata: ");
+    out.push_str(data);
+    out.push_str("\n\n");
+}
+
+/// The body of a streamed turn: the deltas as `event: delta`, then the final event, with
+/// a `: heartbeat` comment whenever nothing was sent for the heartbeat interval.
+///
+/// Deltas that are already waiting when the body is polled go out as one chunk: a
+/// provider's reply often brings many events in one read, and writing each in a chunk
+/// of its own cost the service and its client more than the turn did.
+struct SseBody {
+    deltas: Option<mpsc::UnboundedReceiver<StreamDelta>>,
+    last: Option<std::pin::Pin<Box<dyn Future<Output = Bytes> + Send>>>,
+    heartbeat: std::pin::Pin<Box<tokio::time::Sleep>>,
+    interval: std::time::Duration,
+}
+
+impl SseBody {
+    fn sent(&mut self) {
+        let next = tokio::time::Instant::now() + self.interval;
+        self.heartbeat.as_mut().reset(next);
+    }
+}
+
+impl futures_util::Stream for SseBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        if let Some(deltas) = self.deltas.as_mut() {
+            let mut batch = String::new();
+            let mut ended = false;
+            loop {
+                match deltas.poll_recv(cx) {
+                    Poll::Ready(Some(delta)) => {
+                        let data = serde_json::to_string(&delta).unwrap_or_default();
+                        push_sse_event(&mut batch, "delta", &data);
+                    }
+                    Poll::Ready(None) => {
+                        ended = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            if ended {
+                self.deltas = None;
+            }
+            if !batch.is_empty() {
+                self.sent();
+                return Poll::Ready(Some(Ok(Bytes::from(batch))));
+            }
+        }
+        if self.deltas.is_none() {
+            let Some(last) = self.last.as_mut() else {
+                return Poll::Ready(None);
+            };
+            if let Poll::Ready(event) = last.as_mut().poll(cx) {
+                self.last = None;
+                return Poll::Ready(Some(Ok(event)));
+            }
+        }
+        if self.heartbeat.as_mut().poll(cx).is_ready() {
+            self.sent();
+            return Poll::Ready(Some(Ok(Bytes::from_static(b": heartbeat\n\n"))));
+        }
+        Poll::Pending
+    }
 }
 
 /// A stored session, as `GET /v1/sessions/{id}` shows it.

@@ -899,3 +899,63 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
         .unwrap();
     assert_eq!(gone.status(), 404);
 }
+
+#[tokio::test]
+async fn a_long_streamed_turn_sends_heartbeats_until_its_envelope() {
+    let provider = gated();
+    let server = start(
+        provider.clone(),
+        ServerConfig {
+            heartbeat: Duration::from_millis(40),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let mut response = server
+        .post(&turn("s1", "t1"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-cache");
+    // The model has not answered: only heartbeats come, as comments.
+    let mut received = String::new();
+    while received.matches(": heartbeat\n\n").count() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("a heartbeat within 10 s")
+            .unwrap()
+            .expect("the stream is still open");
+        received.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(!received.contains("event:"), "{received}");
+    provider.open.notify_one();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        received.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    // Every block is a heartbeat comment, a delta or the one final envelope, last.
+    let blocks: Vec<&str> = received.split_terminator("\n\n").collect();
+    assert_eq!(
+        blocks
+            .last()
+            .map(|b| b.starts_with("event: envelope\ndata: ")),
+        Some(true)
+    );
+    for block in &blocks {
+        assert!(
+            *block == ": heartbeat"
+                || block.starts_with("event: delta\ndata: {")
+                || block.starts_with("event: envelope\ndata: {"),
+            "{block:?}"
+        );
+    }
+    let envelope: Value = serde_json::from_str(
+        blocks
+            .last()
+            .and_then(|b| b.strip_prefix("event: envelope\ndata: "))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(envelope["text"], "gated answer");
+}
