@@ -15,7 +15,10 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use aptix_model::wire::{Response, ResponseEvent, ResponseStatus, StreamEvent};
+use aptix_model::wire::{
+    ContentPart, OutputItem, OutputItemEvent, Response, ResponseEvent, ResponseStatus, StreamEvent,
+    TextDeltaEvent,
+};
 use aptix_sse::SseEvent;
 use futures_core::Stream;
 
@@ -60,30 +63,115 @@ impl EventStream {
         EventStream::new(meta, futures_util::stream::iter(frames))
     }
 
-    /// A whole response as the stream that would have carried it: `response.created`,
-    /// then the terminal event its status calls for (`response.completed`,
-    /// `.incomplete` or `.failed`) with the response. What a provider that can only
-    /// answer whole replies streams (the default [`ResponsesProvider::stream`]).
+    /// A whole response as the stream that would have carried it: `response.created`;
+    /// for each output item `response.output_item.added` (its text or arguments still
+    /// empty), the whole text of each message part as one `response.output_text.delta`
+    /// (`response.refusal.delta` for a refusal), the whole arguments of a function call
+    /// as one `response.function_call_arguments.delta`, and `response.output_item.done`
+    /// with the item as it is; then the terminal event its status calls for
+    /// (`response.completed`, `.incomplete` or `.failed`) with the response. What a
+    /// provider that can only answer whole replies streams (the default
+    /// [`ResponsesProvider::stream`]): a caller that shows deltas shows the answer, and
+    /// the fold sees each item built as the final response holds it.
     ///
     /// [`ResponsesProvider::stream`]: crate::ResponsesProvider::stream
     pub fn from_response(meta: ReplyMeta, response: Response) -> EventStream {
+        let mut events = Vec::new();
+        let mut sequence = 0u64;
+        let mut next = || {
+            sequence += 1;
+            Some(sequence - 1)
+        };
         let mut created = Response::with_id(response.id.clone());
         created.status = Some(ResponseStatus::InProgress);
         created.model = response.model.clone();
+        events.push(StreamEvent::Created(ResponseEvent {
+            sequence_number: next(),
+            response: Box::new(created),
+        }));
+        for (index, item) in response.output.iter().enumerate() {
+            let output_index = index as u64;
+            let delta = |sequence_number, content_index, delta: &str| TextDeltaEvent {
+                sequence_number,
+                item_id: item.id().map(str::to_owned),
+                output_index,
+                content_index,
+                summary_index: None,
+                delta: delta.to_owned(),
+            };
+            let mut started = item.clone();
+            let mut deltas = Vec::new();
+            match &mut started {
+                OutputItem::Message(message) => {
+                    for (part_index, part) in message.content.iter_mut().enumerate() {
+                        let content_index = Some(part_index as u64);
+                        match part {
+                            ContentPart::OutputText(text) => {
+                                let whole = std::mem::take(&mut text.text);
+                                if whole.is_empty() {
+                                    continue;
+                                }
+                                deltas.push(StreamEvent::OutputTextDelta(delta(
+                                    None,
+                                    content_index,
+                                    &whole,
+                                )));
+                            }
+                            ContentPart::Refusal(refusal) => {
+                                let whole = std::mem::take(&mut refusal.refusal);
+                                if whole.is_empty() {
+                                    continue;
+                                }
+                                deltas.push(StreamEvent::RefusalDelta(delta(
+                                    None,
+                                    content_index,
+                                    &whole,
+                                )));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                OutputItem::FunctionCall(call) => {
+                    let whole = std::mem::take(&mut call.arguments);
+                    if !whole.is_empty() {
+                        deltas.push(StreamEvent::FunctionCallArgumentsDelta(delta(
+                            None, None, &whole,
+                        )));
+                    }
+                }
+                _ => {}
+            }
+            events.push(StreamEvent::OutputItemAdded(OutputItemEvent {
+                sequence_number: next(),
+                output_index,
+                item: started,
+            }));
+            for mut event in deltas {
+                if let StreamEvent::OutputTextDelta(delta)
+                | StreamEvent::RefusalDelta(delta)
+                | StreamEvent::FunctionCallArgumentsDelta(delta) = &mut event
+                {
+                    delta.sequence_number = next();
+                }
+                events.push(event);
+            }
+            events.push(StreamEvent::OutputItemDone(OutputItemEvent {
+                sequence_number: next(),
+                output_index,
+                item: item.clone(),
+            }));
+        }
         let terminal = ResponseEvent {
-            sequence_number: Some(1),
+            sequence_number: next(),
             response: Box::new(response),
         };
-        let terminal = match terminal.response.status {
+        events.push(match terminal.response.status {
             Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
             Some(ResponseStatus::Failed) => StreamEvent::Failed(terminal),
             _ => StreamEvent::Completed(terminal),
-        };
-        let created = StreamEvent::Created(ResponseEvent {
-            sequence_number: Some(0),
-            response: Box::new(created),
         });
-        EventStream::from_events(meta, [Ok(created), Ok(terminal)])
+        EventStream::from_events(meta, events.into_iter().map(Ok))
     }
 
     /// The reply's metadata (status, request id, rate limits, attempts).

@@ -1,11 +1,12 @@
 //! A provider that implements only `create` still streams: the trait's default `stream`
-//! answers with `create` and plays the whole reply as `response.created` then its
-//! terminal event, which the stream fold reads as the same response.
+//! answers with `create` and plays the whole reply as the events that would have carried
+//! it (each item added, its text or arguments as one delta, the item done, the terminal
+//! event), which the stream fold reads as the same response, deltas included.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aptix_client::{Capabilities, ClientError, ProviderResponse, ReplyMeta, ResponsesProvider};
-use aptix_mapping::StreamFold;
+use aptix_mapping::{StreamDelta, StreamFold};
 use aptix_model::wire::{CreateResponseRequest, Response, StreamEvent};
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -25,7 +26,9 @@ impl ResponsesProvider for CreateOnly {
         let response: Response = serde_json::from_value(serde_json::json!({
             "id": "resp_1", "status": "completed", "model": request.model,
             "output": [{"type": "message", "id": "msg_1", "role": "assistant",
-                        "content": [{"type": "output_text", "text": "Whole."}]}]
+                        "content": [{"type": "output_text", "text": "Whole.", "annotations": []}]},
+                       {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                        "name": "read_file", "arguments": "{\"path\":\"a.rs\"}"}]
         }))
         .map_err(|error| ClientError::Config {
             field: "script".into(),
@@ -53,6 +56,7 @@ async fn a_provider_implementing_only_create_streams_through_the_default() {
     let mut stream = provider.stream(&request).await.unwrap();
     let mut types = Vec::new();
     let mut fold = StreamFold::new();
+    let mut deltas = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
         types.push(
@@ -62,14 +66,34 @@ async fn a_provider_implementing_only_create_streams_through_the_default() {
                 .unwrap()
                 .to_owned(),
         );
-        fold.apply_sse(&event);
+        deltas.extend(fold.apply_sse(&event));
     }
-    assert_eq!(types, ["response.created", "response.completed"]);
+    assert_eq!(
+        types,
+        [
+            "response.created",
+            "response.output_item.added",
+            "response.output_text.delta",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
     assert_eq!(
         provider.calls.load(Ordering::SeqCst),
         2,
         "stream called create once"
     );
+    // What a caller showing deltas shows: the text, and the call with its arguments.
+    let text: String = deltas.iter().filter_map(StreamDelta::text).collect();
+    assert_eq!(text, "Whole.");
+    assert!(deltas.iter().any(|delta| matches!(delta,
+        StreamDelta::ToolArgumentsDelta { call_id, delta, .. }
+            if call_id == "call_1" && delta == r#"{"path":"a.rs"}"#)));
     let folded = fold.finish().unwrap();
+    assert!(folded.warnings.is_empty(), "{:?}", folded.warnings);
+    assert_eq!(folded.streamed_output, direct.output);
     assert_eq!(folded.response, direct);
 }

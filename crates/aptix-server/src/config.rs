@@ -82,7 +82,8 @@ pub struct ServerConfig {
     /// The longest a client may take to send a request's body (default 60 s): longer is
     /// `408 body_timeout`.
     pub body_read_timeout: Duration,
-    /// How often a streamed response sends a heartbeat comment (default 15 s).
+    /// How often a streamed response sends a heartbeat comment when nothing else was
+    /// sent (default 15 s; at least 10 ms).
     pub heartbeat: Duration,
     /// Where `GET /metrics` reads from (default a fresh registry). Give the same one to
     /// [`TimedProvider`](crate::TimedProvider) to get provider time and orchestration

@@ -493,11 +493,13 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
             }
         }
     });
+    // A zero interval would send heartbeats as fast as the connection takes them.
+    let interval = state.config.heartbeat.max(MIN_HEARTBEAT);
     let body = SseBody {
         deltas: Some(receiver),
         last: Some(last),
-        heartbeat: Box::pin(tokio::time::sleep(state.config.heartbeat)),
-        interval: state.config.heartbeat,
+        heartbeat: Box::pin(tokio::time::sleep(interval)),
+        interval,
     };
     (
         [
@@ -508,6 +510,9 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     )
         .into_response()
 }
+
+/// The shortest interval between heartbeats.
+const MIN_HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One server-sent event whose data is one line (compact JSON has no line breaks).
 fn sse_event(name: &str, data: &str) -> Bytes {
@@ -539,7 +544,12 @@ struct SseBody {
 
 impl SseBody {
     fn sent(&mut self) {
-        let next = tokio::time::Instant::now() + self.interval;
+        let now = tokio::time::Instant::now();
+        // An interval too long to add (`Duration::MAX`, to turn heartbeats off) waits a
+        // year instead of overflowing.
+        let next = now
+            .checked_add(self.interval)
+            .unwrap_or(now + std::time::Duration::from_secs(365 * 24 * 3600));
         self.heartbeat.as_mut().reset(next);
     }
 }

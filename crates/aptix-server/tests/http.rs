@@ -959,3 +959,37 @@ async fn a_long_streamed_turn_sends_heartbeats_until_its_envelope() {
     .unwrap();
     assert_eq!(envelope["text"], "gated answer");
 }
+
+#[tokio::test]
+async fn heartbeats_turned_off_with_the_longest_interval_still_stream_the_turn() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "no heartbeats"));
+    let server = start(
+        provider,
+        ServerConfig {
+            heartbeat: Duration::MAX,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let text = server
+        .post(&turn("s1", "t1"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains(": heartbeat"), "{text}");
+    // The answer streams as a delta, with no warning that the stream differed.
+    assert!(
+        text.split("\n\n")
+            .any(|block| block.starts_with("event: delta\n") && block.contains("no heartbeats")),
+        "{text}"
+    );
+    assert!(!text.contains("differs"), "{text}");
+    assert!(text.contains("event: delta\n"), "{text}");
+    assert!(text.ends_with("\n\n"), "{text}");
+    assert_eq!(text.matches("event: envelope\n").count(), 1, "{text}");
+}

@@ -123,39 +123,38 @@ struct KeyDeserializer<'a, D> {
     typed: &'a mut bool,
 }
 
+impl<'a, D> KeyDeserializer<'a, D> {
+    /// The inner deserializer, and `visitor` behind the guard.
+    fn guard<V>(self, visitor: V) -> (D, KeyVisitor<'a, V>) {
+        let visitor = KeyVisitor {
+            visitor,
+            typed: self.typed,
+        };
+        (self.deserializer, visitor)
+    }
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDeserializer<'_, D> {
     type Error = D::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = KeyVisitor {
-            visitor,
-            typed: self.typed,
-        };
-        self.deserializer.deserialize_any(visitor)
+        let (deserializer, visitor) = self.guard(visitor);
+        deserializer.deserialize_any(visitor)
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = KeyVisitor {
-            visitor,
-            typed: self.typed,
-        };
-        self.deserializer.deserialize_identifier(visitor)
+        let (deserializer, visitor) = self.guard(visitor);
+        deserializer.deserialize_identifier(visitor)
     }
 
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = KeyVisitor {
-            visitor,
-            typed: self.typed,
-        };
-        self.deserializer.deserialize_str(visitor)
+        let (deserializer, visitor) = self.guard(visitor);
+        deserializer.deserialize_str(visitor)
     }
 
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = KeyVisitor {
-            visitor,
-            typed: self.typed,
-        };
-        self.deserializer.deserialize_string(visitor)
+        let (deserializer, visitor) = self.guard(visitor);
+        deserializer.deserialize_string(visitor)
     }
 
     serde::forward_to_deserialize_any! {
