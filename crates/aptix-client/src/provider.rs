@@ -28,9 +28,9 @@ pub trait ResponsesProvider: Send + Sync {
     /// the last item; what the events mean (an `error` event, a missing terminal event)
     /// is judged by the stream fold above. Drop the stream to cancel.
     ///
-    /// The default answers with [`create`](Self::create) and streams the whole response
-    /// as `response.created` then its terminal event
-    /// ([`EventStream::from_response`]), for providers that cannot stream.
+    /// The default answers with [`create`](Self::create) and plays the whole response
+    /// as the events that would have carried it, each item's text or arguments as one
+    /// delta ([`EventStream::from_response`]), for providers that cannot stream.
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
         let reply = self.create(request).await?;
         Ok(EventStream::from_response(reply.meta, reply.response))
