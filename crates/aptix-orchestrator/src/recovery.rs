@@ -95,16 +95,20 @@ fn is_background(body: &CreateResponseRequest) -> bool {
 /// Whether an event starts (or reports the progress of) a hosted tool call.
 fn starts_hosted_tool(kind: &str, data: &str) -> bool {
     if kind == "response.output_item.added" {
-        // Rare enough to decode: the item's own type says what it is.
-        return serde_json::from_str::<serde_json::Value>(data)
-            .ok()
-            .and_then(|value| {
-                value
-                    .pointer("/item/type")
-                    .and_then(serde_json::Value::as_str)
-                    .map(|kind| HOSTED_TOOL_ITEMS.contains(&kind))
-            })
-            .unwrap_or(false);
+        // The item's own type says what it is; only that is read (every other value is
+        // skipped, not built: every message of every turn starts with this event).
+        #[derive(serde::Deserialize)]
+        struct Added<'a> {
+            #[serde(borrow)]
+            item: Item<'a>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Item<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+        }
+        return serde_json::from_str::<Added<'_>>(data)
+            .is_ok_and(|added| HOSTED_TOOL_ITEMS.contains(&added.item.kind.as_ref()));
     }
     kind.strip_prefix("response.")
         .and_then(|rest| rest.split('.').next())
@@ -331,6 +335,19 @@ mod tests {
         assert!(!starts_hosted_tool(
             "response.output_item.added",
             r#"{"item":{"type":"function_call"}}"#
+        ));
+        // As sent: the item's id first, other members around it, an escaped type.
+        assert!(starts_hosted_tool(
+            "response.output_item.added",
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"ws_1","type":"web\u005fsearch_call","status":"in_progress","action":{"type":"search"}},"sequence_number":3}"#
+        ));
+        assert!(!starts_hosted_tool(
+            "response.output_item.added",
+            r#"{"item":{"id":"msg_1","type":"message","content":[{"type":"output_text"}]}}"#
+        ));
+        assert!(!starts_hosted_tool(
+            "response.output_item.added",
+            "not json"
         ));
         assert!(!starts_hosted_tool(
             "response.function_call_arguments.delta",
