@@ -91,55 +91,31 @@ impl EventStream {
         }));
         for (index, item) in response.output.iter().enumerate() {
             let output_index = index as u64;
-            let delta = |sequence_number, content_index, delta: &str| TextDeltaEvent {
-                sequence_number,
-                item_id: item.id().map(str::to_owned),
-                output_index,
-                content_index,
-                summary_index: None,
-                delta: delta.to_owned(),
-            };
+            // The item as added (its text or arguments taken out), and what was taken
+            // out: each piece with its part index and the event that carries it.
             let mut started = item.clone();
-            let mut deltas = Vec::new();
+            type Wrap = fn(TextDeltaEvent) -> StreamEvent;
+            let mut pieces: Vec<(Option<u64>, String, Wrap)> = Vec::new();
             match &mut started {
                 OutputItem::Message(message) => {
                     for (part_index, part) in message.content.iter_mut().enumerate() {
-                        let content_index = Some(part_index as u64);
-                        match part {
+                        let (text, wrap): (&mut String, Wrap) = match part {
                             ContentPart::OutputText(text) => {
-                                let whole = std::mem::take(&mut text.text);
-                                if whole.is_empty() {
-                                    continue;
-                                }
-                                deltas.push(StreamEvent::OutputTextDelta(delta(
-                                    None,
-                                    content_index,
-                                    &whole,
-                                )));
+                                (&mut text.text, StreamEvent::OutputTextDelta)
                             }
                             ContentPart::Refusal(refusal) => {
-                                let whole = std::mem::take(&mut refusal.refusal);
-                                if whole.is_empty() {
-                                    continue;
-                                }
-                                deltas.push(StreamEvent::RefusalDelta(delta(
-                                    None,
-                                    content_index,
-                                    &whole,
-                                )));
+                                (&mut refusal.refusal, StreamEvent::RefusalDelta)
                             }
-                            _ => {}
-                        }
+                            _ => continue,
+                        };
+                        pieces.push((Some(part_index as u64), std::mem::take(text), wrap));
                     }
                 }
-                OutputItem::FunctionCall(call) => {
-                    let whole = std::mem::take(&mut call.arguments);
-                    if !whole.is_empty() {
-                        deltas.push(StreamEvent::FunctionCallArgumentsDelta(delta(
-                            None, None, &whole,
-                        )));
-                    }
-                }
+                OutputItem::FunctionCall(call) => pieces.push((
+                    None,
+                    std::mem::take(&mut call.arguments),
+                    StreamEvent::FunctionCallArgumentsDelta,
+                )),
                 _ => {}
             }
             events.push(StreamEvent::OutputItemAdded(OutputItemEvent {
@@ -147,14 +123,18 @@ impl EventStream {
                 output_index,
                 item: started,
             }));
-            for mut event in deltas {
-                if let StreamEvent::OutputTextDelta(delta)
-                | StreamEvent::RefusalDelta(delta)
-                | StreamEvent::FunctionCallArgumentsDelta(delta) = &mut event
-                {
-                    delta.sequence_number = next();
+            for (content_index, delta, wrap) in pieces {
+                if delta.is_empty() {
+                    continue;
                 }
-                events.push(event);
+                events.push(wrap(TextDeltaEvent {
+                    sequence_number: next(),
+                    item_id: item.id().map(str::to_owned),
+                    output_index,
+                    content_index,
+                    summary_index: None,
+                    delta,
+                }));
             }
             events.push(StreamEvent::OutputItemDone(OutputItemEvent {
                 sequence_number: next(),

@@ -162,10 +162,9 @@ impl OrchestratorBuilder {
     }
 }
 
-/// AGN-034 validation of a request that did not come from JSON: the same
-/// `aptix_model::contract::validate` as a decoded body, over the request's canonical
-/// encoding, so the rules live in one function.
-/// The request, validated unless it already is (AGN-034: one home, `ValidatedRequest`).
+/// The request, validated unless it already is. AGN-034's one home is
+/// `ValidatedRequest::new`: a request built in code is checked by the same `validate` as
+/// a decoded body, over its canonical encoding.
 fn checked<R>(request: R) -> Result<ValidatedRequest, OrchestratorError>
 where
     R: TryInto<ValidatedRequest>,
