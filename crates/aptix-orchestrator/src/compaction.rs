@@ -29,6 +29,7 @@ use aptix_rag::TokenCounter;
 use aptix_request::{normalize_history, safe_split};
 
 use crate::OrchestratorError;
+use crate::json_len::json_length;
 use crate::orchestrator::Orchestrator;
 use crate::session::{
     CompactionMethod, CompactionReason, CompactionRecord, ContextUsage, SessionState,
@@ -351,26 +352,6 @@ fn measure_with(
 
 fn count_item(tokens: &dyn Fn(&str) -> u64, item: &InputItem) -> u64 {
     serde_json::to_string(item).map_or(0, |json| tokens(&json))
-}
-
-/// The length of an item's JSON, counted as it is written (nothing is kept).
-fn json_length(item: &InputItem) -> u64 {
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(bytes.len() as u64);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, item) {
-        Ok(()) => counter.0,
-        // Cannot happen for these types; counting too much is the safe side.
-        Err(_) => u64::MAX,
-    }
 }
 
 /// What a request carries besides its input: instructions and tool definitions.

@@ -72,6 +72,7 @@ mod compaction;
 mod config;
 mod error;
 mod inputs;
+mod json_len;
 mod lease;
 mod matching;
 mod orchestrator;
