@@ -15,7 +15,7 @@ use aptix_model::wire::{
     ContentPart, CreateResponseRequest, ErrorBody, Input, InputItem, MessageContent, OutputItem,
     Response, Role,
 };
-use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, render_context_block, select_context};
+use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, select_context};
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 
 use crate::OrchestratorError;
@@ -211,8 +211,7 @@ impl Orchestrator {
                         query.token_budget, query.max_chunks
                     ));
                 }
-                let chunks: Vec<ScoredChunk> = packed.kept;
-                let sources = chunks.iter().map(source_ref).collect();
+                let sources = packed.kept.iter().map(source_ref).collect();
                 let (builder, replayed) =
                     self.request_builder(state, &mode, outputs, &mut warnings);
                 let mut builder = builder.instruction(
@@ -221,7 +220,7 @@ impl Orchestrator {
                         .map(|i| i.as_str().to_owned())
                         .unwrap_or_else(|| "Read the attached inputs.".to_owned()),
                 );
-                if let Some(block) = render_context_block(&chunks) {
+                if let Some(block) = packed.block {
                     builder = builder.context_block(block);
                 }
                 let mut body = builder.build()?;

@@ -1,6 +1,8 @@
 //! Packing ranked chunks into a token budget; the rule is documented on [`pack`].
 
-use crate::render::{CONTEXT_HEADER, write_section};
+use std::sync::OnceLock;
+
+use crate::render::{CONTEXT_HEADER, rendered_size_hint, write_section};
 use crate::select::{chunk_matches, dedupe_overlapping};
 use crate::{ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
 
@@ -14,6 +16,10 @@ pub struct Packed {
     /// The o200k tokens of the `[CONTEXT]` block of [`kept`](Self::kept): at most the
     /// budget, and 0 when nothing was kept (no block is rendered then).
     pub tokens: usize,
+    /// That block, rendered while packing: byte for byte what
+    /// [`render_context_block`](crate::render_context_block) gives for
+    /// [`kept`](Self::kept), and `None` when nothing was kept.
+    pub block: Option<String>,
 }
 
 /// Keeps the best-ranked chunks whose rendered `[CONTEXT]` block fits in `budget`
@@ -72,27 +78,44 @@ pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> 
     if ranked.is_empty() {
         return packed;
     }
-    let header_tokens = counter.count(CONTEXT_HEADER);
-    // One buffer for every section: each is rendered only to be counted.
-    let mut section = String::new();
+    let header_tokens = header_tokens(counter);
+    // The block is written as it is packed: each candidate's section is appended,
+    // counted where it stands, and cut off again when it does not fit. The capacity
+    // is a hint (never more than the bytes the budget could buy at a generous 16 per
+    // token), so a retriever's thousand chunks do not reserve a megabyte.
+    let mut block =
+        String::with_capacity(rendered_size_hint(&ranked).min(budget.saturating_mul(16)));
     for candidate in ranked {
-        section.clear();
-        write_section(&mut section, packed.kept.len() + 1, &candidate.chunk);
+        let start = block.len();
         let header = if packed.kept.is_empty() {
+            block.push_str(CONTEXT_HEADER);
             header_tokens
         } else {
             0
         };
-        let cost = counter.count(&section).saturating_add(header);
+        let section = block.len();
+        write_section(&mut block, packed.kept.len() + 1, &candidate.chunk);
+        let cost = counter.count(&block[section..]).saturating_add(header);
         match packed.tokens.checked_add(cost) {
             Some(total) if total <= budget => {
                 packed.tokens = total;
                 packed.kept.push(candidate);
             }
-            _ => packed.dropped.push(candidate.chunk.id),
+            _ => {
+                block.truncate(start);
+                packed.dropped.push(candidate.chunk.id);
+            }
         }
     }
+    packed.block = (!packed.kept.is_empty()).then_some(block);
     packed
+}
+
+/// The tokens of the block's `[CONTEXT]` header line, counted once per process (the
+/// text is fixed, and BPE costs microseconds even for a few bytes).
+fn header_tokens(counter: &TokenCounter) -> usize {
+    static HEADER_TOKENS: OnceLock<usize> = OnceLock::new();
+    *HEADER_TOKENS.get_or_init(|| counter.count(CONTEXT_HEADER))
 }
 
 /// What reaches the `[CONTEXT]` block of a turn, whoever retrieved it: the one home of

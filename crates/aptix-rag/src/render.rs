@@ -105,7 +105,7 @@ pub fn render_context_block_into<C: AsRef<Chunk>>(out: &mut String, chunks: &[C]
     true
 }
 
-fn rendered_size_hint<C: AsRef<Chunk>>(chunks: &[C]) -> usize {
+pub(crate) fn rendered_size_hint<C: AsRef<Chunk>>(chunks: &[C]) -> usize {
     chunks.iter().fold(CONTEXT_HEADER.len(), |total, chunk| {
         let chunk = chunk.as_ref();
         total

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 
 use aptix_model::contract::ScopeCondition;
 
-use crate::{Chunk, LineSpan, ScoredChunk};
+use foldhash::fast::RandomState;
+
+use crate::{Chunk, ChunkId, LineSpan, ScoredChunk};
 
 /// Whether `chunk` passes every scope condition (AGN-034: conditions are ANDed, so an
 /// empty scope accepts everything).
@@ -36,27 +38,34 @@ pub(crate) fn chunk_matches(chunk: &Chunk, scope: &[ScopeCondition]) -> bool {
 /// stays a valid source reference and its line span stays exact (AGN-002 asks the model
 /// to treat each chunk as authoritative for its span).
 pub fn dedupe_overlapping(ranked: Vec<ScoredChunk>) -> Vec<ScoredChunk> {
-    let mut kept = Vec::with_capacity(ranked.len());
-    // Spans kept so far, per path. Retrievals return tens of chunks, a handful per
-    // file, so a linear scan of one path's spans beats anything cleverer.
-    let mut spans: HashMap<String, Vec<LineSpan>> = HashMap::new();
-    let mut ids = HashSet::new();
-    for candidate in ranked {
-        let chunk = &candidate.chunk;
-        let overlaps = spans
-            .get(&chunk.path)
-            .is_some_and(|kept_spans| kept_spans.iter().any(|span| span.overlaps(chunk.lines)));
-        if overlaps || ids.contains(&chunk.id) {
-            continue;
-        }
-        ids.insert(chunk.id.clone());
-        spans
-            .entry(chunk.path.clone())
-            .or_default()
-            .push(chunk.lines);
-        kept.push(candidate);
-    }
-    kept
+    // Which to keep, judged on borrowed paths and ids (nothing is copied); spans kept
+    // so far, per path. Retrievals return tens of chunks, a handful per file, so a
+    // linear scan of one path's spans beats anything cleverer.
+    let keep: Vec<bool> = {
+        let mut spans: HashMap<&str, Vec<LineSpan>, RandomState> =
+            HashMap::with_capacity_and_hasher(ranked.len(), RandomState::default());
+        let mut ids: HashSet<&ChunkId, RandomState> =
+            HashSet::with_capacity_and_hasher(ranked.len(), RandomState::default());
+        ranked
+            .iter()
+            .map(|candidate| {
+                let chunk = &candidate.chunk;
+                let kept_spans = spans.entry(chunk.path.as_str()).or_default();
+                if kept_spans.iter().any(|span| span.overlaps(chunk.lines))
+                    || !ids.insert(&chunk.id)
+                {
+                    return false;
+                }
+                kept_spans.push(chunk.lines);
+                true
+            })
+            .collect()
+    };
+    ranked
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(candidate, keep)| keep.then_some(candidate))
+        .collect()
 }
 
 #[cfg(test)]

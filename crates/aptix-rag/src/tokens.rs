@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use foldhash::fast::RandomState;
 use tiktoken_rs::CoreBPE;
 
 use crate::RagError;
@@ -33,7 +34,7 @@ struct Memo {
 }
 
 /// Token counts by text, and the bytes of text held.
-type Counts = (HashMap<Box<str>, usize>, usize);
+type Counts = (HashMap<Box<str>, usize, RandomState>, usize);
 
 impl Memo {
     fn get(&self, text: &str) -> Option<usize> {

@@ -62,6 +62,8 @@ proptest! {
         let packed = pack(ranked.clone(), budget, &COUNTER);
         prop_assert!(packed.tokens <= budget);
         prop_assert_eq!(packed.tokens, block_tokens(&packed.kept));
+        // The block packed is the block rendered for what was kept.
+        prop_assert_eq!(packed.block, render_context_block(&packed.kept));
 
         // Every chunk is kept or dropped, never both, and both lists keep rank order.
         let mut kept = packed.kept.iter().map(|c| &c.chunk.id).peekable();
