@@ -301,49 +301,50 @@ impl ser::Serializer for Length {
     }
 }
 
-impl ser::SerializeSeq for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
+/// Arrays: each element after the first adds a comma.
+macro_rules! sequence {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for Compound {
+            type Ok = u64;
+            type Error = Unsupported;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
+                self.element(value)
+            }
+            fn end(self) -> Result<u64, Unsupported> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
+sequence!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+/// Objects with named fields: `"key":value`, comma-separated.
+macro_rules! object {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound {
+            type Ok = u64;
+            type Error = Unsupported;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Unsupported> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<u64, Unsupported> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.element(value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
-}
+object!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Compound {
     type Ok = u64;
@@ -364,34 +365,14 @@ impl ser::SerializeMap for Compound {
     }
 }
 
-impl ser::SerializeStruct for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unsupported> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeStructVariant for Compound {
-    type Ok = u64;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unsupported> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<u64, Unsupported> {
-        Compound::end(self)
-    }
+/// Scalars a map key does not measure: serde_json quotes numbers and refuses the rest,
+/// and the fallback says which.
+macro_rules! refuse_scalars {
+    ($($method:ident: $type:ty),*) => {$(
+        fn $method(self, _value: $type) -> Result<u64, Unsupported> {
+            Err(Unsupported)
+        }
+    )*};
 }
 
 /// A map key: only strings are measured here; numbers and the rest go to the fallback.
@@ -429,42 +410,20 @@ impl ser::Serializer for MapKey {
     ) -> Result<u64, Unsupported> {
         value.serialize(self)
     }
-    fn serialize_bool(self, _value: bool) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i8(self, _value: i8) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i16(self, _value: i16) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i32(self, _value: i32) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_i64(self, _value: i64) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u8(self, _value: u8) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u16(self, _value: u16) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u32(self, _value: u32) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_u64(self, _value: u64) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_f32(self, _value: f32) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_f64(self, _value: f64) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
-    fn serialize_bytes(self, _value: &[u8]) -> Result<u64, Unsupported> {
-        Err(Unsupported)
-    }
+    refuse_scalars!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_f32: f32,
+        serialize_f64: f64,
+        serialize_bytes: &[u8]
+    );
     fn serialize_none(self) -> Result<u64, Unsupported> {
         Err(Unsupported)
     }
