@@ -18,7 +18,10 @@
 //! chunks are remembered per process), to show what counting costs cold.
 //!
 //! Two more run the turn with a store that keeps nothing, to show what holding each
-//! turn's state (history, envelope) in memory costs.
+//! turn's state (history, envelope) in memory costs, and one runs the large turn with a
+//! store at its bound (the last 100 sessions kept), as in a long-running process: the
+//! memory of evicted sessions is reused, where a store that only grows takes new pages
+//! from the kernel on every turn.
 //!
 //! `APTIX_BENCH_ROUNDS=N` sets the rounds per case (300); `APTIX_BENCH_ONLY=LABEL` runs
 //! the one case of that label (`large, streamed`), for a profiler.
@@ -100,6 +103,18 @@ fn chunks() -> Vec<ScoredChunk> {
             }
         })
         .collect()
+}
+
+/// What the turn's session store keeps.
+#[derive(Clone, Copy)]
+enum Keeps {
+    /// Every session (the default bound, 10,000, is never reached here): the store only
+    /// grows, as in a process's first minutes.
+    Everything,
+    /// The last 100 sessions: a store at its bound, as in a long-running process.
+    Last100,
+    /// Nothing ([`Forgetful`]).
+    Nothing,
 }
 
 /// A store that keeps nothing: the turn without the cost of holding its state.
@@ -245,7 +260,7 @@ async fn serve(small: Replies, large: Replies) -> String {
 struct Case {
     model: &'static str,
     fresh: bool,
-    keeps: bool,
+    store: Keeps,
     orchestrator: Orchestrator,
     provider: OpenAiProvider,
     typed_body: CreateResponseRequest,
@@ -257,7 +272,7 @@ struct Case {
 static TURN: AtomicU64 = AtomicU64::new(0);
 
 impl Case {
-    async fn new(model: &'static str, fresh: bool, keeps: bool, base_url: &str) -> Case {
+    async fn new(model: &'static str, fresh: bool, store: Keeps, base_url: &str) -> Case {
         let config = OpenAiConfig::builder()
             .api_key("sk-bench")
             .base_url(base_url)
@@ -269,10 +284,13 @@ impl Case {
         settings.context_token_budget = 20_000;
         let orchestrator = Orchestrator::builder(
             Arc::new(OpenAiProvider::new(config).unwrap()),
-            if keeps {
-                Arc::new(InMemorySessionStore::new())
-            } else {
-                Arc::new(Forgetful)
+            match store {
+                Keeps::Everything => Arc::new(InMemorySessionStore::new()),
+                Keeps::Last100 => Arc::new(InMemorySessionStore::with_limits(MemoryStoreLimits {
+                    max_sessions: 100,
+                    ..MemoryStoreLimits::default()
+                })),
+                Keeps::Nothing => Arc::new(Forgetful),
             },
         )
         .retriever(Arc::new(TwentyChunks {
@@ -288,7 +306,7 @@ impl Case {
         Case {
             model,
             fresh,
-            keeps,
+            store,
             orchestrator,
             provider,
             typed_body,
@@ -420,26 +438,31 @@ pub(crate) fn run() {
     runtime.block_on(async {
         let base_url = serve(replies(1_000, 10), replies(200_000, 200)).await;
         println!(
-            "{:<30} {:>10} {:>10} {:>10} {:>14} {:>10}",
+            "{:<36} {:>10} {:>10} {:>10} {:>14} {:>10}",
             "case", "raw p50", "provider", "turn", "provider/raw", "turn/raw"
         );
-        // (reply size, new context every turn, the store keeps the turns, streamed?)
+        // (reply size, new context every turn, what the store keeps, streamed?)
         let cases = [
-            ("small", false, true, [false, true].as_slice()),
-            ("large", false, true, [false, true].as_slice()),
-            ("small", true, true, [false].as_slice()),
-            ("small", false, false, [false].as_slice()),
-            ("large", false, false, [false].as_slice()),
+            ("small", false, Keeps::Everything, [false, true].as_slice()),
+            ("large", false, Keeps::Everything, [false, true].as_slice()),
+            ("small", true, Keeps::Everything, [false].as_slice()),
+            ("small", false, Keeps::Nothing, [false].as_slice()),
+            ("large", false, Keeps::Nothing, [false].as_slice()),
+            ("large", false, Keeps::Last100, [false, true].as_slice()),
         ];
-        for (model, fresh, keeps, streams) in cases {
-            let case = Case::new(model, fresh, keeps, &base_url).await;
+        for (model, fresh, store, streams) in cases {
+            let case = Case::new(model, fresh, store, &base_url).await;
             for &stream in streams {
                 let label = format!(
                     "{}{}{}{}",
                     case.model,
                     if stream { ", streamed" } else { "" },
                     if case.fresh { ", new context" } else { "" },
-                    if case.keeps { "" } else { ", no store" }
+                    match case.store {
+                        Keeps::Everything => "",
+                        Keeps::Last100 => ", store at its bound",
+                        Keeps::Nothing => ", no store",
+                    }
                 );
                 if only.as_deref().is_some_and(|only| only != label) {
                     continue;
@@ -462,7 +485,7 @@ pub(crate) fn run() {
                 }
                 let (raw, provider, turn) = (p50(&mut raw), p50(&mut provider), p50(&mut turn));
                 println!(
-                    "{:<30} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>13.3}x {:>9.3}x",
+                    "{:<36} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>13.3}x {:>9.3}x",
                     label,
                     raw.as_secs_f64() * 1e6,
                     provider.as_secs_f64() * 1e6,
