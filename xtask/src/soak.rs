@@ -18,7 +18,9 @@
 //! each answered turn's answer is in the session exactly once (in the history or in the
 //! items a compaction replaced), none of a failed turn, the history needs no repair,
 //! and compactions happened. Prints turns ok/failed, compactions, stream retries, the
-//! fake's overflows and the wall time; fails when a check does not hold.
+//! fake's overflows, the size of the stored state (what each turn loads and commits:
+//! the history and the compaction records, which keep every item they replaced) and the
+//! wall time; fails when a check does not hold.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -538,6 +540,15 @@ async fn soak(turns: usize, stateful: bool, seed: u64, told: u64) -> Result<()> 
             .iter()
             .map(|c| c.replaced.len())
             .sum::<usize>()
+    );
+    // What every turn of this session loads and stores: the whole state, whose
+    // compaction records keep every item they replaced.
+    let bytes = |json: serde_json::Result<Vec<u8>>| json.map_or(0, |json| json.len());
+    println!(
+        "  stored state   {} bytes of JSON: history {}, compaction records {}",
+        bytes(serde_json::to_vec(&state)),
+        bytes(serde_json::to_vec(&state.history)),
+        bytes(serde_json::to_vec(&state.compactions))
     );
     println!("  wall time      {elapsed:.2?}");
     if !problems.is_empty() {
