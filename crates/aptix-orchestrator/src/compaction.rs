@@ -23,10 +23,11 @@ use aptix_mapping::{TurnContext, map_response};
 use aptix_model::contract::{AgentExecuteResponse, LlmUsage};
 use aptix_model::wire::{
     CompactRequest, ContentPart, CreateResponseRequest, FunctionOutput, Input, InputItem,
-    InputMessage, MessageContent, Role,
+    InputMessage, MessageContent, Role, Tool,
 };
 use aptix_rag::TokenCounter;
 use aptix_request::{normalize_history, safe_split};
+use serde::Serialize;
 
 use crate::OrchestratorError;
 use crate::json_len::json_length;
@@ -133,7 +134,7 @@ impl Orchestrator {
             state,
             body,
             &|text| u64::try_from(text.len()).unwrap_or(u64::MAX),
-            &|item| json_length(item),
+            &|json| json_length(&json),
         )
     }
 
@@ -324,19 +325,38 @@ fn count(counter: &TokenCounter, text: &str) -> u64 {
 /// The tokens `body` will carry, each text measured by `tokens`: the last reply's count
 /// plus what was added since, or the whole body when no reply is known.
 fn measure(state: &SessionState, body: &Body, tokens: &dyn Fn(&str) -> u64) -> u64 {
-    measure_with(state, body, tokens, &|item| count_item(tokens, item))
+    measure_with(state, body, tokens, &|json| {
+        serde_json::to_string(&json).map_or(0, |json| tokens(&json))
+    })
 }
 
-/// [`measure`] with each input item measured by `item_tokens`.
+/// What the request carries as JSON: an input item, or the tool definitions.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Json<'a> {
+    Item(&'a InputItem),
+    Tools(&'a [Tool]),
+}
+
+/// [`measure`] with texts measured by `tokens` and JSON (items, tools) by `json_tokens`.
 fn measure_with(
     state: &SessionState,
     body: &Body,
     tokens: &dyn Fn(&str) -> u64,
-    item_tokens: &dyn Fn(&InputItem) -> u64,
+    json_tokens: &dyn Fn(Json<'_>) -> u64,
 ) -> u64 {
     let request = &body.request;
+    let overhead = || {
+        // What a request carries besides its input: instructions and tool definitions.
+        let tools = request
+            .tools
+            .as_deref()
+            .map_or(0, |tools| json_tokens(Json::Tools(tools)));
+        let instructions = request.instructions.as_deref().map_or(0, tokens);
+        tools.saturating_add(instructions)
+    };
     let items = match &request.input {
-        Input::Text(text) => return tokens(text).saturating_add(overhead(tokens, request)),
+        Input::Text(text) => return tokens(text).saturating_add(overhead()),
         Input::Items(items) => items,
     };
     let (base, skip) = match state.context {
@@ -344,25 +364,18 @@ fn measure_with(
         Some(known) if request.previous_response_id.is_some() => (known.tokens, 0),
         // Replayed: the first `covered_items` are what the last reply counted.
         Some(known) if body.replayed > 0 => (known.tokens, known.covered_items.min(body.replayed)),
-        _ => (overhead(tokens, request), 0),
+        _ => (overhead(), 0),
     };
-    let added: u64 = items.iter().skip(skip).map(item_tokens).sum();
+    let added: u64 = items
+        .iter()
+        .skip(skip)
+        .map(|item| json_tokens(Json::Item(item)))
+        .sum();
     base.saturating_add(added)
 }
 
 fn count_item(tokens: &dyn Fn(&str) -> u64, item: &InputItem) -> u64 {
     serde_json::to_string(item).map_or(0, |json| tokens(&json))
-}
-
-/// What a request carries besides its input: instructions and tool definitions.
-fn overhead(tokens: &dyn Fn(&str) -> u64, request: &CreateResponseRequest) -> u64 {
-    let tools = request
-        .tools
-        .as_ref()
-        .and_then(|tools| serde_json::to_string(tools).ok())
-        .map_or(0, |json| tokens(&json));
-    let instructions = request.instructions.as_deref().map_or(0, tokens);
-    tools.saturating_add(instructions)
 }
 
 /// The older items as a plain transcript for the summary call: any provider reads it,
