@@ -474,13 +474,10 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     // task ends, which ends the deltas, and then the task's outcome is read.
     let last = Box::pin(async move {
         match handle.await {
-            Ok(Ok(envelope)) => sse_event(
-                "envelope",
-                &serde_json::to_string(&envelope).unwrap_or_default(),
-            ),
+            Ok(Ok(envelope)) => sse_event("envelope", json_data(&envelope)),
             Ok(Err(error)) => {
                 metrics.response_error(error.code);
-                sse_event("error", &error.json())
+                sse_event("error", text_data(&error.json()))
             }
             Err(join) => {
                 metrics.response_error(ErrorCode::Internal);
@@ -489,7 +486,7 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
                     format!("the turn's task failed: {join}"),
                     &request_id,
                 );
-                sse_event("error", &error.json())
+                sse_event("error", text_data(&error.json()))
             }
         }
     });
@@ -515,18 +512,35 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
 const MIN_HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One server-sent event whose data is one line (compact JSON has no line breaks).
-fn sse_event(name: &str, data: &str) -> Bytes {
-    let mut event = String::with_capacity(name.len() + data.len() + 16);
+fn sse_event(name: &str, data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut event = Vec::new();
     push_sse_event(&mut event, name, data);
     Bytes::from(event)
 }
 
-fn push_sse_event(out: &mut String, name: &str, data: &str) {
-    out.push_str("event: ");
-    out.push_str(name);
-    out.push_str("\ndata: ");
-    out.push_str(data);
-    out.push_str("\n\n");
+/// Appends one server-sent event; `data` writes its one line.
+fn push_sse_event(out: &mut Vec<u8>, name: &str, data: impl FnOnce(&mut Vec<u8>)) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    data(out);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// Event data that is `value` as compact JSON, written straight into the event (an
+/// encoding failure, which these types cannot have, leaves the data empty).
+fn json_data<T: Serialize>(value: &T) -> impl FnOnce(&mut Vec<u8>) + '_ {
+    move |out| {
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, value).is_err() {
+            out.truncate(start);
+        }
+    }
+}
+
+/// Event data that is already one line of text.
+fn text_data(text: &str) -> impl FnOnce(&mut Vec<u8>) + '_ {
+    move |out| out.extend_from_slice(text.as_bytes())
 }
 
 /// The body of a streamed turn: the deltas as `event: delta`, then the final event, with
@@ -563,13 +577,12 @@ impl futures_util::Stream for SseBody {
     ) -> std::task::Poll<Option<Self::Item>> {
         use std::task::Poll;
         if let Some(deltas) = self.deltas.as_mut() {
-            let mut batch = String::new();
+            let mut batch = Vec::new();
             let mut ended = false;
             loop {
                 match deltas.poll_recv(cx) {
                     Poll::Ready(Some(delta)) => {
-                        let data = serde_json::to_string(&delta).unwrap_or_default();
-                        push_sse_event(&mut batch, "delta", &data);
+                        push_sse_event(&mut batch, "delta", json_data(&delta));
                     }
                     Poll::Ready(None) => {
                         ended = true;
