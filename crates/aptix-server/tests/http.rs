@@ -95,6 +95,18 @@ impl Running {
             .header("content-type", "application/json")
             .body(body.to_string())
     }
+
+    /// The whole SSE body of a streamed turn.
+    async fn streamed(&self, body: &Value) -> String {
+        self.post(body)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
 }
 
 fn turn(session: &str, turn: &str) -> Value {
@@ -779,15 +791,7 @@ async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
         },
     )
     .await;
-    let body = server
-        .post(&turn("s1", "t1"))
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let body = server.streamed(&turn("s1", "t1")).await;
     assert!(body.contains("event: envelope"), "{body}");
     let text = metrics.encode();
     assert_eq!(
@@ -972,15 +976,7 @@ async fn heartbeats_turned_off_with_the_longest_interval_still_stream_the_turn()
         },
     )
     .await;
-    let text = server
-        .post(&turn("s1", "t1"))
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server.streamed(&turn("s1", "t1")).await;
     assert!(!text.contains(": heartbeat"), "{text}");
     // The answer streams as a delta, with no warning that the stream differed.
     assert!(
