@@ -989,3 +989,134 @@ async fn heartbeats_turned_off_with_the_longest_interval_still_stream_the_turn()
     assert!(text.ends_with("\n\n"), "{text}");
     assert_eq!(text.matches("event: envelope\n").count(), 1, "{text}");
 }
+
+/// A provider whose stream hands over the events the test sends, when it sends them.
+struct Piped {
+    events: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl ResponsesProvider for Piped {
+    async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
+        Err(ClientError::config(
+            "provider",
+            "this provider only streams",
+        ))
+    }
+
+    async fn stream(
+        &self,
+        _: &CreateResponseRequest,
+    ) -> Result<aptix_client::EventStream, ClientError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let events = self.events.lock().unwrap().take().expect("one stream");
+        let frames = futures_util::stream::unfold(events, |mut events| async move {
+            let data = events.recv().await?;
+            let event: Value = serde_json::from_str(&data).unwrap();
+            let frame = aptix_sse::SseEvent {
+                event: event["type"].as_str().map(str::to_owned),
+                data,
+                ..aptix_sse::SseEvent::default()
+            };
+            Some((Ok(frame), events))
+        });
+        Ok(aptix_client::EventStream::new(
+            aptix_client::ReplyMeta::synthetic(),
+            frames,
+        ))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::openai_responses()
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_envelope() {
+    let (send, events) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let provider = Arc::new(Piped {
+        events: std::sync::Mutex::new(Some(events)),
+        calls: AtomicUsize::new(0),
+    });
+    let server = start(provider.clone(), ServerConfig::default()).await;
+    let event = |value: Value| send.send(value.to_string()).unwrap();
+    let delta = |sequence: u64, text: &str| {
+        json!({"type": "response.output_text.delta", "sequence_number": sequence,
+               "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text})
+    };
+    event(json!({"type": "response.created", "sequence_number": 0,
+                 "response": {"id": "resp_1", "status": "in_progress", "model": "m", "output": []}}));
+    event(
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+                 "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+    );
+    event(delta(2, "Hel"));
+    let mut response = server
+        .post(&turn("s1", "t1"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut received = String::new();
+    while !received.contains(r#""text":"Hel""#) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("the first delta within 10 s")
+            .unwrap()
+            .expect("the stream is still open");
+        received.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(!received.contains("event: envelope"), "{received}");
+    // The client goes away mid-answer; the model's answer goes on arriving.
+    drop(response);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    event(delta(3, "lo"));
+    event(
+        json!({"type": "response.output_item.done", "sequence_number": 4, "output_index": 0,
+                 "item": {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": "Hello"}]}}),
+    );
+    event(json!({"type": "response.completed", "sequence_number": 5,
+                 "response": {"id": "resp_1", "status": "completed", "model": "m",
+                              "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                                          "status": "completed",
+                                          "content": [{"type": "output_text", "text": "Hello"}]}],
+                              "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}));
+    // The turn completed without its client and was stored: the retry gets its envelope,
+    // streamed, without a second model call.
+    let mut retried = String::new();
+    for _ in 0..100 {
+        let response = server
+            .post(&turn("s1", "t1"))
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 200 {
+            retried = response.text().await.unwrap();
+            if !retried.contains("session_busy") {
+                break;
+            }
+        } else {
+            assert_eq!(response.status(), 409, "only busy while the first run ends");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let envelope: Value = serde_json::from_str(
+        retried
+            .split_terminator("\n\n")
+            .last()
+            .and_then(|block| block.strip_prefix("event: envelope\ndata: "))
+            .unwrap_or_else(|| panic!("no envelope last: {retried}")),
+    )
+    .unwrap();
+    assert_eq!(envelope["kind"], "ok", "{envelope}");
+    assert_eq!(envelope["text"], "Hello", "{envelope}");
+    assert_eq!(
+        provider.calls.load(Ordering::SeqCst),
+        1,
+        "the retry made no model call"
+    );
+}
