@@ -45,7 +45,7 @@ fn main() -> Result<()> {
         Some("soak-run") => soak::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse]|soak [turns] [stateless|stateful] [seed] [window told]>"
+                "usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse] [1|16|64]|soak [turns] [stateless|stateful] [seed] [window told]>"
             );
             eprintln!(
                 "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"

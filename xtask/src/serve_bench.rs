@@ -449,7 +449,14 @@ fn inner_overhead(metrics: &Metrics) -> Option<f64> {
     (count > 0.0).then(|| sum / count * 1000.0)
 }
 
-async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
+/// Which runs to make: a mode only, and one concurrency only (then without the open-loop
+/// runs), for a profiler or an A/B comparison of two builds.
+struct Selection<'a> {
+    mode: Option<&'a str>,
+    concurrency: Option<usize>,
+}
+
+async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
     let provider = provider()?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
@@ -468,7 +475,7 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
     let mut overheads = Vec::new();
     let mut paced = Vec::new();
     for mode in [Mode::Json, Mode::Streamed] {
-        if only.is_some_and(|only| only != mode.name()) {
+        if only.mode.is_some_and(|only| only != mode.name()) {
             continue;
         }
         // The fake answers with exactly what the service answered.
@@ -487,6 +494,9 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
         let _ = http_load(&client, &fake, mode, 16, Duration::from_millis(300)).await;
         let _ = http_load(&client, &probe, mode, 16, Duration::from_millis(300)).await;
         for concurrency in CONCURRENCY {
+            if only.concurrency.is_some_and(|only| only != concurrency) {
+                continue;
+            }
             let fake_stats = http_load(&client, &fake, mode, concurrency, duration).await;
             let (base, metrics) = start_aptix(Arc::clone(&provider)).await?;
             let aptix_stats = http_load(&client, &base, mode, concurrency, duration).await;
@@ -522,7 +532,12 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
                     .map(|(aptix, fake)| aptix - fake),
             ));
         }
-        for rate in PACED_RATES {
+        let rates = if only.concurrency.is_some() {
+            &[][..]
+        } else {
+            &PACED_RATES[..]
+        };
+        for &rate in rates {
             // Interleaved halves, so that a burst of other load on the machine falls on
             // both targets alike.
             let (base, _) = start_aptix(Arc::clone(&provider)).await?;
@@ -583,7 +598,8 @@ async fn bench(duration: Duration, only: Option<&str>) -> Result<()> {
 
 /// Runs the benchmark (the optimised build: `cargo xtask serve-bench` re-runs xtask in
 /// release mode with this feature). Arguments: seconds per run (default 2), then
-/// optionally `json` or `sse` to run one mode only (for a profiler).
+/// optionally `json` or `sse` to run one mode only, then optionally one of the
+/// concurrencies (1, 16, 64) to run only that one, without the open-loop runs.
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let seconds: f64 = match args.first() {
         Some(value) => value
@@ -591,6 +607,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             .with_context(|| format!("the run length {value:?} is not a number of seconds"))?,
         None => 2.0,
     };
+    // As `aptix serve` does (`steady_page_faults` in `aptix-cli/src/serve.rs`): a fault
+    // on a fresh huge page stalls its thread for milliseconds on this machine.
+    #[cfg(target_os = "linux")]
+    if let Err(error) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("serve-bench: could not turn transparent huge pages off: {error}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -600,5 +622,16 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     if only.is_some_and(|only| only != "json" && only != "sse") {
         bail!("the mode must be json or sse");
     }
-    runtime.block_on(bench(Duration::from_secs_f64(seconds), only))
+    let concurrency = match args.get(2) {
+        Some(value) => match value.parse::<usize>() {
+            Ok(concurrency) if CONCURRENCY.contains(&concurrency) => Some(concurrency),
+            _ => bail!("the concurrency {value:?} is not one of {CONCURRENCY:?}"),
+        },
+        None => None,
+    };
+    let selection = Selection {
+        mode: only,
+        concurrency,
+    };
+    runtime.block_on(bench(Duration::from_secs_f64(seconds), selection))
 }

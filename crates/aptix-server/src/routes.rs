@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use utoipa::ToSchema;
 
@@ -405,29 +405,30 @@ struct Turn {
     permit: tokio::sync::OwnedSemaphorePermit,
 }
 
-/// What a turn's task ends with.
+/// What a turn ends with.
 type Outcome = Result<AgentExecuteResponse, ApiError>;
 
-/// Runs the turn in its own task, so that it completes (and is stored) even when the
-/// client goes away; deltas go to `deltas` when given.
-fn spawn_turn(
+/// A running turn, boxed so that it can be moved into a task of its own.
+type TurnFuture = std::pin::Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+/// The turn as a future: the orchestrator's call under the turn deadline and the
+/// metrics, holding its place among the turns in flight until it ends; each delta is
+/// handed to `sink` when given.
+fn turn_future(
     state: &AppState,
     turn: Turn,
     request_id: String,
-    deltas: Option<mpsc::UnboundedSender<StreamDelta>>,
-) -> tokio::task::JoinHandle<Outcome> {
+    sink: Option<DeltaSink>,
+) -> TurnFuture {
     let orchestrator = Arc::clone(&state.orchestrator);
     let deadline = state.config.turn_timeout;
     let metrics = state.config.metrics.clone();
-    tokio::spawn(async move {
+    Box::pin(async move {
         let Turn { request, permit } = turn;
         let run = async {
-            match deltas {
-                Some(sender) => {
-                    let mut sink = |delta: &StreamDelta| {
-                        // A client that left is not an error: the turn goes on.
-                        let _ = sender.send(delta.clone());
-                    };
+            match sink {
+                Some(sink) => {
+                    let mut sink = |delta: &StreamDelta| sink.push(delta);
                     orchestrator.execute_streaming(request, &mut sink).await
                 }
                 None => orchestrator.execute(request).await,
@@ -453,48 +454,100 @@ fn spawn_turn(
     })
 }
 
+/// A turn run by the request that asked for it (no task, channel or wake-up between
+/// them), which is not cancelled when that request goes away: dropped before it ended
+/// (the client disconnected), it moves into a task of its own, where it completes and
+/// is stored, so that a retry of the same turn gets its envelope. A turn that panics
+/// ends with `internal_error` instead of taking the connection down.
+struct InlineTurn {
+    turn: Option<TurnFuture>,
+    request_id: String,
+}
+
+impl InlineTurn {
+    fn new(turn: TurnFuture, request_id: String) -> InlineTurn {
+        InlineTurn {
+            turn: Some(turn),
+            request_id,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.turn.is_none()
+    }
+}
+
+impl Future for InlineTurn {
+    type Output = Outcome;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Outcome> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let Some(turn) = this.turn.as_mut() else {
+            // Polled again after its end: a caller's mistake, answered without panicking.
+            return Poll::Ready(Err(turn_failed(
+                "the turn had already ended",
+                &this.request_id,
+            )));
+        };
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn.as_mut().poll(cx)));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(outcome)) => {
+                this.turn = None;
+                Poll::Ready(outcome)
+            }
+            Err(panic) => {
+                this.turn = None;
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                Poll::Ready(Err(turn_failed(
+                    &format!("the turn failed: {reason}"),
+                    &this.request_id,
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for InlineTurn {
+    fn drop(&mut self) {
+        if let Some(turn) = self.turn.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(turn);
+        }
+    }
+}
+
+fn turn_failed(message: &str, request_id: &str) -> ApiError {
+    ApiError::new(ErrorCode::Internal, message, request_id)
+}
+
 async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response {
-    match spawn_turn(&state, turn, request_id.clone(), None).await {
-        Ok(Ok(envelope)) => (StatusCode::OK, axum::Json(envelope)).into_response(),
-        Ok(Err(error)) => error.into_response(),
-        Err(join) => ApiError::new(
-            ErrorCode::Internal,
-            format!("the turn's task failed: {join}"),
-            &request_id,
-        )
-        .into_response(),
+    let turn = turn_future(&state, turn, request_id.clone(), None);
+    match InlineTurn::new(turn, request_id).await {
+        Ok(envelope) => (StatusCode::OK, axum::Json(envelope)).into_response(),
+        Err(error) => error.into_response(),
     }
 }
 
 fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let handle = spawn_turn(&state, turn, request_id.clone(), Some(sender));
-    let metrics = state.config.metrics.clone();
-    // The final event comes after the last delta: the sender is dropped when the turn's
-    // task ends, which ends the deltas, and then the task's outcome is read.
-    let last = Box::pin(async move {
-        match handle.await {
-            Ok(Ok(envelope)) => sse_event("envelope", json_data(&envelope)),
-            Ok(Err(error)) => {
-                metrics.response_error(error.code);
-                sse_event("error", text_data(&error.json()))
-            }
-            Err(join) => {
-                metrics.response_error(ErrorCode::Internal);
-                let error = ApiError::new(
-                    ErrorCode::Internal,
-                    format!("the turn's task failed: {join}"),
-                    &request_id,
-                );
-                sse_event("error", text_data(&error.json()))
-            }
-        }
-    });
+    let sink = DeltaSink::default();
+    let turn = turn_future(&state, turn, request_id.clone(), Some(sink.clone()));
     // A zero interval would send heartbeats as fast as the connection takes them.
     let interval = state.config.heartbeat.max(MIN_HEARTBEAT);
     let body = SseBody {
-        deltas: Some(receiver),
-        last: Some(last),
+        turn: InlineTurn::new(turn, request_id),
+        sink,
+        metrics: state.config.metrics.clone(),
         heartbeat: Box::pin(tokio::time::sleep(interval)),
         interval,
     };
@@ -511,14 +564,8 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
 /// The shortest interval between heartbeats.
 const MIN_HEARTBEAT: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// One server-sent event whose data is one line (compact JSON has no line breaks).
-fn sse_event(name: &str, data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
-    let mut event = Vec::new();
-    push_sse_event(&mut event, name, data);
-    Bytes::from(event)
-}
-
-/// Appends one server-sent event; `data` writes its one line.
+/// Appends one server-sent event; `data` writes its one line (compact JSON has no line
+/// breaks).
 fn push_sse_event(out: &mut Vec<u8>, name: &str, data: impl FnOnce(&mut Vec<u8>)) {
     out.extend_from_slice(b"event: ");
     out.extend_from_slice(name.as_bytes());
@@ -543,15 +590,46 @@ fn text_data(text: &str) -> impl FnOnce(&mut Vec<u8>) + '_ {
     move |out| out.extend_from_slice(text.as_bytes())
 }
 
-/// The body of a streamed turn: the deltas as `event: delta`, then the final event, with
-/// a `: heartbeat` comment whenever nothing was sent for the heartbeat interval.
+/// Where a streamed turn writes its deltas, as `event: delta` text, for its body to
+/// send. Once the body is gone (the client disconnected) nothing reads them, and they
+/// are no longer written.
+#[derive(Clone, Default)]
+struct DeltaSink {
+    events: Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl DeltaSink {
+    fn push(&self, delta: &StreamDelta) {
+        if Arc::strong_count(&self.events) > 1 {
+            push_sse_event(&mut self.lock(), "delta", json_data(delta));
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        // The turn and the body take turns on one task, so the lock is never contended;
+        // a panic while it was held left whole events behind.
+        self.events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The body of a streamed turn, which runs the turn: the deltas as `event: delta`, then
+/// the final event, with a `: heartbeat` comment whenever nothing was sent for the
+/// heartbeat interval.
 ///
-/// Deltas that are already waiting when the body is polled go out as one chunk: a
-/// provider's reply often brings many events in one read, and writing each in a chunk
-/// of its own cost the service and its client more than the turn did.
+/// Everything ready when the body is polled goes out as one chunk: a provider's reply
+/// often brings many events in one read, and writing each in a chunk of its own cost
+/// the service and its client more than the turn did. A turn that ends at once (a
+/// stored envelope, an error) goes out with the response's head in one write.
 struct SseBody {
-    deltas: Option<mpsc::UnboundedReceiver<StreamDelta>>,
-    last: Option<std::pin::Pin<Box<dyn Future<Output = Bytes> + Send>>>,
+    turn: InlineTurn,
+    sink: DeltaSink,
+    metrics: Metrics,
     heartbeat: std::pin::Pin<Box<tokio::time::Sleep>>,
     interval: std::time::Duration,
 }
@@ -576,40 +654,28 @@ impl futures_util::Stream for SseBody {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
         use std::task::Poll;
-        if let Some(deltas) = self.deltas.as_mut() {
-            let mut batch = Vec::new();
-            let mut ended = false;
-            loop {
-                match deltas.poll_recv(cx) {
-                    Poll::Ready(Some(delta)) => {
-                        push_sse_event(&mut batch, "delta", json_data(&delta));
-                    }
-                    Poll::Ready(None) => {
-                        ended = true;
-                        break;
-                    }
-                    Poll::Pending => break,
+        let this = &mut *self;
+        if this.turn.is_done() {
+            return Poll::Ready(None);
+        }
+        let outcome = std::pin::Pin::new(&mut this.turn).poll(cx);
+        // The deltas come first; the final event after the last of them.
+        let mut chunk = this.sink.take();
+        if let Poll::Ready(outcome) = outcome {
+            match outcome {
+                Ok(envelope) => push_sse_event(&mut chunk, "envelope", json_data(&envelope)),
+                Err(error) => {
+                    this.metrics.response_error(error.code);
+                    push_sse_event(&mut chunk, "error", text_data(&error.json()));
                 }
             }
-            if ended {
-                self.deltas = None;
-            }
-            if !batch.is_empty() {
-                self.sent();
-                return Poll::Ready(Some(Ok(Bytes::from(batch))));
-            }
         }
-        if self.deltas.is_none() {
-            let Some(last) = self.last.as_mut() else {
-                return Poll::Ready(None);
-            };
-            if let Poll::Ready(event) = last.as_mut().poll(cx) {
-                self.last = None;
-                return Poll::Ready(Some(Ok(event)));
-            }
+        if !chunk.is_empty() {
+            this.sent();
+            return Poll::Ready(Some(Ok(Bytes::from(chunk))));
         }
-        if self.heartbeat.as_mut().poll(cx).is_ready() {
-            self.sent();
+        if this.heartbeat.as_mut().poll(cx).is_ready() {
+            this.sent();
             return Poll::Ready(Some(Ok(Bytes::from_static(b": heartbeat\n\n"))));
         }
         Poll::Pending

@@ -53,7 +53,9 @@ pub struct InMemorySessionStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    sessions: HashMap<String, Entry>,
+    /// Boxed, so that growing the map moves pointers, not whole sessions: a move of
+    /// every session at once held the lock for milliseconds while the store filled up.
+    sessions: HashMap<String, Box<Entry>>,
     /// Session ids by last use, least recent first (keys are `Entry::tick`).
     recency: BTreeMap<u64, String>,
     tick: u64,
@@ -128,7 +130,7 @@ impl Inner {
         }
         self.tick += 1;
         let tick = self.tick;
-        let entry = self.sessions.get_mut(session_id)?;
+        let entry = &mut **self.sessions.get_mut(session_id)?;
         self.recency.remove(&entry.tick);
         self.recency.insert(tick, session_id.to_owned());
         entry.tick = tick;
@@ -138,7 +140,7 @@ impl Inner {
 
     /// Takes the entry out; the caller drops it, after releasing the lock when it can
     /// (freeing a session's history and envelopes is the slow part of eviction).
-    fn remove(&mut self, session_id: &str) -> Option<Entry> {
+    fn remove(&mut self, session_id: &str) -> Option<Box<Entry>> {
         let entry = self.sessions.remove(session_id)?;
         self.recency.remove(&entry.tick);
         Some(entry)
@@ -153,7 +155,11 @@ impl Inner {
     /// Forgets idle sessions, then the least recently used ones beyond the bound, and
     /// returns them to be dropped outside the lock. Sessions with a live lease are
     /// kept: a turn is running on them.
-    fn evict(&mut self, limits: &MemoryStoreLimits, now: Instant) -> Vec<Entry> {
+    #[allow(
+        clippy::vec_box,
+        reason = "the entries are dropped as they were kept, boxed"
+    )]
+    fn evict(&mut self, limits: &MemoryStoreLimits, now: Instant) -> Vec<Box<Entry>> {
         let mut evicted = Vec::new();
         if let Some(ttl) = limits.idle_ttl {
             let expired: Vec<String> = self
@@ -257,13 +263,13 @@ impl SessionStore for InMemorySessionStore {
             inner.recency.insert(tick, state.session_id.clone());
             inner.sessions.insert(
                 state.session_id.clone(),
-                Entry {
+                Box::new(Entry {
                     state,
                     version,
                     turns: VecDeque::from([turn]),
                     tick,
                     touched: now,
-                },
+                }),
             );
             let evicted = inner.evict(&self.limits, now);
             drop(inner);
