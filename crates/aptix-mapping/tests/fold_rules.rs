@@ -454,3 +454,105 @@ fn deltas_serialise_for_forwarding() {
     );
     assert_eq!(delta.text(), Some("Hel"));
 }
+
+/// Start events are read for their id and model only (the rest of their response is
+/// skipped): for each of these, folding the SSE text gives what folding the fully
+/// decoded event gives, deltas and result alike, whether the event takes the short
+/// reading (`type` first) or not.
+#[test]
+fn start_events_fold_as_their_full_decoding_does() {
+    use aptix_mapping::StreamFold;
+    use aptix_model::wire::StreamEvent;
+    let rest = [
+        r#"{"type":"response.output_text.delta","sequence_number":7,"item_id":"msg_1","output_index":0,"delta":"Hi"}"#,
+        r#"{"type":"response.completed","sequence_number":8,"response":{"id":"resp_1","status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
+    ];
+    let starts = [
+        // The usual ones, with a response as OpenAI sends it.
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","model":"gpt-4o-mini","output":[],"tools":[],"metadata":{},"usage":null}}"#,
+        r#"{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_1","status":"in_progress","model":"gpt-4o-mini","output":[]}}"#,
+        r#"{"type":"response.queued","sequence_number":0,"response":{"id":"resp_q","status":"queued","model":null}}"#,
+        // `type` not first: the full decoding.
+        r#"{"sequence_number":0,"type":"response.created","response":{"id":"resp_1","model":"m"}}"#,
+        // No sequence number; no model.
+        r#"{"type":"response.created","response":{"id":"resp_1"}}"#,
+        // No id: not a response at all.
+        r#"{"type":"response.created","sequence_number":0,"response":{"model":"m"}}"#,
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":null,"model":"m"}}"#,
+        r#"{"type":"response.created","sequence_number":0,"response":5}"#,
+        r#"{"type":"response.created","sequence_number":0}"#,
+        // An id of the wrong type, a sequence number as text.
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":7,"model":"m"}}"#,
+        r#"{"type":"response.created","sequence_number":"0","response":{"id":"resp_1"}}"#,
+        // `type` twice, or `response` twice.
+        r#"{"type":"response.created","type":"response.output_text.delta","sequence_number":0,"output_index":0,"delta":"x","response":{"id":"resp_1"}}"#,
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1"},"response":{"id":"resp_2"}}"#,
+        // Not JSON after the opening.
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1"}"#,
+        // A stale number after a later event is a repeat.
+        r#"{"type":"response.in_progress","sequence_number":9,"response":{"id":"resp_1"}}"#,
+    ];
+    for start in starts {
+        let frames: Vec<aptix_sse::SseEvent> = std::iter::once(start)
+            .chain(rest)
+            .map(|data| aptix_sse::SseEvent {
+                data: data.to_owned(),
+                ..aptix_sse::SseEvent::default()
+            })
+            .collect();
+        let mut short = StreamFold::new();
+        let short_deltas: Vec<_> = frames.iter().filter_map(|f| short.apply_sse(f)).collect();
+        let mut full = StreamFold::new();
+        let mut full_deltas = Vec::new();
+        let mut undecodable = 0;
+        for frame in &frames {
+            match StreamEvent::from_json(&frame.data) {
+                Ok(event) => full_deltas.extend(full.apply(event)),
+                Err(_) => undecodable += 1,
+            }
+        }
+        assert_eq!(short_deltas, full_deltas, "{start}");
+        assert_eq!(short.response_id(), full.response_id(), "{start}");
+        assert_eq!(
+            short.last_sequence_number(),
+            full.last_sequence_number(),
+            "{start}"
+        );
+        let (short, full) = (short.finish().unwrap(), full.finish().unwrap());
+        assert_eq!(short.response, full.response, "{start}");
+        // The typed path never saw an undecodable event; the SSE path reports it.
+        assert_eq!(short.events, full.events + undecodable, "{start}");
+        let warnings = |folded: &aptix_mapping::FoldedStream| {
+            folded
+                .warnings
+                .iter()
+                .map(ToString::to_string)
+                .filter(|warning| !warning.contains("could not be decoded"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(warnings(&short), warnings(&full), "{start}");
+    }
+}
+
+/// The one difference the short reading makes, on purpose: a start event whose response
+/// is malformed only where the fold does not read it still starts the response from its
+/// SSE text (the typed event, which had to decode whole, is a known event of unexpected
+/// shape).
+#[test]
+fn a_start_event_is_not_judged_on_what_the_fold_does_not_read() {
+    use aptix_mapping::StreamFold;
+    let frame = aptix_sse::SseEvent {
+        data: r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m","output":5,"tools":"none"}}"#.to_owned(),
+        ..aptix_sse::SseEvent::default()
+    };
+    let mut fold = StreamFold::new();
+    assert_eq!(
+        fold.apply_sse(&frame),
+        Some(StreamDelta::Started {
+            response_id: "resp_1".into(),
+            model: Some("m".into()),
+        })
+    );
+    assert_eq!(fold.response_id(), Some("resp_1"));
+    assert_eq!(fold.last_sequence_number(), Some(0));
+}

@@ -47,6 +47,10 @@ use aptix_sse::SseEvent;
 ///   without a warning, because their effect is in `output_item.done` and the final
 ///   response; their names are listed in [`FoldedStream::ignored_event_types`]. A payload
 ///   that is not JSON, or a known event of unexpected shape, is a warning.
+/// - Of the start events (`response.created`, `.queued`, `.in_progress`) the fold reads
+///   the response's id and model only. [`apply_sse`](Self::apply_sse) skips the rest of
+///   their response unread (the terminal event carries it again, and is read whole), so
+///   there a start event is of unexpected shape only when those are.
 ///
 /// # Example
 ///
@@ -118,7 +122,14 @@ impl StreamFold {
             return None;
         }
         match decode(data) {
-            Ok(Decoded {
+            Ok(Decoded::Started(started)) => {
+                if !self.admit(started.sequence_number, false) {
+                    return None;
+                }
+                let response = started.response;
+                self.started(&response.id, response.model.as_deref())
+            }
+            Ok(Decoded::Event {
                 event,
                 raw_response,
             }) => self.apply_event(event, raw_response),
@@ -254,7 +265,9 @@ impl StreamFold {
         match event {
             StreamEvent::Created(event)
             | StreamEvent::InProgress(event)
-            | StreamEvent::Queued(event) => self.started(&event.response),
+            | StreamEvent::Queued(event) => {
+                self.started(&event.response.id, event.response.model.as_deref())
+            }
             StreamEvent::Completed(event)
             | StreamEvent::Incomplete(event)
             | StreamEvent::Failed(event) => Some(self.terminal(*event.response, raw)),
@@ -442,15 +455,17 @@ impl StreamFold {
         }
     }
 
-    fn started(&mut self, response: &Response) -> Option<StreamDelta> {
+    /// The response started (created, queued or in progress): the first such event
+    /// names it.
+    fn started(&mut self, id: &str, model: Option<&str>) -> Option<StreamDelta> {
         if self.started {
             return None;
         }
         self.started = true;
-        self.response_id = Some(response.id.clone());
+        self.response_id = Some(id.to_owned());
         Some(StreamDelta::Started {
-            response_id: response.id.clone(),
-            model: response.model.clone(),
+            response_id: id.to_owned(),
+            model: model.map(str::to_owned),
         })
     }
 
