@@ -548,7 +548,8 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
         turn: InlineTurn::new(turn, request_id),
         sink,
         metrics: state.config.metrics.clone(),
-        heartbeat: Box::pin(tokio::time::sleep(interval)),
+        heartbeat: None,
+        last_sent: tokio::time::Instant::now(),
         interval,
     };
     (
@@ -630,19 +631,22 @@ struct SseBody {
     turn: InlineTurn,
     sink: DeltaSink,
     metrics: Metrics,
-    heartbeat: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The heartbeat's timer, made when the body first waits: a turn that ends at once
+    /// never registers one (registering a timer earlier than every other woke the
+    /// runtime's timer thread, a system call per turn).
+    heartbeat: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    last_sent: tokio::time::Instant,
     interval: std::time::Duration,
 }
 
 impl SseBody {
-    fn sent(&mut self) {
-        let now = tokio::time::Instant::now();
-        // An interval too long to add (`Duration::MAX`, to turn heartbeats off) waits a
-        // year instead of overflowing.
-        let next = now
+    /// When the next heartbeat is due: `interval` after the last send. An interval too
+    /// long to add (`Duration::MAX`, to turn heartbeats off) waits a year instead of
+    /// overflowing.
+    fn heartbeat_due(&self) -> tokio::time::Instant {
+        self.last_sent
             .checked_add(self.interval)
-            .unwrap_or(now + std::time::Duration::from_secs(365 * 24 * 3600));
-        self.heartbeat.as_mut().reset(next);
+            .unwrap_or(self.last_sent + std::time::Duration::from_secs(365 * 24 * 3600))
     }
 }
 
@@ -671,11 +675,20 @@ impl futures_util::Stream for SseBody {
             }
         }
         if !chunk.is_empty() {
-            this.sent();
+            // The timer is pushed back lazily, when the body next waits.
+            this.last_sent = tokio::time::Instant::now();
             return Poll::Ready(Some(Ok(Bytes::from(chunk))));
         }
-        if this.heartbeat.as_mut().poll(cx).is_ready() {
-            this.sent();
+        // Nothing to send: wait for the turn, or for the heartbeat.
+        let due = this.heartbeat_due();
+        let heartbeat = this
+            .heartbeat
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if heartbeat.deadline() != due {
+            heartbeat.as_mut().reset(due);
+        }
+        if heartbeat.as_mut().poll(cx).is_ready() {
+            this.last_sent = tokio::time::Instant::now();
             return Poll::Ready(Some(Ok(Bytes::from_static(b": heartbeat\n\n"))));
         }
         Poll::Pending
