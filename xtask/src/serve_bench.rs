@@ -10,8 +10,8 @@
 //!   response, or the canned events of `sse_text_deltas.sse`), wrapped in
 //!   `TimedProvider`.
 //! - `fake`: the same request, same client, to a loopback axum route that answers with
-//!   the exact bytes `aptix` answered (the envelope, or the whole event stream) and does
-//!   nothing else: the HTTP round trip alone.
+//!   the exact bytes `aptix` answered (the envelope, or the whole event stream, chunked
+//!   as the service sends it) and does nothing else: the HTTP round trip alone.
 //! - `direct`: the orchestrator called in-process, no HTTP: the turn alone.
 //!
 //! Overhead = `aptix` - `fake`, per percentile. Client, servers and fake share one tokio
@@ -324,14 +324,32 @@ async fn start_aptix(provider: Arc<InstantProvider>) -> Result<(String, Metrics)
     Ok((base, metrics))
 }
 
-/// The fake: answers every POST with `bytes` as `content_type`, doing nothing else.
-async fn start_fake(bytes: axum::body::Bytes, content_type: &'static str) -> Result<String> {
+/// The fake: answers every POST with `bytes`, doing nothing else. Framed as the service
+/// frames the same answer: the envelope with its length, the event stream chunked (sent
+/// as one chunk), so that the two differ only in what the service does.
+async fn start_fake(bytes: axum::body::Bytes, mode: Mode) -> Result<String> {
+    use axum::response::IntoResponse as _;
     use axum::routing::post;
     let app = axum::Router::new().route(
         "/v1/agent/execute",
         post(move |_body: axum::body::Bytes| {
             let bytes = bytes.clone();
-            async move { ([(axum::http::header::CONTENT_TYPE, content_type)], bytes) }
+            async move {
+                match mode {
+                    Mode::Json => (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        bytes,
+                    )
+                        .into_response(),
+                    Mode::Streamed => (
+                        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+                        axum::body::Body::from_stream(futures_util::stream::once(async move {
+                            Ok::<_, std::convert::Infallible>(bytes)
+                        })),
+                    )
+                        .into_response(),
+                }
+            }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -485,11 +503,7 @@ async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
             bail!("the service answered {} to the probe", answer.status());
         }
         let bytes = answer.bytes().await?;
-        let content_type = match mode {
-            Mode::Json => "application/json",
-            Mode::Streamed => "text/event-stream",
-        };
-        let fake = start_fake(bytes, content_type).await?;
+        let fake = start_fake(bytes, mode).await?;
         // Warm both up (connections, allocator).
         let _ = http_load(&client, &fake, mode, 16, Duration::from_millis(300)).await;
         let _ = http_load(&client, &probe, mode, 16, Duration::from_millis(300)).await;

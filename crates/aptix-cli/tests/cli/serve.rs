@@ -119,6 +119,16 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(up, "aptix serve did not come up");
+    // Transparent huge pages are off for the service's process (see `docs/serve.md`).
+    #[cfg(target_os = "linux")]
+    {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", served.0.id())).unwrap();
+        let thp = status
+            .lines()
+            .find(|line| line.starts_with("THP_enabled:"))
+            .expect("the kernel reports THP_enabled (Linux 5.0 and later)");
+        assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
+    }
 
     let envelope: Value = client
         .post(format!("{base}/v1/agent/execute"))
