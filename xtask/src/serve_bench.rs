@@ -299,8 +299,28 @@ where
     (stats, late_total)
 }
 
-/// The service on a fresh store, served on loopback; its address and metrics.
-async fn start_aptix(provider: Arc<InstantProvider>) -> Result<(String, Metrics)> {
+/// The service on a fresh store, served on loopback until [`Service::stop`].
+struct Service {
+    base: String,
+    metrics: Metrics,
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<Result<(), aptix_server::ServerError>>,
+}
+
+impl Service {
+    /// Stops the service and waits for it, so that its store (a run's sessions, tens of
+    /// megabytes) is freed before the next run: every run starts from the same heap.
+    async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        match tokio::time::timeout(Duration::from_secs(10), self.served).await {
+            Ok(Ok(served)) => served.context("the service failed"),
+            Ok(Err(join)) => Err(join).context("the service's task failed"),
+            Err(_) => bail!("the service did not stop within 10 s"),
+        }
+    }
+}
+
+async fn start_aptix(provider: Arc<InstantProvider>) -> Result<Service> {
     let metrics = Metrics::new();
     let timed = Arc::new(TimedProvider::new(provider, metrics.clone()));
     let orchestrator = Orchestrator::builder(timed, Arc::new(InMemorySessionStore::new()))
@@ -315,13 +335,21 @@ async fn start_aptix(provider: Arc<InstantProvider>) -> Result<(String, Metrics)
     let app = aptix_server::router(Arc::new(orchestrator), config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(aptix_server::serve(
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(aptix_server::serve(
         listener,
         app,
         header_read_timeout,
-        std::future::pending::<()>(),
+        async move {
+            let _ = stopped.await;
+        },
     ));
-    Ok((base, metrics))
+    Ok(Service {
+        base,
+        metrics,
+        stop,
+        served,
+    })
 }
 
 /// The fake: answers every POST with `bytes`, doing nothing else. Framed as the service
@@ -497,8 +525,8 @@ async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
             continue;
         }
         // The fake answers with exactly what the service answered.
-        let (probe, _) = start_aptix(Arc::clone(&provider)).await?;
-        let answer = request(&client, &probe, mode).send().await?;
+        let probe = start_aptix(Arc::clone(&provider)).await?;
+        let answer = request(&client, &probe.base, mode).send().await?;
         if answer.status() != 200 {
             bail!("the service answered {} to the probe", answer.status());
         }
@@ -506,17 +534,19 @@ async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
         let fake = start_fake(bytes, mode).await?;
         // Warm both up (connections, allocator).
         let _ = http_load(&client, &fake, mode, 16, Duration::from_millis(300)).await;
-        let _ = http_load(&client, &probe, mode, 16, Duration::from_millis(300)).await;
+        let _ = http_load(&client, &probe.base, mode, 16, Duration::from_millis(300)).await;
+        probe.stop().await?;
         for concurrency in CONCURRENCY {
             if only.concurrency.is_some_and(|only| only != concurrency) {
                 continue;
             }
             let fake_stats = http_load(&client, &fake, mode, concurrency, duration).await;
-            let (base, metrics) = start_aptix(Arc::clone(&provider)).await?;
-            let aptix_stats = http_load(&client, &base, mode, concurrency, duration).await;
+            let service = start_aptix(Arc::clone(&provider)).await?;
+            let aptix_stats = http_load(&client, &service.base, mode, concurrency, duration).await;
+            let inner = inner_overhead(&service.metrics);
+            service.stop().await?;
             let direct_stats =
                 direct_load(Arc::clone(&provider), mode, concurrency, duration).await?;
-            let inner = inner_overhead(&metrics);
             for (target, stats, inner) in [
                 ("fake", &fake_stats, None),
                 ("aptix", &aptix_stats, inner),
@@ -554,11 +584,14 @@ async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
         for &rate in rates {
             // Interleaved halves, so that a burst of other load on the machine falls on
             // both targets alike.
-            let (base, _) = start_aptix(Arc::clone(&provider)).await?;
+            let service = start_aptix(Arc::clone(&provider)).await?;
             let half = duration / 2;
             let (fake_a, fake_late_a) = http_paced(&client, &fake, mode, rate, half).await;
-            let (aptix_a, aptix_late_a) = http_paced(&client, &base, mode, rate, half).await;
-            let (aptix_b, aptix_late_b) = http_paced(&client, &base, mode, rate, half).await;
+            let (aptix_a, aptix_late_a) =
+                http_paced(&client, &service.base, mode, rate, half).await;
+            let (aptix_b, aptix_late_b) =
+                http_paced(&client, &service.base, mode, rate, half).await;
+            service.stop().await?;
             let (fake_b, fake_late_b) = http_paced(&client, &fake, mode, rate, half).await;
             let fake_stats = Stats::merge(fake_a, fake_b);
             let aptix_stats = Stats::merge(aptix_a, aptix_b);
