@@ -96,16 +96,35 @@ impl Running {
             .body(body.to_string())
     }
 
-    /// The whole SSE body of a streamed turn.
-    async fn streamed(&self, body: &Value) -> String {
+    /// A streamed turn's response, its body still to read.
+    async fn stream(&self, body: &Value) -> reqwest::Response {
         self.post(body)
             .header("accept", "text/event-stream")
             .send()
             .await
             .unwrap()
-            .text()
+    }
+
+    /// The whole SSE body of a streamed turn.
+    async fn streamed(&self, body: &Value) -> String {
+        self.stream(body).await.text().await.unwrap()
+    }
+}
+
+/// Reads a streamed body into `received` until `enough` holds, each chunk within 10 s.
+async fn read_until(
+    response: &mut reqwest::Response,
+    received: &mut String,
+    waiting_for: &str,
+    enough: impl Fn(&str) -> bool,
+) {
+    while !enough(received) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
             .await
+            .unwrap_or_else(|_| panic!("{waiting_for} within 10 s"))
             .unwrap()
+            .expect("the stream is still open");
+        received.push_str(std::str::from_utf8(&chunk).unwrap());
     }
 }
 
@@ -163,12 +182,7 @@ async fn a_streamed_turn_sends_deltas_then_the_envelope_the_json_path_returns() 
     let streamed = Arc::new(FakeProvider::new());
     streamed.push_events(events);
     let server = start(streamed, ServerConfig::default()).await;
-    let body = server
-        .post(&turn("s1", "t1"))
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let body = server.stream(&turn("s1", "t1")).await;
     assert_eq!(body.status(), 200);
     assert!(
         body.headers()["content-type"]
@@ -915,24 +929,15 @@ async fn a_long_streamed_turn_sends_heartbeats_until_its_envelope() {
         },
     )
     .await;
-    let mut response = server
-        .post(&turn("s1", "t1"))
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let mut response = server.stream(&turn("s1", "t1")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-cache");
     // The model has not answered: only heartbeats come, as comments.
     let mut received = String::new();
-    while received.matches(": heartbeat\n\n").count() < 2 {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
-            .await
-            .expect("a heartbeat within 10 s")
-            .unwrap()
-            .expect("the stream is still open");
-        received.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    read_until(&mut response, &mut received, "a heartbeat", |text| {
+        text.matches(": heartbeat\n\n").count() >= 2
+    })
+    .await;
     assert!(!received.contains("event:"), "{received}");
     provider.open.notify_one();
     while let Some(chunk) = response.chunk().await.unwrap() {
@@ -1052,22 +1057,13 @@ async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_e
                  "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
     );
     event(delta(2, "Hel"));
-    let mut response = server
-        .post(&turn("s1", "t1"))
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let mut response = server.stream(&turn("s1", "t1")).await;
     assert_eq!(response.status(), 200);
     let mut received = String::new();
-    while !received.contains(r#""text":"Hel""#) {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
-            .await
-            .expect("the first delta within 10 s")
-            .unwrap()
-            .expect("the stream is still open");
-        received.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    read_until(&mut response, &mut received, "the first delta", |text| {
+        text.contains(r#""text":"Hel""#)
+    })
+    .await;
     assert!(!received.contains("event: envelope"), "{received}");
     // The client goes away mid-answer; the model's answer goes on arriving.
     drop(response);
@@ -1088,12 +1084,7 @@ async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_e
     // streamed, without a second model call.
     let mut retried = String::new();
     for _ in 0..100 {
-        let response = server
-            .post(&turn("s1", "t1"))
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .unwrap();
+        let response = server.stream(&turn("s1", "t1")).await;
         if response.status() == 200 {
             retried = response.text().await.unwrap();
             if !retried.contains("session_busy") {
