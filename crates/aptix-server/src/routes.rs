@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteResponse, ValidatedRequest};
@@ -62,7 +62,7 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets the
-/// requests in flight finish, and returns.
+/// requests in flight finish, and the turns whose clients went away too, and returns.
 ///
 /// A client must send a request's headers within `header_read_timeout` (counted from
 /// when the connection is ready for a request, so a keep-alive connection idle that long
@@ -92,6 +92,9 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
+    // Turns whose client went away are waited for too, after the connections.
+    let detached = DetachedTurns::default();
+    let app = app.layer(axum::Extension(detached.clone()));
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -126,6 +129,7 @@ pub async fn serve(
     }
     drop(listener);
     connections.shutdown().await;
+    detached.all_ended().await;
     Ok(())
 }
 
@@ -289,8 +293,10 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
 )]
 pub(crate) async fn execute(State(state): State<AppState>, request: Request) -> Response {
     let request_id = id_of(&request);
+    let detached = request.extensions().get::<DetachedTurns>().cloned();
     match prepare_turn(&state, request, &request_id).await {
         Ok((turn, streamed)) => {
+            let turn = Turn { detached, ..turn };
             if streamed {
                 stream_turn(state, turn, request_id).into_response()
             } else {
@@ -356,6 +362,7 @@ async fn prepare_turn(
         Turn {
             request: turn_request,
             permit,
+            detached: None,
         },
         streamed,
     ))
@@ -403,6 +410,9 @@ fn too_large(limit: usize, request_id: &str) -> ApiError {
 struct Turn {
     request: ValidatedRequest,
     permit: tokio::sync::OwnedSemaphorePermit,
+    /// Where the turn goes if its client leaves: the tracker of [`serve`], which waits
+    /// for it; `None` under another server (the turn is then spawned untracked).
+    detached: Option<DetachedTurns>,
 }
 
 /// What a turn ends with.
@@ -424,7 +434,9 @@ fn turn_future(
     let deadline = state.config.turn_timeout;
     let metrics = state.config.metrics.clone();
     Box::pin(async move {
-        let Turn { request, permit } = turn;
+        let Turn {
+            request, permit, ..
+        } = turn;
         let run = async {
             match sink {
                 Some(sink) => {
@@ -462,13 +474,15 @@ fn turn_future(
 struct InlineTurn {
     turn: Option<TurnFuture>,
     request_id: String,
+    detached: Option<DetachedTurns>,
 }
 
 impl InlineTurn {
-    fn new(turn: TurnFuture, request_id: String) -> InlineTurn {
+    fn new(turn: TurnFuture, request_id: String, detached: Option<DetachedTurns>) -> InlineTurn {
         InlineTurn {
             turn: Some(turn),
             request_id,
+            detached,
         }
     }
 
@@ -519,10 +533,66 @@ impl Future for InlineTurn {
 
 impl Drop for InlineTurn {
     fn drop(&mut self) {
-        if let Some(turn) = self.turn.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(turn);
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        match &self.detached {
+            Some(detached) => detached.spawn(turn),
+            None => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(turn);
+                }
+            }
+        }
+    }
+}
+
+/// The turns of one [`serve`] whose clients went away, each run to its end in a task of
+/// its own; `serve` waits for them after its connections, so that a graceful shutdown
+/// lets them finish too (else the process would exit mid-turn, leaving the session
+/// leased until its lease expires).
+#[derive(Clone, Default)]
+pub(crate) struct DetachedTurns(Arc<DetachedInner>);
+
+#[derive(Default)]
+struct DetachedInner {
+    running: AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+/// Counts a detached turn out when its task ends, panicked or not.
+struct Running(DetachedTurns);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.0.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.0.ended.notify_waiters();
+        }
+    }
+}
+
+impl DetachedTurns {
+    fn spawn(&self, turn: TurnFuture) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        self.0.running.fetch_add(1, Ordering::AcqRel);
+        let running = Running(self.clone());
+        runtime.spawn(async move {
+            let _running = running;
+            turn.await
+        });
+    }
+
+    /// Waits until no detached turn is running.
+    async fn all_ended(&self) {
+        loop {
+            // Made before the check: a turn that ends in between still wakes it.
+            let ended = self.0.ended.notified();
+            if self.0.running.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            ended.await;
         }
     }
 }
@@ -532,8 +602,9 @@ fn turn_failed(message: &str, request_id: &str) -> ApiError {
 }
 
 async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response {
+    let detached = turn.detached.clone();
     let turn = turn_future(&state, turn, request_id.clone(), None);
-    match InlineTurn::new(turn, request_id).await {
+    match InlineTurn::new(turn, request_id, detached).await {
         Ok(envelope) => (StatusCode::OK, axum::Json(envelope)).into_response(),
         Err(error) => error.into_response(),
     }
@@ -541,11 +612,12 @@ async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response 
 
 fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     let sink = DeltaSink::default();
+    let detached = turn.detached.clone();
     let turn = turn_future(&state, turn, request_id.clone(), Some(sink.clone()));
     // A zero interval would send heartbeats as fast as the connection takes them.
     let interval = state.config.heartbeat.max(MIN_HEARTBEAT);
     let body = SseBody {
-        turn: InlineTurn::new(turn, request_id),
+        turn: InlineTurn::new(turn, request_id, detached),
         sink,
         metrics: state.config.metrics.clone(),
         heartbeat: None,

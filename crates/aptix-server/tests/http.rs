@@ -1111,3 +1111,57 @@ async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_e
         "the retry made no model call"
     );
 }
+
+#[tokio::test]
+async fn shutdown_waits_for_a_turn_whose_client_went_away_and_stores_it() {
+    let provider = gated();
+    let store = Arc::new(InMemorySessionStore::new());
+    let orchestrator = Orchestrator::builder(provider.clone(), store.clone())
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (shutdown, signal) = oneshot::channel::<()>();
+    let config = ServerConfig::default();
+    let header_read_timeout = config.header_read_timeout;
+    let app = router(Arc::new(orchestrator), config);
+    let served = tokio::spawn(async move {
+        serve(listener, app, header_read_timeout, async {
+            let _ = signal.await;
+        })
+        .await
+        .unwrap();
+    });
+    let client = reqwest::Client::new();
+    let abandoned = tokio::spawn(
+        client
+            .post(format!("{base}/v1/agent/execute"))
+            .header("content-type", "application/json")
+            .body(turn("s1", "t1").to_string())
+            .send(),
+    );
+    provider.entered.notified().await;
+    abandoned.abort();
+    let _ = abandoned.await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Stopping now: no connection is left, but the turn still runs.
+    shutdown.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !served.is_finished(),
+        "serve returned while a turn whose client left was still running"
+    );
+    provider.open.notify_one();
+    tokio::time::timeout(Duration::from_secs(5), served)
+        .await
+        .expect("serve returns once the turn has ended")
+        .unwrap();
+    let stored = aptix_orchestrator::SessionStore::load(store.as_ref(), "s1")
+        .await
+        .unwrap()
+        .expect("the turn was stored");
+    assert!(
+        stored.value.last_response_id.is_some(),
+        "the stored session has the answer's response id"
+    );
+}
