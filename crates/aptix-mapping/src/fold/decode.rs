@@ -50,8 +50,9 @@ pub(crate) enum Decoded<'a> {
 /// An event saying the response started: of its response the fold takes only the id
 /// and the model (for [`StreamDelta::Started`](crate::StreamDelta::Started)), so the rest,
 /// which the terminal event carries again, is skipped unread. Decoding the whole
-/// response of these two events (created, then in progress) was a quarter of the CPU of
-/// a streamed turn in `aptix serve`.
+/// response of these two events (created, then in progress) was ~7 % of the CPU of a
+/// streamed turn in `aptix serve`, and folding a short recorded stream took a fifth less
+/// time without it.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Started<'a> {
     /// Named so that an event giving `type` twice is refused here, and decoded as the
