@@ -176,7 +176,7 @@ impl Orchestrator {
         let mut kept_tokens = 0u64;
         let mut wanted = history.len();
         while wanted > lead {
-            let next = count_item(&|text| count(&counter, text), &history[wanted - 1]);
+            let next = count_json(&|text| count(&counter, text), &history[wanted - 1]);
             if kept_tokens.saturating_add(next) > keep_budget {
                 break;
             }
@@ -325,9 +325,7 @@ fn count(counter: &TokenCounter, text: &str) -> u64 {
 /// The tokens `body` will carry, each text measured by `tokens`: the last reply's count
 /// plus what was added since, or the whole body when no reply is known.
 fn measure(state: &SessionState, body: &Body, tokens: &dyn Fn(&str) -> u64) -> u64 {
-    measure_with(state, body, tokens, &|json| {
-        serde_json::to_string(&json).map_or(0, |json| tokens(&json))
-    })
+    measure_with(state, body, tokens, &|json| count_json(tokens, &json))
 }
 
 /// What the request carries as JSON: an input item, or the tool definitions.
@@ -374,8 +372,9 @@ fn measure_with(
     base.saturating_add(added)
 }
 
-fn count_item(tokens: &dyn Fn(&str) -> u64, item: &InputItem) -> u64 {
-    serde_json::to_string(item).map_or(0, |json| tokens(&json))
+/// The tokens of `value` as the request carries it: its JSON, counted by `tokens`.
+fn count_json<T: Serialize + ?Sized>(tokens: &dyn Fn(&str) -> u64, value: &T) -> u64 {
+    serde_json::to_string(value).map_or(0, |json| tokens(&json))
 }
 
 /// The older items as a plain transcript for the summary call: any provider reads it,
