@@ -65,9 +65,16 @@ struct Running {
 }
 
 async fn start(provider: Arc<dyn ResponsesProvider>, config: ServerConfig) -> Running {
-    let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
-        .build()
-        .unwrap();
+    start_on(provider, Arc::new(InMemorySessionStore::new()), config).await
+}
+
+/// [`start`] on a store the test keeps, to read what the service stored.
+async fn start_on(
+    provider: Arc<dyn ResponsesProvider>,
+    store: Arc<InMemorySessionStore>,
+    config: ServerConfig,
+) -> Running {
+    let orchestrator = Orchestrator::builder(provider, store).build().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (shutdown, signal) = oneshot::channel::<()>();
@@ -126,6 +133,15 @@ async fn read_until(
             .expect("the stream is still open");
         received.push_str(std::str::from_utf8(&chunk).unwrap());
     }
+}
+
+/// A retried turn was answered from the store: the model was called once in all.
+fn assert_one_model_call(calls: &AtomicUsize) {
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the retry made no model call"
+    );
 }
 
 fn turn(session: &str, turn: &str) -> Value {
@@ -540,11 +556,7 @@ async fn a_client_that_disconnects_mid_turn_can_retry_and_gets_the_stored_envelo
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(envelope["text"], "gated answer");
-    assert_eq!(
-        provider.calls.load(Ordering::SeqCst),
-        1,
-        "the retry made no model call"
-    );
+    assert_one_model_call(&provider.calls);
 }
 
 #[tokio::test]
@@ -1105,54 +1117,28 @@ async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_e
     .unwrap();
     assert_eq!(envelope["kind"], "ok", "{envelope}");
     assert_eq!(envelope["text"], "Hello", "{envelope}");
-    assert_eq!(
-        provider.calls.load(Ordering::SeqCst),
-        1,
-        "the retry made no model call"
-    );
+    assert_one_model_call(&provider.calls);
 }
 
 #[tokio::test]
 async fn shutdown_waits_for_a_turn_whose_client_went_away_and_stores_it() {
     let provider = gated();
     let store = Arc::new(InMemorySessionStore::new());
-    let orchestrator = Orchestrator::builder(provider.clone(), store.clone())
-        .build()
-        .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (shutdown, signal) = oneshot::channel::<()>();
-    let config = ServerConfig::default();
-    let header_read_timeout = config.header_read_timeout;
-    let app = router(Arc::new(orchestrator), config);
-    let served = tokio::spawn(async move {
-        serve(listener, app, header_read_timeout, async {
-            let _ = signal.await;
-        })
-        .await
-        .unwrap();
-    });
-    let client = reqwest::Client::new();
-    let abandoned = tokio::spawn(
-        client
-            .post(format!("{base}/v1/agent/execute"))
-            .header("content-type", "application/json")
-            .body(turn("s1", "t1").to_string())
-            .send(),
-    );
+    let mut server = start_on(provider.clone(), store.clone(), ServerConfig::default()).await;
+    let abandoned = tokio::spawn(server.post(&turn("s1", "t1")).send());
     provider.entered.notified().await;
     abandoned.abort();
     let _ = abandoned.await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     // Stopping now: no connection is left, but the turn still runs.
-    shutdown.send(()).unwrap();
+    server.shutdown.take().unwrap().send(()).unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        !served.is_finished(),
+        !server.served.is_finished(),
         "serve returned while a turn whose client left was still running"
     );
     provider.open.notify_one();
-    tokio::time::timeout(Duration::from_secs(5), served)
+    tokio::time::timeout(Duration::from_secs(5), server.served)
         .await
         .expect("serve returns once the turn has ended")
         .unwrap();
