@@ -486,8 +486,15 @@ impl InlineTurn {
         }
     }
 
-    fn is_done(&self) -> bool {
-        self.turn.is_none()
+    /// The turn, still running, as a future that ends with its outcome (a panic caught
+    /// as in [`poll`](Future::poll)); `None` when it has ended.
+    fn release(&mut self) -> Option<InlineTurn> {
+        self.turn.take().map(|turn| InlineTurn {
+            turn: Some(turn),
+            request_id: self.request_id.clone(),
+            // Awaited to its end by the task it moves into.
+            detached: None,
+        })
     }
 }
 
@@ -533,15 +540,22 @@ impl Future for InlineTurn {
 
 impl Drop for InlineTurn {
     fn drop(&mut self) {
-        let Some(turn) = self.turn.take() else {
-            return;
-        };
-        match &self.detached {
-            Some(detached) => detached.spawn(turn),
-            None => {
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(turn);
-                }
+        if let Some(turn) = self.turn.take() {
+            spawn_turn(self.detached.as_ref(), async move {
+                let _ = turn.await;
+            });
+        }
+    }
+}
+
+/// Runs `task` to its end in a task of its own, counted among `detached` when given (so
+/// that a graceful shutdown waits for it), else untracked on the current runtime.
+fn spawn_turn(detached: Option<&DetachedTurns>, task: impl Future<Output = ()> + Send + 'static) {
+    match detached {
+        Some(detached) => detached.spawn(task),
+        None => {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(task);
             }
         }
     }
@@ -572,7 +586,7 @@ impl Drop for Running {
 }
 
 impl DetachedTurns {
-    fn spawn(&self, turn: TurnFuture) {
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -580,7 +594,7 @@ impl DetachedTurns {
         let running = Running(self.clone());
         runtime.spawn(async move {
             let _running = running;
-            turn.await
+            task.await;
         });
     }
 
@@ -611,18 +625,23 @@ async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response 
 }
 
 fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
-    let sink = DeltaSink::default();
+    let handover = Arc::new(std::sync::Mutex::new(Handover::default()));
     let detached = turn.detached.clone();
-    let turn = turn_future(&state, turn, request_id.clone(), Some(sink.clone()));
+    let sink = DeltaSink {
+        handover: Arc::downgrade(&handover),
+    };
+    let turn = turn_future(&state, turn, request_id.clone(), Some(sink));
     // A zero interval would send heartbeats as fast as the connection takes them.
     let interval = state.config.heartbeat.max(MIN_HEARTBEAT);
     let body = SseBody {
-        turn: InlineTurn::new(turn, request_id, detached),
-        sink,
+        turn: BodyTurn::Inline(InlineTurn::new(turn, request_id, detached.clone())),
+        detached,
+        handover,
         metrics: state.config.metrics.clone(),
         heartbeat: None,
         last_sent: tokio::time::Instant::now(),
         interval,
+        started: std::time::Instant::now(),
     };
     (
         [
@@ -663,45 +682,122 @@ fn text_data(text: &str) -> impl FnOnce(&mut Vec<u8>) + '_ {
     move |out| out.extend_from_slice(text.as_bytes())
 }
 
-/// Where a streamed turn writes its deltas, as `event: delta` text, for its body to
-/// send. Once the body is gone (the client disconnected) nothing reads them, and they
-/// are no longer written.
-#[derive(Clone, Default)]
+/// How far a client may fall behind a streamed turn, in bytes of events it has not
+/// taken: past it, the turn's later deltas are left out (the envelope still carries the
+/// whole answer), so that a client that stops reading holds neither its turn nor an
+/// unbounded buffer.
+const MAX_UNSENT: usize = 8 << 20;
+
+/// What a streamed turn hands its body: its deltas as `event: delta` text, then its
+/// outcome. The body owns it; the turn holds a weak reference, so that once the body is
+/// gone (the client disconnected) its events are freed and no longer written.
+#[derive(Default)]
+struct Handover {
+    events: Vec<u8>,
+    /// The client fell [`MAX_UNSENT`] behind: no more deltas for this turn.
+    overflowed: bool,
+    /// The turn's outcome, once it ran in a task of its own and ended.
+    outcome: Option<Outcome>,
+    /// The body waiting for events, once the turn runs in a task of its own.
+    waker: Option<std::task::Waker>,
+}
+
+/// The comment sent where a client fell too far behind and deltas stop.
+const OVERFLOW_NOTICE: &[u8] =
+    b": the client fell behind; later deltas are left out, the envelope has the whole answer\n\n";
+
+/// Where a streamed turn writes its deltas for its body to send.
+#[derive(Clone)]
 struct DeltaSink {
-    events: Arc<std::sync::Mutex<Vec<u8>>>,
+    handover: std::sync::Weak<std::sync::Mutex<Handover>>,
 }
 
 impl DeltaSink {
     fn push(&self, delta: &StreamDelta) {
-        if Arc::strong_count(&self.events) > 1 {
-            push_sse_event(&mut self.lock(), "delta", json_data(delta));
+        let Some(handover) = self.handover.upgrade() else {
+            return;
+        };
+        let waker = {
+            let mut handover = lock(&handover);
+            if handover.overflowed {
+                return;
+            }
+            let start = handover.events.len();
+            push_sse_event(&mut handover.events, "delta", json_data(delta));
+            if handover.events.len() > MAX_UNSENT {
+                handover.events.truncate(start);
+                handover.events.extend_from_slice(OVERFLOW_NOTICE);
+                handover.overflowed = true;
+            }
+            handover.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.lock())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
-        // The turn and the body take turns on one task, so the lock is never contended;
-        // a panic while it was held left whole events behind.
-        self.events
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Hands over the outcome of a turn that ran in a task of its own.
+    fn finish(&self, outcome: Outcome) {
+        let Some(handover) = self.handover.upgrade() else {
+            return;
+        };
+        let waker = {
+            let mut handover = lock(&handover);
+            handover.outcome = Some(outcome);
+            handover.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 }
 
-/// The body of a streamed turn, which runs the turn: the deltas as `event: delta`, then
-/// the final event, with a `: heartbeat` comment whenever nothing was sent for the
-/// heartbeat interval.
+fn lock(handover: &std::sync::Mutex<Handover>) -> std::sync::MutexGuard<'_, Handover> {
+    // Held only to move bytes in or out; a panic while it was held left whole events
+    // behind.
+    handover
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How long a streamed turn runs in its body's poll: when it waits after that, it moves
+/// into a task of its own. A turn that waits on a model is past it by its first token
+/// (hundreds of milliseconds), and a task costs it nothing measurable; a turn that ends
+/// sooner (an instant provider, a stored envelope, an error) costs no task and no
+/// wake-up between two tasks, which on this project's 2-core test machine cost a
+/// turn at concurrency 1 over a millisecond at p99. Only a client that stops reading
+/// within this time, while the provider fills every buffer between them (hyper's and
+/// the socket's: megabytes), holds its turn.
+const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Where a streamed turn runs.
+enum BodyTurn {
+    /// In its body's poll, for its first [`RELEASE_AFTER`].
+    Inline(InlineTurn),
+    /// In a task of its own, from when it waited after [`RELEASE_AFTER`]: the provider's
+    /// stream is then read however fast the client reads.
+    Released,
+    /// Its final event was sent.
+    Ended,
+}
+
+/// The body of a streamed turn: the deltas as `event: delta`, then the final event, with
+/// a `: heartbeat` comment whenever nothing was sent for the heartbeat interval.
+///
+/// The turn starts in the body's poll, so that one that ends at once (a stored
+/// envelope, an error, an instant provider) costs no task, and goes out with the
+/// response's head in one write. When it waits past [`RELEASE_AFTER`], it moves into a
+/// task of its own, which hands its deltas over through a shared buffer: a turn read
+/// only as fast as its client reads would hold its session and its provider's stream for
+/// as long as a client that stopped reading stayed connected.
 ///
 /// Everything ready when the body is polled goes out as one chunk: a provider's reply
 /// often brings many events in one read, and writing each in a chunk of its own cost
-/// the service and its client more than the turn did. A turn that ends at once (a
-/// stored envelope, an error) goes out with the response's head in one write.
+/// the service and its client more than the turn did.
 struct SseBody {
-    turn: InlineTurn,
-    sink: DeltaSink,
+    turn: BodyTurn,
+    detached: Option<DetachedTurns>,
+    handover: Arc<std::sync::Mutex<Handover>>,
     metrics: Metrics,
     /// The heartbeat's timer, made when the body first waits: a turn that ends at once
     /// never registers one (registering a timer earlier than every other woke the
@@ -709,6 +805,9 @@ struct SseBody {
     heartbeat: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     last_sent: tokio::time::Instant,
     interval: std::time::Duration,
+    /// When the turn started, to tell a turn that waits on a model from one that ends at
+    /// once.
+    started: std::time::Instant,
 }
 
 impl SseBody {
@@ -719,6 +818,23 @@ impl SseBody {
         self.last_sent
             .checked_add(self.interval)
             .unwrap_or(self.last_sent + std::time::Duration::from_secs(365 * 24 * 3600))
+    }
+
+    /// Moves a turn that waits into a task of its own, which hands its outcome over.
+    fn release(&mut self, turn: &mut InlineTurn) -> bool {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return false;
+        }
+        let Some(turn) = turn.release() else {
+            return false;
+        };
+        let sink = DeltaSink {
+            handover: Arc::downgrade(&self.handover),
+        };
+        spawn_turn(self.detached.as_ref(), async move {
+            sink.finish(turn.await);
+        });
+        true
     }
 }
 
@@ -731,13 +847,41 @@ impl futures_util::Stream for SseBody {
     ) -> std::task::Poll<Option<Self::Item>> {
         use std::task::Poll;
         let this = &mut *self;
-        if this.turn.is_done() {
-            return Poll::Ready(None);
-        }
-        let outcome = std::pin::Pin::new(&mut this.turn).poll(cx);
+        let outcome = match &mut this.turn {
+            BodyTurn::Ended => return Poll::Ready(None),
+            BodyTurn::Inline(turn) => match std::pin::Pin::new(&mut *turn).poll(cx) {
+                Poll::Ready(outcome) => Some(outcome),
+                Poll::Pending if this.started.elapsed() < RELEASE_AFTER => None,
+                Poll::Pending => {
+                    let mut turn = std::mem::replace(&mut this.turn, BodyTurn::Released);
+                    if let BodyTurn::Inline(inline) = &mut turn
+                        && !this.release(inline)
+                    {
+                        this.turn = turn;
+                    }
+                    None
+                }
+            },
+            BodyTurn::Released => None,
+        };
         // The deltas come first; the final event after the last of them.
-        let mut chunk = this.sink.take();
-        if let Poll::Ready(outcome) = outcome {
+        let (mut chunk, outcome) = {
+            let mut handover = lock(&this.handover);
+            let outcome = outcome.or_else(|| handover.outcome.take());
+            if outcome.is_none()
+                && handover.events.is_empty()
+                && matches!(this.turn, BodyTurn::Released)
+                && !handover
+                    .waker
+                    .as_ref()
+                    .is_some_and(|waker| waker.will_wake(cx.waker()))
+            {
+                handover.waker = Some(cx.waker().clone());
+            }
+            (std::mem::take(&mut handover.events), outcome)
+        };
+        if let Some(outcome) = outcome {
+            this.turn = BodyTurn::Ended;
             match outcome {
                 Ok(envelope) => push_sse_event(&mut chunk, "envelope", json_data(&envelope)),
                 Err(error) => {

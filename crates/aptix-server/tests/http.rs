@@ -1151,3 +1151,136 @@ async fn shutdown_waits_for_a_turn_whose_client_went_away_and_stores_it() {
         "the stored session has the answer's response id"
     );
 }
+
+/// The body of a chunked HTTP/1.1 response, when `raw` holds all of it.
+fn dechunked(raw: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(raw).ok()?;
+    let (_, mut rest) = text.split_once("\r\n\r\n")?;
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_hold_its_turn() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (send, events) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let provider = Arc::new(Piped {
+        events: std::sync::Mutex::new(Some(events)),
+        calls: AtomicUsize::new(0),
+    });
+    let store = Arc::new(InMemorySessionStore::new());
+    let server = start_on(provider.clone(), store.clone(), ServerConfig::default()).await;
+    let event = |value: Value| send.send(value.to_string()).unwrap();
+    event(json!({"type": "response.created", "sequence_number": 0,
+                 "response": {"id": "resp_1", "status": "in_progress", "model": "m", "output": []}}));
+    event(
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+                 "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+    );
+    // A client with a small receive window that sends its request and reads nothing.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let address = server
+        .base
+        .strip_prefix("http://")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut client = socket.connect(address).await.unwrap();
+    let body = turn("s1", "t1").to_string();
+    let request = format!(
+        "POST /v1/agent/execute HTTP/1.1\r\nhost: aptix\r\ncontent-type: application/json\r\n\
+         accept: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(request.as_bytes()).await.unwrap();
+    // The model answers with far more than the socket buffers between them hold
+    // (16 MiB against a few), after the turn has waited for it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let piece = "a".repeat(32 << 10);
+    let pieces = 512;
+    for n in 0..pieces {
+        event(
+            json!({"type": "response.output_text.delta", "sequence_number": 2 + n,
+                     "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": piece}),
+        );
+    }
+    let answer = piece.repeat(pieces as usize);
+    event(
+        json!({"type": "response.completed", "sequence_number": 2 + pieces,
+                 "response": {"id": "resp_1", "status": "completed", "model": "m",
+                              "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                                          "status": "completed",
+                                          "content": [{"type": "output_text", "text": answer}]}],
+                              "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}),
+    );
+    // The turn ends and is stored while its client is connected and still not reading.
+    let mut stored = None;
+    for _ in 0..500 {
+        stored = aptix_orchestrator::SessionStore::load(store.as_ref(), "s1")
+            .await
+            .unwrap()
+            .filter(|session| session.value.last_response_id.is_some());
+        if stored.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        stored.is_some(),
+        "the turn was not stored within 10 s while its client was not reading"
+    );
+    // When the client reads at last, it gets the deltas it had room for, in order, a
+    // notice where they stop, and the whole answer in the envelope.
+    let mut raw = Vec::new();
+    let text = loop {
+        let mut buffer = vec![0; 1 << 20];
+        let read = tokio::time::timeout(Duration::from_secs(10), client.read(&mut buffer))
+            .await
+            .expect("the rest of the response within 10 s")
+            .unwrap();
+        assert!(read > 0, "the connection closed before the body's end");
+        raw.extend_from_slice(&buffer[..read]);
+        if raw.ends_with(b"\r\n0\r\n\r\n")
+            && let Some(text) = dechunked(&raw)
+        {
+            break text;
+        }
+    };
+    assert!(
+        text.contains("\n: the client fell behind"),
+        "no overflow notice"
+    );
+    let mut streamed = String::new();
+    let mut envelope = None;
+    for block in text.split_terminator("\n\n") {
+        if let Some(data) = block.strip_prefix("event: delta\ndata: ") {
+            let delta: Value = serde_json::from_str(data).unwrap();
+            streamed.push_str(delta["text"].as_str().unwrap_or_default());
+        } else if let Some(data) = block.strip_prefix("event: envelope\ndata: ") {
+            envelope = Some(serde_json::from_str::<Value>(data).unwrap());
+        }
+    }
+    let envelope = envelope.expect("the envelope came last");
+    assert_eq!(envelope["text"].as_str().map(str::len), Some(answer.len()));
+    assert!(
+        !streamed.is_empty() && streamed.len() < answer.len() && answer.starts_with(&streamed),
+        "the deltas sent are the answer's beginning: {} of {} bytes",
+        streamed.len(),
+        answer.len()
+    );
+    assert!(
+        text.len() < (8 << 20) + 3 * answer.len(),
+        "the unsent deltas were bounded: {} bytes",
+        text.len()
+    );
+    assert_one_model_call(&provider.calls);
+}
