@@ -339,7 +339,7 @@ impl Shared {
                 Ok(session) => session,
                 Err(error) => return responder.respond_with_error(error),
             };
-            let stored = match session.store.load(&id).await {
+            let stored = match session.store.load_full(&id).await {
                 Ok(stored) => stored,
                 Err(error) => {
                     return responder.respond_with_error(internal(format!(

@@ -28,7 +28,11 @@ pub struct SessionState {
     /// older version (the next request is then counted whole).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextUsage>,
-    /// Every compaction of this session, oldest first, with the items it replaced.
+    /// Every compaction of this session, oldest first. The items each replaced are
+    /// kept apart by the stores of this crate and read only by
+    /// [`SessionStore::load_full`](crate::SessionStore::load_full): a turn loads and
+    /// commits the session, and a long one compacted many times would otherwise carry
+    /// everything ever said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<CompactionRecord>,
 }
@@ -85,7 +89,8 @@ impl CompactionMethod {
 }
 
 /// One compaction: what was replaced, by what, when and how much it saved. The stored
-/// turn envelopes are never touched; the replaced items themselves are kept here.
+/// turn envelopes are never touched; the replaced items themselves are kept too (see
+/// [`replaced`](Self::replaced)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionRecord {
     /// The turn during which it happened.
@@ -100,7 +105,11 @@ pub struct CompactionRecord {
     pub tokens_before: u64,
     /// The estimated tokens of the request after.
     pub tokens_after: u64,
-    /// The history items replaced, as they were.
+    /// The history items replaced, as they were. Empty in a session read by
+    /// [`SessionStore::load`](crate::SessionStore::load) from a store that keeps them
+    /// apart (every store of this crate); [`SessionStore::load_full`](crate::SessionStore::load_full)
+    /// reads them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaced: Vec<InputItem>,
     /// The items put in their place (the handover note or the provider's compacted
     /// items), which begin the history after its leading system messages.
@@ -132,7 +141,9 @@ impl SessionState {
     /// compaction undone (each record's replacement put back to the items it replaced,
     /// latest first), for showing a session to a person (an editor's `session/load`).
     /// The model is sent `history`; this is what the user saw. Unwinding stops at a
-    /// record whose replacement is no longer where it was put.
+    /// record whose replacement is no longer where it was put. Read the session with
+    /// [`SessionStore::load_full`](crate::SessionStore::load_full) for this: a session
+    /// read by `load` has no replaced items to put back.
     pub fn conversation(&self) -> Vec<InputItem> {
         let mut items = self.history.clone();
         for record in self.compactions.iter().rev() {
@@ -147,6 +158,36 @@ impl SessionState {
             items.splice(lead..end, record.replaced.iter().cloned());
         }
         items
+    }
+}
+
+/// The items a compaction replaced, by the record's index in
+/// [`SessionState::compactions`]: what a store keeps apart from the session it loads
+/// every turn.
+pub(crate) type ReplacedItems = Vec<(usize, Vec<InputItem>)>;
+
+impl SessionState {
+    /// Takes the replaced items out of the records that still hold them (those made
+    /// since the session was loaded, and those of a session stored before they were
+    /// kept apart), for a store to keep them apart.
+    pub(crate) fn take_replaced(&mut self) -> ReplacedItems {
+        self.compactions
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, record)| !record.replaced.is_empty())
+            .map(|(index, record)| (index, std::mem::take(&mut record.replaced)))
+            .collect()
+    }
+
+    /// Puts back replaced items kept apart, into the records that have none.
+    pub(crate) fn restore_replaced(&mut self, kept: ReplacedItems) {
+        for (index, items) in kept {
+            if let Some(record) = self.compactions.get_mut(index)
+                && record.replaced.is_empty()
+            {
+                record.replaced = items;
+            }
+        }
     }
 }
 

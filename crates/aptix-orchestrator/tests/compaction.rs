@@ -252,6 +252,11 @@ async fn session(rig: &Rig) -> SessionState {
     rig.store.load("long").await.unwrap().unwrap().value
 }
 
+/// The session with the items its compactions replaced.
+async fn whole_session(rig: &Rig) -> SessionState {
+    rig.store.load_full("long").await.unwrap().unwrap().value
+}
+
 /// Every call in `items` has exactly one output after it, and nothing needs repair.
 fn assert_paired(items: &[InputItem]) {
     let (_, repairs) = normalize_history(items.to_vec(), &[]);
@@ -327,8 +332,17 @@ async fn a_stateless_session_past_the_threshold_is_summarised_once_and_fits_agai
     };
     assert!(rig.sim.tokens(next) < rig.sim.tokens(before));
     assert!(rig.sim.tokens(next) < WINDOW * 85 / 100);
-    // The record keeps what was replaced, and the session goes on.
-    let state = session(&rig).await;
+    // What a turn loads leaves the replaced items out; the record keeps them, and the
+    // session goes on.
+    let loaded = session(&rig).await;
+    assert!(
+        loaded
+            .compactions
+            .iter()
+            .all(|record| record.replaced.is_empty())
+    );
+    let state = whole_session(&rig).await;
+    assert_eq!(state.history, loaded.history);
     let record = &state.compactions[0];
     assert_eq!(record.reason, CompactionReason::Threshold);
     assert_eq!(record.method, CompactionMethod::Summary);

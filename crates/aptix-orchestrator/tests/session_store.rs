@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aptix_model::contract::{AgentExecuteResponse, Kind};
+use aptix_model::wire::{ContentPart, InputItem, InputMessage, Role};
 use aptix_orchestrator::{
-    InMemorySessionStore, ModelSettings, OrchestratorError, Scenario, SessionState, SessionStore,
-    SqliteSessionStore, StoredTurn, TurnKey,
+    CompactionMethod, CompactionReason, CompactionRecord, InMemorySessionStore, ModelSettings,
+    OrchestratorError, Scenario, SessionState, SessionStore, SqliteSessionStore, StoredTurn,
+    TurnKey,
 };
 
 fn state(session: &str, last_response: Option<&str>) -> SessionState {
@@ -248,11 +250,123 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
     assert_eq!(page.next_cursor, None);
 }
 
+fn message(role: Role, text: &str) -> InputItem {
+    InputItem::Message(InputMessage::new(role, vec![ContentPart::input_text(text)]))
+}
+
+/// A compaction of `replaced` into one note, which begins the history after the system
+/// message.
+fn compaction(turn_id: &str, replaced: Vec<InputItem>, note: &str) -> CompactionRecord {
+    CompactionRecord {
+        turn_id: turn_id.to_owned(),
+        at_unix_ms: 1,
+        reason: CompactionReason::Threshold,
+        method: CompactionMethod::Summary,
+        tokens_before: 100,
+        tokens_after: 10,
+        replaced,
+        replacement: vec![message(Role::User, note)],
+        kept_items: 0,
+    }
+}
+
+/// A long session compacted again and again: what a turn loads stays the size of its
+/// history, every replaced item is kept and read back by `load_full` (in the order of
+/// the conversation), and deleting the session deletes them.
+async fn check_compacted_session(store: Arc<dyn SessionStore>) {
+    let system = message(Role::System, "rules");
+    // Each compaction replaces the previous note and a long exchange.
+    let exchange = |n: usize| {
+        vec![
+            message(Role::User, &format!("question {n} {}", "q".repeat(2_000))),
+            message(
+                Role::Assistant,
+                &format!("answer {n} {}", "a".repeat(2_000)),
+            ),
+        ]
+    };
+    let mut state = state("long", None);
+    let mut expected_conversation = vec![system.clone()];
+    let mut version = None;
+    for n in 0..20 {
+        let note = format!("note {n}");
+        let mut replaced = Vec::new();
+        if n > 0 {
+            replaced.push(message(Role::User, &format!("note {}", n - 1)));
+        }
+        replaced.extend(exchange(n));
+        expected_conversation.extend(exchange(n));
+        state
+            .compactions
+            .push(compaction(&format!("t{n}"), replaced, &note));
+        state.history = vec![system.clone(), message(Role::User, &note)];
+        let committed = store
+            .commit(
+                state.clone(),
+                version,
+                turn(&format!("t{n}"), Scenario::UserTurn, "ok"),
+            )
+            .await
+            .unwrap();
+        version = Some(committed);
+        // The next turn starts from what `load` gives, as the orchestrator does.
+        let loaded = store.load("long").await.unwrap().unwrap();
+        assert_eq!(loaded.version, committed);
+        let mut without_items = state.clone();
+        for record in &mut without_items.compactions {
+            record.replaced.clear();
+        }
+        assert_eq!(
+            loaded.value, without_items,
+            "load gives the session without its replaced items"
+        );
+        // Each compaction replaced over 4 KB; what a turn loads grows by its record's
+        // few hundred bytes of figures and note.
+        let bytes = serde_json::to_vec(&loaded.value).unwrap().len();
+        assert!(
+            bytes < 500 + 300 * (n + 1),
+            "after {} compactions a turn loads {bytes} bytes",
+            n + 1
+        );
+        state = loaded.value;
+    }
+    let full = store.load_full("long").await.unwrap().unwrap();
+    assert_eq!(full.version, version.unwrap());
+    assert_eq!(full.value.compactions.len(), 20);
+    assert_eq!(full.value.history, state.history);
+    assert_eq!(full.value.conversation(), expected_conversation);
+    // Committing a session as `load_full` read it keeps one copy of each.
+    store
+        .commit(
+            full.value.clone(),
+            version,
+            turn("t20", Scenario::UserTurn, "ok"),
+        )
+        .await
+        .unwrap();
+    let again = store.load_full("long").await.unwrap().unwrap();
+    assert_eq!(again.value.compactions, full.value.compactions);
+
+    assert!(store.load_full("nobody").await.unwrap().is_none());
+    assert!(store.delete_session("long").await.unwrap());
+    assert!(store.load_full("long").await.unwrap().is_none());
+    // A new session of the same id has none of the old one's items.
+    let mut fresh = self::state("long", None);
+    fresh.compactions.push(compaction("t0", Vec::new(), "n"));
+    store
+        .commit(fresh.clone(), None, turn("t0", Scenario::UserTurn, "ok"))
+        .await
+        .unwrap();
+    let reloaded = store.load_full("long").await.unwrap().unwrap();
+    assert_eq!(reloaded.value.compactions, fresh.compactions);
+}
+
 #[tokio::test]
 async fn in_memory_store_conforms() {
     check_store(Arc::new(InMemorySessionStore::new())).await;
     check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
     check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
+    check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,6 +384,60 @@ async fn sqlite_store_conforms() {
         SqliteSessionStore::open(dir.path().join("c.db")).unwrap(),
     ))
     .await;
+    check_compacted_session(Arc::new(
+        SqliteSessionStore::open(dir.path().join("d.db")).unwrap(),
+    ))
+    .await;
+}
+
+/// A file written before replaced items were kept apart (schema 1, the items inside the
+/// state) opens, shows the whole conversation, and its next commit moves them out of
+/// the state.
+#[tokio::test]
+async fn sqlite_moves_the_replaced_items_of_a_version_1_file_out_of_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let system = message(Role::System, "rules");
+    let mut old = state("s", None);
+    old.compactions.push(compaction(
+        "t1",
+        vec![message(Role::User, "first question")],
+        "note",
+    ));
+    old.history = vec![system.clone(), message(Role::User, "note")];
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "CREATE TABLE sessions (session_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+                 state TEXT NOT NULL, updated_at_ms INTEGER NOT NULL);
+             CREATE TABLE turns (session_id TEXT NOT NULL, turn_id TEXT NOT NULL,
+                 scenario TEXT NOT NULL, envelope TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+                 PRIMARY KEY (session_id, turn_id, scenario));
+             CREATE TABLE leases (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+                 expires_at_ms INTEGER NOT NULL);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        raw.execute(
+            "INSERT INTO sessions VALUES ('s', 3, ?1, 1)",
+            [serde_json::to_string(&old).unwrap()],
+        )
+        .unwrap();
+    }
+    let store = SqliteSessionStore::open(&path).unwrap();
+    let conversation = vec![system, message(Role::User, "first question")];
+    let full = store.load_full("s").await.unwrap().unwrap();
+    assert_eq!(full.value.conversation(), conversation);
+    let loaded = store.load("s").await.unwrap().unwrap();
+    assert_eq!(loaded.value, old, "the old state reads as it was written");
+    store
+        .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
+        .await
+        .unwrap();
+    let after = store.load("s").await.unwrap().unwrap();
+    assert!(after.value.compactions[0].replaced.is_empty());
+    let full = store.load_full("s").await.unwrap().unwrap();
+    assert_eq!(full.value.conversation(), conversation);
 }
 
 #[tokio::test]
@@ -365,6 +533,8 @@ mod postgres {
         check_racing_commits(store).await;
         let (_c, store) = fresh().await;
         check_listing_and_deleting(store).await;
+        let (_d, store) = fresh().await;
+        check_compacted_session(store).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,7 +573,7 @@ mod postgres {
             .await
             .unwrap()
             .get(0);
-        assert_eq!(applied, 1);
+        assert_eq!(applied, 2);
 
         // Stored text that is not a session is reported as corrupt, not panicked on.
         raw.execute(
@@ -434,9 +604,72 @@ mod postgres {
             source = cause.source();
         }
         assert!(
-            message.contains("schema version 99") && message.contains("understands up to 1"),
+            message.contains("schema version 99") && message.contains("understands up to 2"),
             "{message}"
         );
+    }
+
+    /// A database migrated by a build before replaced items were kept apart (schema 1,
+    /// the items inside the state) is brought to schema 2 by the next replica that
+    /// connects, shows the whole conversation, and its next commit moves the items out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_upgrades_a_version_1_database_and_moves_replaced_items_out() {
+        let database = TestDatabase::create();
+        let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        raw.batch_execute(
+            "CREATE TABLE aptix_schema_migrations (version INTEGER PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+             INSERT INTO aptix_schema_migrations (version) VALUES (1);
+             CREATE TABLE aptix_sessions (session_id TEXT PRIMARY KEY, version BIGINT NOT NULL,
+                 state JSON NOT NULL, updated_us BIGINT NOT NULL);
+             CREATE INDEX aptix_sessions_recent ON aptix_sessions (updated_us DESC, session_id DESC);
+             CREATE TABLE aptix_turns (session_id TEXT NOT NULL, turn_id TEXT NOT NULL,
+                 scenario TEXT NOT NULL CHECK (scenario IN ('user_turn', 'tool_continuation')),
+                 envelope JSON NOT NULL, created_us BIGINT NOT NULL,
+                 PRIMARY KEY (session_id, turn_id, scenario));
+             CREATE TABLE aptix_leases (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+                 expires_at TIMESTAMPTZ NOT NULL);",
+        )
+        .await
+        .unwrap();
+        let system = message(Role::System, "rules");
+        let mut old = state("s", None);
+        old.compactions.push(compaction(
+            "t1",
+            vec![message(Role::User, "first question")],
+            "note",
+        ));
+        old.history = vec![system.clone(), message(Role::User, "note")];
+        raw.execute(
+            "INSERT INTO aptix_sessions VALUES ('s', 3, $1::TEXT::JSON, 1)",
+            &[&serde_json::to_string(&old).unwrap()],
+        )
+        .await
+        .unwrap();
+
+        let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
+        let applied: i64 = raw
+            .query_one("SELECT count(*) FROM aptix_schema_migrations", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(applied, 2);
+        let conversation = vec![system, message(Role::User, "first question")];
+        let full = store.load_full("s").await.unwrap().unwrap();
+        assert_eq!(full.value.conversation(), conversation);
+        let loaded = store.load("s").await.unwrap().unwrap();
+        assert_eq!(loaded.value, old, "the old state reads as it was written");
+        store
+            .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
+            .await
+            .unwrap();
+        let after = store.load("s").await.unwrap().unwrap();
+        assert!(after.value.compactions[0].replaced.is_empty());
+        let full = store.load_full("s").await.unwrap().unwrap();
+        assert_eq!(full.value.conversation(), conversation);
     }
 
     #[tokio::test]

@@ -197,6 +197,21 @@ impl ConfiguredStore {
     pub(crate) fn new(inner: Arc<dyn SessionStore>, settings: Settings) -> ConfiguredStore {
         ConfiguredStore { inner, settings }
     }
+
+    /// A loaded session with the configured mode and model settings applied.
+    fn configured(
+        &self,
+        mut loaded: Option<Versioned<SessionState>>,
+    ) -> Option<Versioned<SessionState>> {
+        if let Some(versioned) = &mut loaded {
+            if let Some(mode) = &self.settings.configured().mode {
+                versioned.value.mode = mode.clone();
+            }
+            self.settings
+                .apply_model_settings(&mut versioned.value.model);
+        }
+        loaded
+    }
 }
 
 #[async_trait]
@@ -205,15 +220,16 @@ impl SessionStore for ConfiguredStore {
         &self,
         session_id: &str,
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
-        let mut loaded = self.inner.load(session_id).await?;
-        if let Some(versioned) = &mut loaded {
-            if let Some(mode) = &self.settings.configured().mode {
-                versioned.value.mode = mode.clone();
-            }
-            self.settings
-                .apply_model_settings(&mut versioned.value.model);
-        }
-        Ok(loaded)
+        let loaded = self.inner.load(session_id).await?;
+        Ok(self.configured(loaded))
+    }
+
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let loaded = self.inner.load_full(session_id).await?;
+        Ok(self.configured(loaded))
     }
 
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
@@ -357,5 +373,47 @@ mod tests {
         assert_eq!(loaded.model.model, "configured-model");
         assert_eq!(loaded.model.temperature, Some(0.7), "not configured: kept");
         assert_eq!(loaded.last_response_id.as_deref(), Some("resp_1"));
+    }
+
+    #[tokio::test]
+    async fn the_whole_session_is_read_through_the_wrapper_with_the_configured_mode() {
+        use aptix_model::wire::{ContentPart, InputItem, InputMessage, Role};
+        let inner: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
+        let mut state = SessionState::new("s-1", "QA", Default::default());
+        let question = InputItem::Message(InputMessage::new(
+            Role::User,
+            vec![ContentPart::input_text("the first question")],
+        ));
+        state
+            .compactions
+            .push(aptix_orchestrator::CompactionRecord {
+                turn_id: "t-1".into(),
+                at_unix_ms: 1,
+                reason: aptix_orchestrator::CompactionReason::Threshold,
+                method: aptix_orchestrator::CompactionMethod::Summary,
+                tokens_before: 10,
+                tokens_after: 1,
+                replaced: vec![question.clone()],
+                replacement: Vec::new(),
+                kept_items: 0,
+            });
+        let turn = StoredTurn {
+            turn_id: "t-1".into(),
+            scenario: aptix_orchestrator::Scenario::UserTurn,
+            envelope: aptix_model::contract::AgentExecuteResponse::new(
+                aptix_model::contract::Kind::Ok,
+            ),
+        };
+        inner.commit(state, None, turn).await.unwrap();
+        let settings = Settings::of(SettingsLayer {
+            mode: Some("CODE_EDIT".into()),
+            ..SettingsLayer::default()
+        });
+        let store = ConfiguredStore::new(inner, settings);
+        let light = store.load("s-1").await.unwrap().unwrap().value;
+        assert!(light.compactions[0].replaced.is_empty());
+        let whole = store.load_full("s-1").await.unwrap().unwrap().value;
+        assert_eq!(whole.mode, "CODE_EDIT");
+        assert_eq!(whole.compactions[0].replaced, vec![question]);
     }
 }

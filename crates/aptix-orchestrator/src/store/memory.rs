@@ -18,6 +18,8 @@ use async_trait::async_trait;
 use super::{SessionPage, SessionStore, SessionSummary};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
+use aptix_model::wire::InputItem;
+
 use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
 
 /// How much an [`InMemorySessionStore`] keeps.
@@ -64,7 +66,12 @@ struct Inner {
 
 #[derive(Debug)]
 struct Entry {
+    /// Without the items its compactions replaced: those are in `replaced`, so that a
+    /// load copies no more than a turn needs.
     state: SessionState,
+    /// By the record's index (a session committed as `load_full` read it gives them
+    /// again).
+    replaced: BTreeMap<usize, Vec<InputItem>>,
     version: u64,
     /// The most recent turns, oldest first.
     turns: VecDeque<StoredTurn>,
@@ -205,6 +212,30 @@ impl SessionStore for InMemorySessionStore {
             }))
     }
 
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let now = Instant::now();
+        Ok(self
+            .lock()
+            .touch(session_id, &self.limits, now)
+            .map(|entry| {
+                let mut value = entry.state.clone();
+                value.restore_replaced(
+                    entry
+                        .replaced
+                        .iter()
+                        .map(|(index, items)| (*index, items.clone()))
+                        .collect(),
+                );
+                Versioned {
+                    value,
+                    version: entry.version,
+                }
+            }))
+    }
+
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
         let now = Instant::now();
         Ok(self
@@ -226,6 +257,8 @@ impl SessionStore for InMemorySessionStore {
         expected_version: Option<u64>,
         turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
+        let mut state = state;
+        let replaced = state.take_replaced();
         let now = Instant::now();
         let mut inner = self.lock();
         let found = inner
@@ -242,6 +275,7 @@ impl SessionStore for InMemorySessionStore {
         if let Some(entry) = inner.sessions.get_mut(&state.session_id) {
             // What is replaced is freed after the lock is released.
             let old_state = std::mem::replace(&mut entry.state, state);
+            entry.replaced.extend(replaced);
             entry.version = version;
             let mut dropped: Vec<StoredTurn> = Vec::new();
             if let Some(at) = entry
@@ -265,6 +299,7 @@ impl SessionStore for InMemorySessionStore {
                 state.session_id.clone(),
                 Box::new(Entry {
                     state,
+                    replaced: replaced.into_iter().collect(),
                     version,
                     turns: VecDeque::from([turn]),
                     tick,

@@ -4,7 +4,9 @@
 //!
 //! A turn reads the session once and writes it once: [`SessionStore::commit`] stores the
 //! new state *and* the turn's envelope in one transaction, guarded by the version read
-//! at the start. A crash or a dropped future before the commit leaves the last committed
+//! at the start. The items a compaction replaced are written in the same transaction
+//! but kept apart, so what a turn reads and writes stays the size of its context
+//! however long the session runs; [`SessionStore::load_full`] reads them back. A crash or a dropped future before the commit leaves the last committed
 //! state; a concurrent writer makes the commit fail with
 //! [`OrchestratorError::Conflict`] instead of interleaving. Leases keep a second request
 //! on the same session from starting at all, so that it gets a clear "busy" answer
@@ -58,6 +60,19 @@ pub trait SessionStore: Send + Sync {
         &self,
         session_id: &str,
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError>;
+
+    /// The session as [`load`](Self::load) reads it, with the items every compaction
+    /// replaced ([`CompactionRecord::replaced`](crate::CompactionRecord::replaced)),
+    /// which `load` leaves out: for showing the whole conversation
+    /// ([`SessionState::conversation`]), not for running a turn. The default is `load`,
+    /// right for a store that keeps those items in the session; a store that wraps
+    /// another must pass this call on.
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        self.load(session_id).await
+    }
 
     /// The stored result of a finished turn, if this exact turn was answered before.
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError>;

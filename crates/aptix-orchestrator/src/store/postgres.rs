@@ -31,11 +31,12 @@ use tokio_postgres::error::SqlState;
 use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, redact_url};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{ReplacedItems, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
 /// Append only; never edit one that has shipped.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE aptix_sessions (
     session_id TEXT PRIMARY KEY,
     version    BIGINT NOT NULL,
@@ -56,7 +57,16 @@ CREATE TABLE aptix_leases (
     holder     TEXT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
-"];
+",
+    "
+CREATE TABLE aptix_compactions (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    replaced   JSON NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+",
+];
 
 /// The key of the advisory lock that serialises migrations ("aptix" in ASCII).
 const MIGRATION_LOCK: i64 = 0x61_70_74_69_78;
@@ -82,9 +92,21 @@ macro_rules! record_turn {
     };
 }
 
+/// Keeps the items the commit's compactions replaced, only if the session row was
+/// written: `$7` is a JSON array of `{"seq", "replaced"}` (empty for most turns).
+macro_rules! log_compactions {
+    () => {
+        "INSERT INTO aptix_compactions (session_id, seq, replaced)
+         SELECT $1, entry.seq, entry.replaced
+         FROM written, json_to_recordset($7::TEXT::JSON) AS entry(seq INTEGER, replaced JSON)
+         ON CONFLICT (session_id, seq) DO UPDATE SET replaced = excluded.replaced"
+    };
+}
+
 /// Records the turn of a session's first commit: `$1` session, `$2` state, `$3` unused
-/// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope.
-/// Returns the new version, or no row when the session exists already.
+/// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope,
+/// `$7` replaced items. Returns the new version, or no row when the session exists
+/// already.
 const COMMIT_NEW: &str = concat!(
     "WITH written AS (
          INSERT INTO aptix_sessions (session_id, version, state, updated_us)
@@ -95,6 +117,8 @@ const COMMIT_NEW: &str = concat!(
          RETURNING version
      ), recorded AS (",
     record_turn!(),
+    "), logged AS (",
+    log_compactions!(),
     ") SELECT version FROM written"
 );
 
@@ -109,6 +133,8 @@ const COMMIT_NEXT: &str = concat!(
          RETURNING version
      ), recorded AS (",
     record_turn!(),
+    "), logged AS (",
+    log_compactions!(),
     ") SELECT version FROM written"
 );
 
@@ -340,6 +366,13 @@ fn corrupt(session_id: &str) -> impl FnOnce(serde_json::Error) -> OrchestratorEr
     }
 }
 
+/// One row of `aptix_compactions`, as the commit hands it over.
+#[derive(serde::Serialize)]
+struct LoggedCompaction {
+    seq: i32,
+    replaced: Vec<aptix_model::wire::InputItem>,
+}
+
 fn failed(operation: &'static str) -> impl Fn(tokio_postgres::Error) -> OrchestratorError {
     move |error| OrchestratorError::store(operation, error)
 }
@@ -373,6 +406,41 @@ impl SessionStore for PgSessionStore {
                 .map_err(corrupt(session_id))
         })
         .transpose()
+    }
+
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        // The state first: its compactions' items are committed with it and never
+        // removed but with the session, so every record read has its items by then.
+        let Some(mut loaded) = self.load(session_id).await? else {
+            return Ok(None);
+        };
+        let client = self.client("load session").await?;
+        let rows = client
+            .query(
+                &prepared(
+                    &client,
+                    "load session",
+                    "SELECT seq, replaced::TEXT FROM aptix_compactions WHERE session_id = $1",
+                )
+                .await?,
+                &[&session_id],
+            )
+            .await
+            .map_err(failed("load session"))?;
+        let mut kept = ReplacedItems::new();
+        for row in rows {
+            let items = serde_json::from_str(row.get(1)).map_err(corrupt(session_id))?;
+            kept.extend(
+                usize::try_from(row.get::<_, i32>(0))
+                    .ok()
+                    .map(|index| (index, items)),
+            );
+        }
+        loaded.value.restore_replaced(kept);
+        Ok(Some(loaded))
     }
 
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
@@ -409,6 +477,16 @@ impl SessionStore for PgSessionStore {
         turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
+        let mut state = state;
+        let replaced: Vec<LoggedCompaction> = state
+            .take_replaced()
+            .into_iter()
+            .map(|(index, replaced)| LoggedCompaction {
+                seq: i32::try_from(index).unwrap_or(i32::MAX),
+                replaced,
+            })
+            .collect();
+        let replaced_json = serde_json::to_string(&replaced).map_err(corrupt(&state.session_id))?;
         let state_json = serde_json::to_string(&state).map_err(corrupt(&state.session_id))?;
         let envelope_json =
             serde_json::to_string(&turn.envelope).map_err(corrupt(&state.session_id))?;
@@ -434,6 +512,7 @@ impl SessionStore for PgSessionStore {
                     &turn.turn_id,
                     &turn.scenario.as_str(),
                     &envelope_json,
+                    &replaced_json,
                 ],
             )
             .await
@@ -629,6 +708,7 @@ impl SessionStore for PgSessionStore {
         for statement in [
             "DELETE FROM aptix_turns WHERE session_id = $1",
             "DELETE FROM aptix_leases WHERE session_id = $1",
+            "DELETE FROM aptix_compactions WHERE session_id = $1",
         ] {
             transaction
                 .execute(statement, &[&session_id])

@@ -16,11 +16,12 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{ReplacedItems, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The schema version this code writes; a file with a newer one is refused rather than
-/// misread.
-const SCHEMA_VERSION: i64 = 1;
+/// misread. 2 added `compactions`; a session stored by version 1 keeps its replaced
+/// items in its state until its next commit moves them there.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -41,6 +42,12 @@ CREATE TABLE IF NOT EXISTS leases (
     session_id    TEXT PRIMARY KEY,
     holder        TEXT NOT NULL,
     expires_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS compactions (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    replaced   TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
 );
 ";
 
@@ -131,6 +138,33 @@ fn to_version(raw: i64) -> u64 {
     u64::try_from(raw).unwrap_or(0)
 }
 
+/// The session's state as a turn reads it.
+fn load_state(
+    connection: &Connection,
+    session_id: &str,
+) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+    let row: Option<(String, i64)> = connection
+        .query_row(
+            "SELECT state, version FROM sessions WHERE session_id = ?1",
+            params![session_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(|error| OrchestratorError::store("load session", error))?;
+    row.map(|(state, version)| {
+        serde_json::from_str(&state)
+            .map(|value| Versioned {
+                value,
+                version: to_version(version),
+            })
+            .map_err(|source| OrchestratorError::CorruptState {
+                session_id: session_id.to_owned(),
+                source,
+            })
+    })
+    .transpose()
+}
+
 #[async_trait]
 impl SessionStore for SqliteSessionStore {
     async fn load(
@@ -139,26 +173,44 @@ impl SessionStore for SqliteSessionStore {
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
         let session_id = session_id.to_owned();
         self.with_connection("load session", move |connection| {
-            let row: Option<(String, i64)> = connection
-                .query_row(
-                    "SELECT state, version FROM sessions WHERE session_id = ?1",
-                    params![session_id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()
-                .map_err(|error| OrchestratorError::store("load session", error))?;
-            row.map(|(state, version)| {
-                serde_json::from_str(&state)
-                    .map(|value| Versioned {
-                        value,
-                        version: to_version(version),
-                    })
-                    .map_err(|source| OrchestratorError::CorruptState {
+            load_state(connection, &session_id)
+        })
+        .await
+    }
+
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        self.with_connection("load session", move |connection| {
+            let fail = |error| OrchestratorError::store("load session", error);
+            // One transaction, so that the state and its replaced items are of one commit.
+            let transaction = connection.transaction().map_err(fail)?;
+            let Some(mut loaded) = load_state(&transaction, &session_id)? else {
+                return Ok(None);
+            };
+            let mut statement = transaction
+                .prepare("SELECT seq, replaced FROM compactions WHERE session_id = ?1")
+                .map_err(fail)?;
+            let rows = statement
+                .query_map(params![session_id], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(fail)?;
+            let mut kept = ReplacedItems::new();
+            for row in rows {
+                let (seq, text) = row.map_err(fail)?;
+                let items = serde_json::from_str(&text).map_err(|source| {
+                    OrchestratorError::CorruptState {
                         session_id: session_id.clone(),
                         source,
-                    })
-            })
-            .transpose()
+                    }
+                })?;
+                kept.extend(usize::try_from(seq).ok().map(|index| (index, items)));
+            }
+            loaded.value.restore_replaced(kept);
+            Ok(Some(loaded))
         })
         .await
     }
@@ -199,18 +251,23 @@ impl SessionStore for SqliteSessionStore {
         turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
-        let state_json =
-            serde_json::to_string(&state).map_err(|source| OrchestratorError::CorruptState {
-                session_id: state.session_id.clone(),
-                source,
-            })?;
-        let envelope_json = serde_json::to_string(&turn.envelope).map_err(|source| {
-            OrchestratorError::CorruptState {
-                session_id: state.session_id.clone(),
-                source,
-            }
-        })?;
+        let mut state = state;
         let session_id = state.session_id.clone();
+        let encoding_failed = |source| OrchestratorError::CorruptState {
+            session_id: session_id.clone(),
+            source,
+        };
+        let replaced = state
+            .take_replaced()
+            .into_iter()
+            .map(|(index, items)| {
+                let seq = i64::try_from(index).unwrap_or(i64::MAX);
+                serde_json::to_string(&items).map(|json| (seq, json))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(encoding_failed)?;
+        let state_json = serde_json::to_string(&state).map_err(encoding_failed)?;
+        let envelope_json = serde_json::to_string(&turn.envelope).map_err(encoding_failed)?;
         let turn_id = turn.turn_id.clone();
         let scenario = turn.scenario.as_str();
         self.with_connection("commit turn", move |connection| {
@@ -252,6 +309,15 @@ impl SessionStore for SqliteSessionStore {
                     params![session_id, turn_id, scenario, envelope_json, now],
                 )
                 .map_err(fail)?;
+            for (seq, json) in replaced {
+                transaction
+                    .execute(
+                        "INSERT INTO compactions (session_id, seq, replaced) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (session_id, seq) DO UPDATE SET replaced = excluded.replaced",
+                        params![session_id, seq, json],
+                    )
+                    .map_err(fail)?;
+            }
             transaction.commit().map_err(fail)?;
             Ok(version)
         })
@@ -423,7 +489,11 @@ impl SessionStore for SqliteSessionStore {
             let deleted = transaction
                 .execute("DELETE FROM sessions WHERE session_id = ?1", params![session_id])
                 .map_err(|error| OrchestratorError::store("delete session", error))?;
-            for table in ["DELETE FROM turns WHERE session_id = ?1", "DELETE FROM leases WHERE session_id = ?1"] {
+            for table in [
+                "DELETE FROM turns WHERE session_id = ?1",
+                "DELETE FROM leases WHERE session_id = ?1",
+                "DELETE FROM compactions WHERE session_id = ?1",
+            ] {
                 transaction
                     .execute(table, params![session_id])
                     .map_err(|error| OrchestratorError::store("delete session", error))?;
