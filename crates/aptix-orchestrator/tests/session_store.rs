@@ -390,6 +390,41 @@ async fn sqlite_store_conforms() {
     .await;
 }
 
+/// A session as schema 1 stored it, at version 3: one compaction, its replaced item
+/// inside the state.
+fn version_1_session() -> SessionState {
+    let mut old = state("s", None);
+    old.compactions.push(compaction(
+        "t1",
+        vec![message(Role::User, "first question")],
+        "note",
+    ));
+    old.history = vec![message(Role::System, "rules"), message(Role::User, "note")];
+    old
+}
+
+/// A store holding [`version_1_session`] as schema 1 stored it shows its whole
+/// conversation, loads it as it was written, and moves the replaced item out of the
+/// state at the next commit.
+async fn check_version_1_session(store: &dyn SessionStore, old: SessionState) {
+    let conversation = vec![
+        message(Role::System, "rules"),
+        message(Role::User, "first question"),
+    ];
+    let full = store.load_full("s").await.unwrap().unwrap();
+    assert_eq!(full.value.conversation(), conversation);
+    let loaded = store.load("s").await.unwrap().unwrap();
+    assert_eq!(loaded.value, old, "the old state reads as it was written");
+    store
+        .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
+        .await
+        .unwrap();
+    let after = store.load("s").await.unwrap().unwrap();
+    assert!(after.value.compactions[0].replaced.is_empty());
+    let full = store.load_full("s").await.unwrap().unwrap();
+    assert_eq!(full.value.conversation(), conversation);
+}
+
 /// A file written before replaced items were kept apart (schema 1, the items inside the
 /// state) opens, shows the whole conversation, and its next commit moves them out of
 /// the state.
@@ -397,14 +432,7 @@ async fn sqlite_store_conforms() {
 async fn sqlite_moves_the_replaced_items_of_a_version_1_file_out_of_the_state() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");
-    let system = message(Role::System, "rules");
-    let mut old = state("s", None);
-    old.compactions.push(compaction(
-        "t1",
-        vec![message(Role::User, "first question")],
-        "note",
-    ));
-    old.history = vec![system.clone(), message(Role::User, "note")];
+    let old = version_1_session();
     {
         let raw = rusqlite::Connection::open(&path).unwrap();
         raw.execute_batch(
@@ -425,19 +453,7 @@ async fn sqlite_moves_the_replaced_items_of_a_version_1_file_out_of_the_state() 
         .unwrap();
     }
     let store = SqliteSessionStore::open(&path).unwrap();
-    let conversation = vec![system, message(Role::User, "first question")];
-    let full = store.load_full("s").await.unwrap().unwrap();
-    assert_eq!(full.value.conversation(), conversation);
-    let loaded = store.load("s").await.unwrap().unwrap();
-    assert_eq!(loaded.value, old, "the old state reads as it was written");
-    store
-        .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
-        .await
-        .unwrap();
-    let after = store.load("s").await.unwrap().unwrap();
-    assert!(after.value.compactions[0].replaced.is_empty());
-    let full = store.load_full("s").await.unwrap().unwrap();
-    assert_eq!(full.value.conversation(), conversation);
+    check_version_1_session(&store, old).await;
 }
 
 #[tokio::test]
@@ -635,14 +651,7 @@ mod postgres {
         )
         .await
         .unwrap();
-        let system = message(Role::System, "rules");
-        let mut old = state("s", None);
-        old.compactions.push(compaction(
-            "t1",
-            vec![message(Role::User, "first question")],
-            "note",
-        ));
-        old.history = vec![system.clone(), message(Role::User, "note")];
+        let old = version_1_session();
         raw.execute(
             "INSERT INTO aptix_sessions VALUES ('s', 3, $1::TEXT::JSON, 1)",
             &[&serde_json::to_string(&old).unwrap()],
@@ -657,19 +666,7 @@ mod postgres {
             .unwrap()
             .get(0);
         assert_eq!(applied, 2);
-        let conversation = vec![system, message(Role::User, "first question")];
-        let full = store.load_full("s").await.unwrap().unwrap();
-        assert_eq!(full.value.conversation(), conversation);
-        let loaded = store.load("s").await.unwrap().unwrap();
-        assert_eq!(loaded.value, old, "the old state reads as it was written");
-        store
-            .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
-            .await
-            .unwrap();
-        let after = store.load("s").await.unwrap().unwrap();
-        assert!(after.value.compactions[0].replaced.is_empty());
-        let full = store.load_full("s").await.unwrap().unwrap();
-        assert_eq!(full.value.conversation(), conversation);
+        check_version_1_session(&store, old).await;
     }
 
     #[tokio::test]
