@@ -124,5 +124,5 @@ pub use fake::{CallKind, FakeProvider, FakeReply, RecordedCall};
 #[cfg(feature = "http")]
 pub use openai::OpenAiProvider;
 pub use provider::{Capabilities, ProviderResponse, RateLimits, ReplyMeta, ResponsesProvider};
-pub use retry::RetryPolicy;
+pub use retry::{RetryNotice, RetryPolicy, observe_retries};
 pub use stream::EventStream;

@@ -269,6 +269,12 @@ impl HttpTransport {
                     "{}",
                     retry_note(&failed.error, wait, retry, policy.max_retries)
                 );
+                crate::retry::notify(&crate::RetryNotice {
+                    attempt: retry.saturating_add(1),
+                    max_attempts: policy.max_retries.saturating_add(1),
+                    wait,
+                    reason: retry_reason(&failed.error),
+                });
             })
             .await
             .map_err(|failed| failed.error)
@@ -381,15 +387,20 @@ impl HttpTransport {
 /// What a retry warning says: "rate limited (429); retrying in 1.5s (retry 1 of 2)",
 /// or the failure itself for anything else.
 fn retry_note(error: &ClientError, wait: Duration, retry: u32, max_retries: u32) -> String {
-    let what = match error.status() {
+    format!(
+        "{}; retrying in {} (retry {retry} of {max_retries})",
+        retry_reason(error),
+        crate::error::human_duration(wait)
+    )
+}
+
+/// Why a request is retried, in words.
+fn retry_reason(error: &ClientError) -> String {
+    match error.status() {
         Some(429) => "rate limited (429)".to_owned(),
         Some(status) => format!("the server answered {status}"),
         None => error.to_string(),
-    };
-    format!(
-        "{what}; retrying in {} (retry {retry} of {max_retries})",
-        crate::error::human_duration(wait)
-    )
+    }
 }
 
 /// Reads at most about `limit` bytes of a body: an error page can be large, and only

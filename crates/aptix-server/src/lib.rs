@@ -3,8 +3,10 @@
 //!
 //! `POST /v1/agent/execute` takes an AGN-034 request and answers with the AGN-004
 //! envelope: as JSON (`Accept: application/json`, the default) or as server-sent events
-//! while the turn runs (`Accept: text/event-stream`: `event: delta` for each
-//! [`StreamDelta`](aptix_mapping::StreamDelta), then exactly one `event: envelope` whose
+//! while the turn runs (`Accept: text/event-stream`: each
+//! [`StreamDelta`](aptix_mapping::StreamDelta) as `event: retry` for a retry notice,
+//! `event: tool` for a server tool starting and finishing, `event: delta` for the rest,
+//! then exactly one `event: envelope` whose
 //! data is what the JSON path returns for the same replies, or one `event: error`;
 //! comment heartbeats keep idle proxies from cutting a long turn). `GET /v1/sessions/{id}`
 //! shows a stored session; `GET /healthz` and `GET /readyz` are for orchestrators of
@@ -20,8 +22,8 @@
 //!
 //! # Decisions
 //!
-//! - **A turn outlives its connection.** A turn runs in its own task: a client that
-//!   disconnects mid-turn does not cancel it; it completes and is stored, so retrying the
+//! - **A turn outlives its connection.** A client that disconnects mid-turn does not
+//!   cancel it: it moves into a task of its own, completes and is stored, so retrying the
 //!   same `sessionId` + `turnId` returns the stored envelope without a second model call
 //!   (or `409` while it still runs). Cancelling instead would leave the provider's work
 //!   wasted and the session's lease to expire; finishing keeps the session consistent

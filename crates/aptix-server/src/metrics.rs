@@ -38,9 +38,20 @@ struct RequestLabels {
     status: u16,
 }
 
+/// One label, `kind`: a token kind, a rate limit kind, a retry kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TokenLabels {
+struct KindLabels {
     kind: &'static str,
+}
+
+/// Why a provider call was made again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RetryKind {
+    /// A request that failed before its reply (429, 5xx, a connection failure) was sent
+    /// again.
+    Request,
+    /// A stream cut mid-answer was resumed or sent again.
+    Stream,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -76,9 +87,10 @@ struct Inner {
     requests: Family<RequestLabels, Counter>,
     turn_seconds: Histogram,
     in_flight: Gauge,
-    tokens: Family<TokenLabels, Counter>,
+    tokens: Family<KindLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
-    rate_limit_remaining: Family<TokenLabels, Gauge>,
+    rate_limit_remaining: Family<KindLabels, Gauge>,
+    retries: Family<KindLabels, Counter>,
     provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram>,
     overhead_seconds: Histogram,
     /// Whether a [`TimedProvider`] reports here: without one, a turn's provider time is
@@ -129,7 +141,7 @@ impl Metrics {
         );
         let in_flight = Gauge::default();
         registry.register("turns_in_flight", "Turns running now", in_flight.clone());
-        let tokens = Family::<TokenLabels, Counter>::default();
+        let tokens = Family::<KindLabels, Counter>::default();
         registry.register(
             "tokens",
             "Tokens reported in envelopes' usage: input, output, cached, reasoning",
@@ -141,11 +153,17 @@ impl Metrics {
             "Errors: source=response for error responses and SSE error events (code is the ErrorCode), source=envelope for envelopes of kind error (code is their errorCode)",
             errors.clone(),
         );
-        let rate_limit_remaining = Family::<TokenLabels, Gauge>::default();
+        let rate_limit_remaining = Family::<KindLabels, Gauge>::default();
         registry.register(
             "provider_rate_limit_remaining",
             "What the provider's last reply said is left of its rate limits (x-ratelimit-remaining-requests / -tokens), kind=requests or tokens",
             rate_limit_remaining.clone(),
+        );
+        let retries = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "provider_retries",
+            "Provider calls made again: kind=request (a request that failed before its reply, with 429, 5xx or a connection failure, sent again) or kind=stream (a stream cut mid-answer, resumed or sent again)",
+            retries.clone(),
         );
         let provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(turn_buckets);
@@ -169,6 +187,7 @@ impl Metrics {
                 tokens,
                 errors,
                 rate_limit_remaining,
+                retries,
                 provider_seconds,
                 overhead_seconds,
                 provider_timed: AtomicBool::new(false),
@@ -182,6 +201,14 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry);
         text
+    }
+
+    pub(crate) fn retry(&self, kind: RetryKind) {
+        let kind = match kind {
+            RetryKind::Request => "request",
+            RetryKind::Stream => "stream",
+        };
+        self.inner.retries.get_or_create(&KindLabels { kind }).inc();
     }
 
     pub(crate) fn request(&self, route: &str, method: &str, status: u16) {
@@ -216,7 +243,7 @@ impl Metrics {
                 if let Some(remaining) = remaining {
                     self.inner
                         .rate_limit_remaining
-                        .get_or_create(&TokenLabels { kind })
+                        .get_or_create(&KindLabels { kind })
                         .set(i64::try_from(remaining).unwrap_or(i64::MAX));
                 }
             }
@@ -231,7 +258,7 @@ impl Metrics {
             if count > 0 {
                 self.inner
                     .tokens
-                    .get_or_create(&TokenLabels { kind })
+                    .get_or_create(&KindLabels { kind })
                     .inc_by(count);
             }
         }

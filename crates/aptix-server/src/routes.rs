@@ -24,7 +24,7 @@ use utoipa::ToSchema;
 
 use crate::config::ServerConfig;
 use crate::error::{ApiError, ErrorBody, ErrorCode, ServerError};
-use crate::metrics::{self, Metrics};
+use crate::metrics::{self, Metrics, RetryKind};
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -270,7 +270,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
     path = "/v1/agent/execute",
     tag = "turns",
     summary = "Run a turn",
-    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams `event: delta` (each StreamDelta as JSON), then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape); `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
+    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams each StreamDelta as JSON: `event: retry` for a retry notice (a provider request sent again, or a cut stream recovered), `event: tool` for a server tool starting and finishing, `event: delta` for the rest; then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape); `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
     request_body(content = aptix_model::contract::AgentExecuteRequest, content_type = "application/json"),
     params(("x-request-id" = Option<String>, Header, description = "Echoed back; made when absent or not a printable value of at most 128 bytes")),
     responses(
@@ -437,7 +437,26 @@ fn turn_future(
         let Turn {
             request, permit, ..
         } = turn;
-        let run = async {
+        // A request the provider sends again is counted, and a streamed turn's client is
+        // told before the wait (`event: retry`).
+        let observer = {
+            let metrics = metrics.clone();
+            let sink = sink.clone();
+            move |notice: &aptix_client::RetryNotice| {
+                metrics.retry(RetryKind::Request);
+                if let Some(sink) = &sink {
+                    sink.write(&StreamDelta::Retrying {
+                        attempt: notice.attempt,
+                        max_attempts: notice.max_attempts,
+                        wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),
+                        reason: notice.reason.clone(),
+                        events: 0,
+                        resumed: false,
+                    });
+                }
+            }
+        };
+        let run = aptix_client::observe_retries(observer, async {
             match sink {
                 Some(sink) => {
                     let mut sink = |delta: &StreamDelta| sink.push(delta);
@@ -445,7 +464,7 @@ fn turn_future(
                 }
                 None => orchestrator.execute(request).await,
             }
-        };
+        });
         let outcome = match metrics.turn(tokio::time::timeout(deadline, run)).await {
             Ok(Ok(envelope)) => {
                 metrics.envelope(&envelope);
@@ -629,6 +648,7 @@ fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     let detached = turn.detached.clone();
     let sink = DeltaSink {
         handover: Arc::downgrade(&handover),
+        metrics: state.config.metrics.clone(),
     };
     let turn = turn_future(&state, turn, request_id.clone(), Some(sink));
     // A zero interval would send heartbeats as fast as the connection takes them.
@@ -710,10 +730,31 @@ const OVERFLOW_NOTICE: &[u8] =
 #[derive(Clone)]
 struct DeltaSink {
     handover: std::sync::Weak<std::sync::Mutex<Handover>>,
+    metrics: Metrics,
+}
+
+/// The server-sent event a delta goes out as: `retry` for a retry notice, `tool` for a
+/// server tool starting and finishing, `delta` for the rest (text, refusals, the
+/// model's tool calls and their arguments, reasoning summaries, compaction notices).
+fn event_name(delta: &StreamDelta) -> &'static str {
+    match delta {
+        StreamDelta::Retrying { .. } => "retry",
+        StreamDelta::ToolRunning { .. } | StreamDelta::ToolFinished { .. } => "tool",
+        _ => "delta",
+    }
 }
 
 impl DeltaSink {
+    /// A delta of the orchestrator's: a retry notice here is a cut stream's.
     fn push(&self, delta: &StreamDelta) {
+        if matches!(delta, StreamDelta::Retrying { .. }) {
+            self.metrics.retry(RetryKind::Stream);
+        }
+        self.write(delta);
+    }
+
+    /// Writes `delta` as its event for the body to send.
+    fn write(&self, delta: &StreamDelta) {
         let Some(handover) = self.handover.upgrade() else {
             return;
         };
@@ -723,7 +764,7 @@ impl DeltaSink {
                 return;
             }
             let start = handover.events.len();
-            push_sse_event(&mut handover.events, "delta", json_data(delta));
+            push_sse_event(&mut handover.events, event_name(delta), json_data(delta));
             if handover.events.len() > MAX_UNSENT {
                 handover.events.truncate(start);
                 handover.events.extend_from_slice(OVERFLOW_NOTICE);
@@ -830,6 +871,7 @@ impl SseBody {
         };
         let sink = DeltaSink {
             handover: Arc::downgrade(&self.handover),
+            metrics: self.metrics.clone(),
         };
         spawn_turn(self.detached.as_ref(), async move {
             sink.finish(turn.await);

@@ -75,6 +75,11 @@ async fn start_on(
     config: ServerConfig,
 ) -> Running {
     let orchestrator = Orchestrator::builder(provider, store).build().unwrap();
+    start_with(orchestrator, config).await
+}
+
+/// The service over `orchestrator`.
+async fn start_with(orchestrator: Orchestrator, config: ServerConfig) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (shutdown, signal) = oneshot::channel::<()>();
@@ -1283,4 +1288,143 @@ async fn a_client_that_stops_reading_does_not_hold_its_turn() {
         text.len()
     );
     assert_one_model_call(&provider.calls);
+}
+
+/// A server tool that tells the time.
+struct Clock;
+
+#[async_trait]
+impl aptix_orchestrator::ServerTool for Clock {
+    fn name(&self) -> &str {
+        "clock"
+    }
+    fn description(&self) -> &str {
+        "Tells the time"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn execute(&self, _: &str) -> Result<String, String> {
+        Ok(r#"{"time":"12:00"}"#.to_owned())
+    }
+}
+
+#[tokio::test]
+async fn retries_and_server_tools_stream_as_their_own_events_and_retries_are_counted() {
+    use aptix_testkit::fault_server::{FaultServer, Reply, Step, sse_text, text_answer_events};
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                      "name": "clock", "arguments": "{}", "status": "completed"});
+    let tool_call = vec![
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                        "name": "clock", "arguments": "", "status": "in_progress"}}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+               "model": "m", "output": [call],
+               "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}),
+    ];
+    let answer = text_answer_events("resp_2", &["It is ", "noon."]);
+    let upstream = FaultServer::start(vec![
+        // The first request is rate limited, and sent again.
+        Reply::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached", "type": "requests",
+                                            "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after-ms", "10"),
+        // The model calls the server tool.
+        Reply::sse(sse_text(&tool_call)),
+        // Its answer is cut after its first delta, and the request sent again.
+        Reply::sse_steps(vec![
+            Step::Send(sse_text(&answer[..4]).into_bytes()),
+            Step::Reset,
+        ]),
+        Reply::sse(sse_text(&answer)),
+    ])
+    .await;
+    let client = aptix_client::OpenAiConfig::builder()
+        .base_url(upstream.base_url())
+        .api_key("sk-test-retries-0000")
+        .retry(aptix_client::RetryPolicy {
+            max_retries: 2,
+            jitter: false,
+            ..aptix_client::RetryPolicy::default()
+        })
+        .build()
+        .unwrap();
+    let provider = Arc::new(aptix_client::OpenAiProvider::new(client).unwrap());
+    let orchestrator = Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new()))
+        .server_tool(Arc::new(Clock))
+        .config(aptix_orchestrator::OrchestratorConfig {
+            stream_recovery: aptix_orchestrator::StreamRecovery {
+                max_attempts: 3,
+                initial_backoff: Duration::from_millis(10),
+                max_backoff: Duration::from_millis(20),
+                jitter: false,
+            },
+            ..aptix_orchestrator::OrchestratorConfig::default()
+        })
+        .build()
+        .unwrap();
+    let server = start_with(orchestrator, ServerConfig::default()).await;
+    let text = server.streamed(&turn("s1", "t1")).await;
+    let events: Vec<(&str, Value)> = text
+        .split_terminator("\n\n")
+        .filter_map(|block| {
+            let (name, data) = block.strip_prefix("event: ")?.split_once("\ndata: ")?;
+            Some((name, serde_json::from_str(data).unwrap()))
+        })
+        .collect();
+    let named = |name: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|(event, _)| *event == name)
+            .map(|(_, data)| data)
+            .collect()
+    };
+    // Every retry notice is `event: retry`, the request's before anything else.
+    let retries = named("retry");
+    assert_eq!(retries.len(), 2, "{text}");
+    assert_eq!(events[0].0, "retry", "{text}");
+    assert_eq!(retries[0]["type"], "retrying");
+    assert_eq!(retries[0]["reason"], "rate limited (429)");
+    assert_eq!(retries[0]["events"], 0);
+    assert_eq!(retries[0]["waitMs"], 10);
+    assert!(retries[1]["events"].as_u64().unwrap() > 0, "{}", retries[1]);
+    // The server tool's start and end are `event: tool`.
+    let tools: Vec<&str> = named("tool")
+        .iter()
+        .map(|data| data["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["toolRunning", "toolFinished"], "{text}");
+    assert!(
+        named("delta").iter().all(|data| !matches!(
+            data["type"].as_str(),
+            Some("retrying" | "toolRunning" | "toolFinished")
+        )),
+        "{text}"
+    );
+    let envelope = named("envelope");
+    assert_eq!(envelope.len(), 1, "{text}");
+    assert_eq!(envelope[0]["kind"], "ok", "{text}");
+    assert_eq!(envelope[0]["text"], "It is noon.");
+    assert_eq!(events.last().unwrap().0, "envelope");
+
+    let metrics = server
+        .client
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for kind in ["request", "stream"] {
+        assert_eq!(
+            sample(&metrics, "aptix_provider_retries_total", &[("kind", kind)]),
+            Some(1.0),
+            "{metrics}"
+        );
+    }
 }

@@ -5,6 +5,10 @@
 //! use the same policy, which is why it compiles without the `http` feature.
 
 pub mod headers;
+mod observe;
 mod policy;
 
+#[cfg(feature = "http")]
+pub(crate) use observe::notify;
+pub use observe::{RetryNotice, observe_retries};
 pub use policy::{Failure, GiveUpReason, RetryDecision, RetryPolicy, status_is_retryable};

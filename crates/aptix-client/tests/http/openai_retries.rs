@@ -208,3 +208,90 @@ async fn a_stream_request_is_retried_before_its_head_arrives() {
     let response = crate::support::fold(stream).await.unwrap().response;
     assert!(response.id.starts_with("resp_"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_retry_is_told_to_the_observers_in_scope_before_its_wait() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "700"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            fixture_reply(429, "error_429_rate_limit_exceeded.json")
+                .insert_header("retry-after-ms", "300"),
+        )
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(fixture_reply(200, "response_plain_text.json"))
+        .mount(&server)
+        .await;
+    let provider = OpenAiProvider::new(paused_config(&server.uri()).build().unwrap()).unwrap();
+    let started = Instant::now();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (inner, outer) = (log.clone(), log.clone());
+    let reply = aptix_client::observe_retries(
+        move |notice: &aptix_client::RetryNotice| {
+            outer
+                .lock()
+                .unwrap()
+                .push(("outer", notice.clone(), started.elapsed()));
+        },
+        aptix_client::observe_retries(
+            move |notice: &aptix_client::RetryNotice| {
+                inner
+                    .lock()
+                    .unwrap()
+                    .push(("inner", notice.clone(), started.elapsed()));
+            },
+            provider.create(&request()),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.meta.attempts, 3);
+    let seen = log.lock().unwrap().clone();
+    let told: Vec<(&str, u32, u32, Duration, &str)> = seen
+        .iter()
+        .map(|(who, notice, _)| {
+            (
+                *who,
+                notice.attempt,
+                notice.max_attempts,
+                notice.wait,
+                notice.reason.as_str(),
+            )
+        })
+        .collect();
+    let (first, second) = (Duration::from_millis(700), Duration::from_millis(300));
+    assert_eq!(
+        told,
+        [
+            ("inner", 2, 3, first, "the server answered 503"),
+            ("outer", 2, 3, first, "the server answered 503"),
+            ("inner", 3, 3, second, "rate limited (429)"),
+            ("outer", 3, 3, second, "rate limited (429)"),
+        ]
+    );
+    // Told before each wait, not after it.
+    assert!(seen[0].2 < first && seen[2].2 >= first && seen[2].2 < first + second);
+    // Outside the scope, a retry is told to nobody.
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "10"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let reply = provider.create(&request()).await.unwrap();
+    assert_eq!(reply.meta.attempts, 2);
+    assert_eq!(
+        log.lock().unwrap().len(),
+        4,
+        "the observers ended with their scope"
+    );
+}

@@ -100,7 +100,8 @@ pub enum StreamDelta {
     /// that ended without a terminal event) and the caller is recovering it. Never
     /// emitted by the fold: the orchestrator sends it between the deltas of the cut
     /// attempt and those of the next, so a consumer knows exactly where the retry
-    /// began.
+    /// began. `aptix serve` also sends one, with `events` 0, for a request that failed
+    /// before its reply and is sent again (`aptix_client::observe_retries`).
     Retrying {
         /// The attempt about to start (2 for the first retry).
         attempt: u32,
