@@ -91,8 +91,8 @@ pub use lease::LeaseInfo;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use session::{
     CompactionMethod, CompactionReason, CompactionRecord, CompletedCall, ContextUsage,
-    ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, StoredTurn, TurnKey,
-    Versioned,
+    ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, SessionTotals,
+    StoredTurn, TurnKey, Versioned,
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSessionStore;

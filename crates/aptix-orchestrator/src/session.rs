@@ -1,7 +1,7 @@
 //! Server-owned session state (AGN-034): what a client never sends and the orchestrator
 //! keeps between turns.
 
-use aptix_model::contract::AgentExecuteResponse;
+use aptix_model::contract::{AgentExecuteResponse, LlmUsage};
 use aptix_model::wire::{InputItem, Role};
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +35,28 @@ pub struct SessionState {
     /// everything ever said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compactions: Vec<CompactionRecord>,
+    /// The turns committed in this session and the tokens they used (zero for a
+    /// session stored by an older version, which counted none).
+    #[serde(default)]
+    pub totals: SessionTotals,
+}
+
+/// What a session's committed turns add up to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTotals {
+    /// Turns committed: user turns and tool continuations, each once however often it
+    /// was retried. A turn that failed is not stored and not counted.
+    pub turns: u64,
+    /// The tokens of those turns, summed from their envelopes' usage.
+    pub usage: LlmUsage,
+}
+
+impl SessionTotals {
+    /// Counts one committed turn's envelope.
+    pub(crate) fn add_turn(&mut self, envelope: &AgentExecuteResponse) {
+        self.turns = self.turns.saturating_add(1);
+        self.usage.add(&envelope.usage);
+    }
 }
 
 /// How many tokens the conversation held as of the last reply.
@@ -134,6 +156,7 @@ impl SessionState {
             history: Vec::new(),
             context: None,
             compactions: Vec::new(),
+            totals: SessionTotals::default(),
         }
     }
 

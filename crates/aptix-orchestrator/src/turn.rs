@@ -485,6 +485,7 @@ impl Orchestrator {
                 envelope.kind = classify(&envelope);
                 envelope.usage = usage;
                 prepend_warnings(&mut envelope, warnings);
+                state.totals.add_turn(&envelope);
                 // The store takes the state and the turn; the caller gets the one copy
                 // of the envelope.
                 let stored = StoredTurn {

@@ -250,6 +250,49 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
     assert_eq!(page.next_cursor, None);
 }
 
+/// A session's turns are listed most recent first, up to the limit; a turn committed
+/// again (its retry) is listed once; an unknown session has none.
+async fn check_turn_listing(store: Arc<dyn SessionStore>) {
+    let mut version = None;
+    for (turn_id, scenario) in [
+        ("t1", Scenario::UserTurn),
+        ("t2", Scenario::UserTurn),
+        ("t2", Scenario::ToolContinuation),
+        ("t3", Scenario::UserTurn),
+    ] {
+        version = Some(
+            store
+                .commit(
+                    state("listed", None),
+                    version,
+                    turn(turn_id, scenario, turn_id),
+                )
+                .await
+                .unwrap(),
+        );
+        // Distinct commit times for the file store's millisecond clock.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let listed = |turns: Vec<StoredTurn>| -> Vec<(String, Scenario)> {
+        turns
+            .into_iter()
+            .map(|turn| (turn.turn_id, turn.scenario))
+            .collect()
+    };
+    assert_eq!(
+        listed(store.list_turns("listed", 3).await.unwrap()),
+        [
+            ("t3".to_owned(), Scenario::UserTurn),
+            ("t2".to_owned(), Scenario::ToolContinuation),
+            ("t2".to_owned(), Scenario::UserTurn),
+        ]
+    );
+    let all = store.list_turns("listed", 100).await.unwrap();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[3].envelope.text.as_deref(), Some("t1"));
+    assert!(store.list_turns("nobody", 10).await.unwrap().is_empty());
+}
+
 fn message(role: Role, text: &str) -> InputItem {
     InputItem::Message(InputMessage::new(role, vec![ContentPart::input_text(text)]))
 }
@@ -367,6 +410,7 @@ async fn in_memory_store_conforms() {
     check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
     check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
+    check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,6 +430,10 @@ async fn sqlite_store_conforms() {
     .await;
     check_compacted_session(Arc::new(
         SqliteSessionStore::open(dir.path().join("d.db")).unwrap(),
+    ))
+    .await;
+    check_turn_listing(Arc::new(
+        SqliteSessionStore::open(dir.path().join("e.db")).unwrap(),
     ))
     .await;
 }
@@ -551,6 +599,8 @@ mod postgres {
         check_listing_and_deleting(store).await;
         let (_d, store) = fresh().await;
         check_compacted_session(store).await;
+        let (_e, store) = fresh().await;
+        check_turn_listing(store).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -236,6 +236,14 @@ impl SessionStore for ConfiguredStore {
         self.inner.stored_turn(key).await
     }
 
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        self.inner.list_turns(session_id, limit).await
+    }
+
     async fn commit(
         &self,
         state: SessionState,

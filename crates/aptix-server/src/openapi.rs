@@ -9,7 +9,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::error::{ErrorBody, ErrorCode, ErrorDetail, ViolationJson};
 use crate::routes::{
-    PendingCallView, SessionListView, SessionSummaryView, SessionView, StatusView,
+    PendingCallView, SessionListView, SessionSummaryView, SessionView, StatusView, TurnView,
 };
 
 struct BearerAuth;
@@ -47,6 +47,7 @@ impl Modify for BearerAuth {
         ErrorCode,
         ViolationJson,
         SessionView,
+        TurnView,
         PendingCallView,
         SessionSummaryView,
         SessionListView,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteResponse, ValidatedRequest};
+use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -972,7 +972,36 @@ pub(crate) struct SessionView {
     history_items: usize,
     /// The stored version (grows with each committed turn).
     version: u64,
+    /// Turns committed in this session (user turns and tool continuations; a turn that
+    /// failed is not stored and not counted).
+    turns: u64,
+    /// The tokens of those turns, summed.
+    usage: LlmUsage,
+    /// The most recent stored turns, newest first (at most 20); `null` when the session
+    /// store cannot list turns.
+    recent_turns: Option<Vec<TurnView>>,
 }
+
+/// A stored turn, as a session shows it.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SessionTurn)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnView {
+    /// The client's `turnId`.
+    turn_id: String,
+    /// `user_turn` or `tool_continuation` (the results of the client tool calls of the
+    /// turn with the same id).
+    scenario: &'static str,
+    /// The envelope's `kind`.
+    kind: Kind,
+    /// The envelope's `finishReason`.
+    finish_reason: Option<FinishReason>,
+    /// The envelope's `usage`.
+    usage: LlmUsage,
+}
+
+/// How many stored turns `GET /v1/sessions/{id}` shows.
+const RECENT_TURNS: usize = 20;
 
 /// A client tool call waiting for its result.
 #[derive(Serialize, ToSchema)]
@@ -998,7 +1027,7 @@ pub(crate) struct StatusView {
 }
 
 /// `GET /v1/sessions/{id}`: the stored session (mode, model, pending client calls,
-/// history length, version).
+/// history length, version, turns and their usage totals, the most recent turns).
 #[utoipa::path(
     get,
     path = "/v1/sessions/{id}",
@@ -1022,9 +1051,28 @@ pub(crate) async fn session(
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
-    match state.orchestrator.store().load(&id).await {
+    let store = state.orchestrator.store();
+    match store.load(&id).await {
         Ok(Some(versioned)) => {
             let session = versioned.value;
+            let recent_turns = match store.list_turns(&id, RECENT_TURNS).await {
+                Ok(turns) => Some(
+                    turns
+                        .into_iter()
+                        .map(|turn| TurnView {
+                            turn_id: turn.turn_id,
+                            scenario: turn.scenario.as_str(),
+                            kind: turn.envelope.kind,
+                            finish_reason: turn.envelope.finish_reason,
+                            usage: turn.envelope.usage,
+                        })
+                        .collect(),
+                ),
+                Err(error) => {
+                    tracing::debug!(%error, "the session's turns are not listed");
+                    None
+                }
+            };
             let pending_tool_calls = session
                 .pending
                 .map(|pending| {
@@ -1049,6 +1097,9 @@ pub(crate) async fn session(
                 last_response_id: session.last_response_id,
                 pending_tool_calls,
                 version: versioned.version,
+                turns: session.totals.turns,
+                usage: session.totals.usage,
+                recent_turns,
             })
             .into_response()
         }

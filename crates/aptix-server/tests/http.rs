@@ -1428,3 +1428,47 @@ async fn retries_and_server_tools_stream_as_their_own_events_and_retries_are_cou
         );
     }
 }
+
+#[tokio::test]
+async fn a_session_shows_its_turns_and_their_usage_totals() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "Hello!"));
+    provider.push_response(text_response("resp_2", "Hello again!"));
+    let server = start(provider, ServerConfig::default()).await;
+    for turn_id in ["t1", "t2", "t1"] {
+        // The last is a retry, answered from the store: not a turn of its own.
+        let response = server.post(&turn("s1", turn_id)).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let session: Value = server
+        .client
+        .get(format!("{}/v1/sessions/s1", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["turns"], 2, "{session}");
+    assert_eq!(session["usage"]["promptTokens"], 20, "{session}");
+    assert_eq!(session["usage"]["completionTokens"], 6, "{session}");
+    assert_eq!(session["usage"]["totalTokens"], 26, "{session}");
+    let recent: Vec<(&str, &str, &str)> = session["recentTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| {
+            (
+                turn["turnId"].as_str().unwrap(),
+                turn["scenario"].as_str().unwrap(),
+                turn["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recent,
+        [("t2", "user_turn", "ok"), ("t1", "user_turn", "ok")],
+        "{session}"
+    );
+    assert_eq!(session["recentTurns"][0]["usage"]["totalTokens"], 13);
+}

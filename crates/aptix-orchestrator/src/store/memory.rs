@@ -236,6 +236,19 @@ impl SessionStore for InMemorySessionStore {
             }))
     }
 
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        let now = Instant::now();
+        Ok(self
+            .lock()
+            .touch(session_id, &self.limits, now)
+            .map(|entry| entry.turns.iter().rev().take(limit).cloned().collect())
+            .unwrap_or_default())
+    }
+
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
         let now = Instant::now();
         Ok(self

@@ -110,6 +110,24 @@ pub trait SessionStore: Send + Sync {
         Ok(None)
     }
 
+    /// The session's stored turns, most recent first, at most `limit`: for showing a
+    /// session. An unknown session has none. The default says the store cannot list
+    /// them.
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        let _ = (session_id, limit);
+        Err(OrchestratorError::Store {
+            operation: "list turns",
+            source: Box::new(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this session store cannot list turns",
+            )),
+        })
+    }
+
     /// One page of the stored sessions, most recent first (by last change; the
     /// in-memory store, whose order is its eviction order, by last use): at most `limit`,
     /// after `cursor` (the [`SessionPage::next_cursor`] of the previous page). The

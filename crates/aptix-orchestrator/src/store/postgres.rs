@@ -31,7 +31,7 @@ use tokio_postgres::error::SqlState;
 use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, redact_url};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{ReplacedItems, SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{ReplacedItems, Scenario, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
 /// Append only; never edit one that has shipped.
@@ -441,6 +441,41 @@ impl SessionStore for PgSessionStore {
         }
         loaded.value.restore_replaced(kept);
         Ok(Some(loaded))
+    }
+
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        let client = self.client("list turns").await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                &prepared(
+                    &client,
+                    "list turns",
+                    "SELECT turn_id, scenario, envelope::TEXT FROM aptix_turns WHERE session_id = $1
+                     ORDER BY created_us DESC, turn_id DESC, scenario DESC LIMIT $2",
+                )
+                .await?,
+                &[&session_id, &limit],
+            )
+            .await
+            .map_err(failed("list turns"))?;
+        rows.iter()
+            .map(|row| {
+                let scenario: &str = row.get(1);
+                Ok(StoredTurn {
+                    turn_id: row.get(0),
+                    scenario: serde_json::from_value::<Scenario>(serde_json::Value::String(
+                        scenario.to_owned(),
+                    ))
+                    .map_err(corrupt(session_id))?,
+                    envelope: serde_json::from_str(row.get(2)).map_err(corrupt(session_id))?,
+                })
+            })
+            .collect()
     }
 
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{ReplacedItems, SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{ReplacedItems, Scenario, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The schema version this code writes; a file with a newer one is refused rather than
 /// misread. 2 added `compactions`; a session stored by version 1 keeps its replaced
@@ -138,6 +138,27 @@ fn to_version(raw: i64) -> u64 {
     u64::try_from(raw).unwrap_or(0)
 }
 
+/// A stored turn from its row.
+fn turn_from_row(
+    session_id: &str,
+    turn_id: String,
+    scenario: &str,
+    envelope: &str,
+) -> Result<StoredTurn, OrchestratorError> {
+    let corrupt = |source| OrchestratorError::CorruptState {
+        session_id: session_id.to_owned(),
+        source,
+    };
+    Ok(StoredTurn {
+        turn_id,
+        scenario: serde_json::from_value::<Scenario>(serde_json::Value::String(
+            scenario.to_owned(),
+        ))
+        .map_err(corrupt)?,
+        envelope: serde_json::from_str(envelope).map_err(corrupt)?,
+    })
+}
+
 /// The session's state as a turn reads it.
 fn load_state(
     connection: &Connection,
@@ -211,6 +232,40 @@ impl SessionStore for SqliteSessionStore {
             }
             loaded.value.restore_replaced(kept);
             Ok(Some(loaded))
+        })
+        .await
+    }
+
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        let session_id = session_id.to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_connection("list turns", move |connection| {
+            let fail = |error| OrchestratorError::store("list turns", error);
+            let mut statement = connection
+                .prepare(
+                    "SELECT turn_id, scenario, envelope FROM turns WHERE session_id = ?1
+                     ORDER BY created_at_ms DESC, rowid DESC LIMIT ?2",
+                )
+                .map_err(fail)?;
+            let rows = statement
+                .query_map(params![session_id, limit], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(fail)?;
+            let mut turns = Vec::new();
+            for row in rows {
+                let (turn_id, scenario, envelope) = row.map_err(fail)?;
+                turns.push(turn_from_row(&session_id, turn_id, &scenario, &envelope)?);
+            }
+            Ok(turns)
         })
         .await
     }
