@@ -31,9 +31,24 @@ pub(crate) struct Cli {
     #[arg(short, long, action = ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
 
+    /// Log lines as `text` (the default) or `json` (one object per line, for log
+    /// collectors) [env: APTIX_LOG_FORMAT]
+    #[arg(long, value_enum, global = true, value_name = "FORMAT")]
+    pub(crate) log_format: Option<LogFormat>,
+
     /// The command to run.
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line: time, level, target, message, fields and the spans
+    /// (a served request's `request_id`, `method`, `path`).
+    Json,
 }
 
 /// The commands.

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, LogFormat};
 
 /// mimalloc instead of the system allocator: `aptix serve` allocates on every request,
 /// and under load glibc's malloc and free took a fifth of its CPU (`cargo xtask
@@ -37,7 +37,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    if let Err(message) = init_logging(cli.verbose, cli.log_format) {
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr().lock(),
+            format_args!("error: {message}\n"),
+        );
+        return ExitCode::from(exit::USAGE);
+    }
     let code = match run(&cli) {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => exit::SUCCESS,
@@ -79,8 +85,24 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
 }
 
 /// Logs go to stderr: `RUST_LOG` when set, else warnings, and with `-v` info, `-vv`
-/// debug from the Aptix crates, `-vvv` trace from everything.
-fn init_logging(verbose: u8) {
+/// debug from the Aptix crates, `-vvv` trace from everything; as text, or as JSON lines
+/// with `--log-format json` or `APTIX_LOG_FORMAT=json`.
+fn init_logging(verbose: u8, format: Option<LogFormat>) -> Result<(), String> {
+    let format = match format {
+        Some(format) => format,
+        None => match std::env::var("APTIX_LOG_FORMAT") {
+            Err(_) => LogFormat::Text,
+            Ok(value) => match value.trim().to_ascii_lowercase().as_str() {
+                "" | "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => {
+                    return Err(format!(
+                        "APTIX_LOG_FORMAT is {value:?}; it must be text or json"
+                    ));
+                }
+            },
+        },
+    };
     let filter = std::env::var("RUST_LOG")
         .ok()
         .filter(|value| !value.trim().is_empty())
@@ -92,6 +114,8 @@ fn init_logging(verbose: u8) {
                 "aptix_client",
                 "aptix_orchestrator",
                 "aptix_runtime",
+                "aptix_server",
+                "aptix_acp",
             ];
             let directives = match verbose {
                 0 => "warn".to_owned(),
@@ -105,9 +129,12 @@ fn init_logging(verbose: u8) {
             };
             EnvFilter::new(directives)
         });
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).try_init(),
+        LogFormat::Json => logs.json().with_ansi(false).try_init(),
+    };
+    Ok(())
 }

@@ -173,7 +173,16 @@ async fn request_id(mut request: Request, next: Next) -> Response {
         method = %request.method(),
         path = %request.uri().path()
     );
-    let mut response = next.run(request).instrument(span).await;
+    let started = std::time::Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    // One line per request (a streamed turn's when its head goes out).
+    span.in_scope(|| {
+        tracing::info!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "answered"
+        );
+    });
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }

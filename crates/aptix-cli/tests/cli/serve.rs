@@ -100,7 +100,7 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", sandbox.home.path())
         .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "-v", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--workspace", &sandbox.workspace_arg()])
         .args(["--base-url", &upstream.base_url()])
         .stdout(Stdio::piped())
@@ -130,16 +130,18 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
         assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
     }
 
-    let envelope: Value = client
+    let answered = client
         .post(format!("{base}/v1/agent/execute"))
         .header("content-type", "application/json")
         .body(json!({"sessionId": "s-shared", "turnId": "t-1", "instruction": "How?"}).to_string())
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
+    let request_id = answered.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let envelope: Value = answered.json().await.unwrap();
     assert_eq!(envelope["text"], "Stored once.", "{envelope}");
     assert!(!envelope.to_string().contains(SECRET_KEY));
 
@@ -187,6 +189,14 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
     std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
     assert!(log.contains("stopping"), "{log}");
     assert!(!log.contains(SECRET_KEY), "{log}");
+    // With -v each request is logged, with its request id.
+    assert!(
+        log.lines().any(|line| line.contains("answered")
+            && line.contains(&request_id)
+            && line.contains("/v1/agent/execute")
+            && line.contains("status=200")),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,4 +290,92 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
     for secret in [token, "wrong-token-but-secret-too", SECRET_KEY, key_tail] {
         assert!(!log.contains(secret), "the trace log holds {secret:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
+    let upstream = FaultServer::start(Vec::new()).await;
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .env("APTIX_LOG_FORMAT", "json")
+        .args(["serve", "-v", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .args(["--base-url", &upstream.base_url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut up = false;
+    for _ in 0..200 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "aptix serve did not come up");
+    let ready = client
+        .get(format!("{base}/readyz"))
+        .header("x-request-id", "req-json-log-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let pid = served.0.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut exited = None;
+    for _ in 0..200 {
+        if let Some(status) = served.0.try_wait().unwrap() {
+            exited = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        exited.expect("aptix serve stops on SIGTERM").code(),
+        Some(0)
+    );
+    let mut log = String::new();
+    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    // The service's own notes (serving, stopping) are plain lines; every log line is
+    // one JSON object.
+    let records: Vec<Value> = log
+        .lines()
+        .filter(|line| !line.starts_with("aptix: "))
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect();
+    let answered = records
+        .iter()
+        .find(|record| record["span"]["request_id"] == "req-json-log-1")
+        .unwrap_or_else(|| panic!("no log line of the request: {log}"));
+    assert_eq!(answered["fields"]["message"], "answered", "{answered}");
+    assert_eq!(answered["fields"]["status"], 200, "{answered}");
+    assert_eq!(answered["span"]["path"], "/readyz", "{answered}");
+    assert_eq!(answered["level"], "INFO", "{answered}");
+
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env("APTIX_LOG_FORMAT", "yaml")
+        .args(["inspect", "nothing.json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("APTIX_LOG_FORMAT"),
+        "{}",
+        stderr(&bad)
+    );
 }
