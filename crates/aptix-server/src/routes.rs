@@ -1276,7 +1276,7 @@ pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> R
     path = "/metrics",
     tag = "operations",
     summary = "Prometheus metrics",
-    description = "Requests by route template and status, turn latency, turns in flight, tokens by kind, errors by code, provider time and orchestration overhead (docs/serve.md lists every metric).",
+    description = "Requests by route template and status, turn latency, turns in flight, tokens by kind, provider retries by kind, errors by code, provider time and orchestration overhead (docs/serve.md lists every metric).",
     responses(
         (status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
