@@ -79,6 +79,70 @@ impl Drop for Served {
     }
 }
 
+/// `aptix serve` for `sandbox`'s workspace against `upstream`, on a free loopback port,
+/// with the test key, `env` and `args`; returns it with its base URL once `/healthz`
+/// answers.
+async fn serve(
+    sandbox: &Sandbox,
+    upstream: &FaultServer,
+    env: &[(&str, &str)],
+    args: &[&std::ffi::OsStr],
+) -> (Served, String) {
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .envs(env.iter().copied())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .args(["--base-url", &upstream.base_url()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            return (served, base);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("aptix serve did not come up");
+}
+
+impl Served {
+    /// Sends SIGTERM and waits up to 10 s for the exit; returns the exit status (`None`
+    /// if it did not exit) and everything it wrote on stderr.
+    async fn stop(mut self) -> (Option<std::process::ExitStatus>, String) {
+        let pid = self.0.id().to_string();
+        assert!(
+            std::process::Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let mut exited = None;
+        for _ in 0..200 {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                exited = Some(status);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut log = String::new();
+        if exited.is_some() {
+            std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+        }
+        (exited, log)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm() {
     let pieces = ["Stored ", "once."];
@@ -94,31 +158,8 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
     ])
     .await;
     let sandbox = Sandbox::new();
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home.path())
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["serve", "-v", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .args(["--base-url", &upstream.base_url()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut served = Served(child);
-    let base = format!("http://127.0.0.1:{port}");
+    let (served, base) = serve(&sandbox, &upstream, &[], &["-v".as_ref()]).await;
     let client = reqwest::Client::new();
-    let mut up = false;
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "aptix serve did not come up");
     // Transparent huge pages are off for the service's process (see `docs/serve.md`).
     #[cfg(target_os = "linux")]
     {
@@ -169,24 +210,11 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
     let second = requests[1].json().unwrap();
     assert_eq!(second["previous_response_id"], "resp_serve", "{second}");
 
-    let pid = served.0.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let mut exited = None;
-    for _ in 0..200 {
-        if let Some(status) = served.0.try_wait().unwrap() {
-            exited = Some(status);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let status = exited.expect("aptix serve stops on SIGTERM");
-    assert_eq!(status.code(), Some(0));
-    let mut log = String::new();
-    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    let (status, log) = served.stop().await;
+    assert_eq!(
+        status.expect("aptix serve stops on SIGTERM").code(),
+        Some(0)
+    );
     assert!(log.contains("stopping"), "{log}");
     assert!(!log.contains(SECRET_KEY), "{log}");
     // With -v each request is logged, with its request id.
@@ -211,34 +239,14 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
     let sandbox = Sandbox::new();
     let token = "serve-token-7c1d5e-DO-NOT-LOG";
     let tokens = sandbox.write_workspace_file("tokens.txt", &format!("# team\n{token}\n"));
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home.path())
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .env("RUST_LOG", "trace")
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .args(["--base-url", &upstream.base_url()])
-        .arg("--tokens-file")
-        .arg(&tokens)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut served = Served(child);
-    let base = format!("http://127.0.0.1:{port}");
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[("RUST_LOG", "trace")],
+        &["--tokens-file".as_ref(), tokens.as_os_str()],
+    )
+    .await;
     let client = reqwest::Client::new();
-    let mut up = false;
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "aptix serve did not come up");
     let turn = json!({"sessionId": "s-log", "turnId": "t-1", "instruction": "How?"}).to_string();
     let refused = client
         .post(format!("{base}/v1/agent/execute"))
@@ -269,22 +277,7 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
         .unwrap();
     assert!(!metrics.contains(token) && !metrics.contains(SECRET_KEY));
 
-    let pid = served.0.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    for _ in 0..200 {
-        if served.0.try_wait().unwrap().is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut log = String::new();
-    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
+    let (_, log) = served.stop().await;
     assert!(log.contains(" TRACE "), "trace logging was not on:\n{log}");
     let key_tail = &SECRET_KEY[SECRET_KEY.len() - 4..];
     for secret in [token, "wrong-token-but-secret-too", SECRET_KEY, key_tail] {
@@ -296,32 +289,14 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
 async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
     let upstream = FaultServer::start(Vec::new()).await;
     let sandbox = Sandbox::new();
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home.path())
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .env("APTIX_LOG_FORMAT", "json")
-        .args(["serve", "-v", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .args(["--base-url", &upstream.base_url()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut served = Served(child);
-    let base = format!("http://127.0.0.1:{port}");
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[("APTIX_LOG_FORMAT", "json")],
+        &["-v".as_ref()],
+    )
+    .await;
     let client = reqwest::Client::new();
-    let mut up = false;
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "aptix serve did not come up");
     let ready = client
         .get(format!("{base}/readyz"))
         .header("x-request-id", "req-json-log-1")
@@ -329,28 +304,11 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
         .await
         .unwrap();
     assert_eq!(ready.status(), 200);
-    let pid = served.0.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let mut exited = None;
-    for _ in 0..200 {
-        if let Some(status) = served.0.try_wait().unwrap() {
-            exited = Some(status);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (status, log) = served.stop().await;
     assert_eq!(
-        exited.expect("aptix serve stops on SIGTERM").code(),
+        status.expect("aptix serve stops on SIGTERM").code(),
         Some(0)
     );
-    let mut log = String::new();
-    std::io::Read::read_to_string(served.0.stderr.as_mut().unwrap(), &mut log).unwrap();
     // The service's own notes (serving, stopping) are plain lines; every log line is
     // one JSON object.
     let records: Vec<Value> = log
