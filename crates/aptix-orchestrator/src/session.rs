@@ -28,8 +28,9 @@ pub struct SessionState {
     /// older version (the next request is then counted whole).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextUsage>,
-    /// Every compaction of this session, oldest first. The items each replaced are
-    /// kept apart by the stores of this crate and read only by
+    /// Every compaction of this session, oldest first. The items each replaced, and
+    /// those it put in their place, are kept apart by the stores of this crate and read
+    /// only by
     /// [`SessionStore::load_full`](crate::SessionStore::load_full): a turn loads and
     /// commits the session, and a long one compacted many times would otherwise carry
     /// everything ever said.
@@ -129,12 +130,14 @@ pub struct CompactionRecord {
     pub tokens_after: u64,
     /// The history items replaced, as they were. Empty in a session read by
     /// [`SessionStore::load`](crate::SessionStore::load) from a store that keeps them
-    /// apart (every store of this crate); [`SessionStore::load_full`](crate::SessionStore::load_full)
-    /// reads them too.
+    /// apart (every store of this crate);
+    /// [`SessionStore::load_full`](crate::SessionStore::load_full) reads them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaced: Vec<InputItem>,
     /// The items put in their place (the handover note or the provider's compacted
-    /// items), which begin the history after its leading system messages.
+    /// items), which begin the history after its leading system messages. Kept apart
+    /// and read back like [`replaced`](Self::replaced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replacement: Vec<InputItem>,
     /// How many recent items were kept verbatim after them.
     pub kept_items: usize,
@@ -184,31 +187,49 @@ impl SessionState {
     }
 }
 
-/// The items a compaction replaced, by the record's index in
-/// [`SessionState::compactions`]: what a store keeps apart from the session it loads
-/// every turn.
-pub(crate) type ReplacedItems = Vec<(usize, Vec<InputItem>)>;
+/// What a store keeps of a compaction record apart from the session it loads every
+/// turn: the items it replaced and the items it put in their place (which, once a later
+/// compaction replaces them in turn, are among that one's replaced items too).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct KeptApart {
+    #[serde(default)]
+    pub(crate) replaced: Vec<InputItem>,
+    #[serde(default)]
+    pub(crate) replacement: Vec<InputItem>,
+}
+
+/// [`KeptApart`] by the record's index in [`SessionState::compactions`].
+pub(crate) type ReplacedItems = Vec<(usize, KeptApart)>;
 
 impl SessionState {
-    /// Takes the replaced items out of the records that still hold them (those made
-    /// since the session was loaded, and those of a session stored before they were
-    /// kept apart), for a store to keep them apart.
+    /// Takes the items out of the records that still hold them (those made since the
+    /// session was loaded, and those of a session stored before they were kept apart),
+    /// for a store to keep them apart.
     pub(crate) fn take_replaced(&mut self) -> ReplacedItems {
         self.compactions
             .iter_mut()
             .enumerate()
-            .filter(|(_, record)| !record.replaced.is_empty())
-            .map(|(index, record)| (index, std::mem::take(&mut record.replaced)))
+            .filter(|(_, record)| !record.replaced.is_empty() || !record.replacement.is_empty())
+            .map(|(index, record)| {
+                let kept = KeptApart {
+                    replaced: std::mem::take(&mut record.replaced),
+                    replacement: std::mem::take(&mut record.replacement),
+                };
+                (index, kept)
+            })
             .collect()
     }
 
-    /// Puts back replaced items kept apart, into the records that have none.
+    /// Puts back items kept apart, into the records that have none.
     pub(crate) fn restore_replaced(&mut self, kept: ReplacedItems) {
         for (index, items) in kept {
-            if let Some(record) = self.compactions.get_mut(index)
-                && record.replaced.is_empty()
-            {
-                record.replaced = items;
+            if let Some(record) = self.compactions.get_mut(index) {
+                if record.replaced.is_empty() {
+                    record.replaced = items.replaced;
+                }
+                if record.replacement.is_empty() {
+                    record.replacement = items.replacement;
+                }
             }
         }
     }

@@ -314,8 +314,9 @@ fn compaction(turn_id: &str, replaced: Vec<InputItem>, note: &str) -> Compaction
 }
 
 /// A long session compacted again and again: what a turn loads stays the size of its
-/// history, every replaced item is kept and read back by `load_full` (in the order of
-/// the conversation), and deleting the session deletes them.
+/// history (and each record's figures), every item a compaction replaced or put in
+/// place is kept and read back by `load_full` (in the order of the conversation), and
+/// deleting the session deletes them.
 async fn check_compacted_session(store: Arc<dyn SessionStore>) {
     let system = message(Role::System, "rules");
     // Each compaction replaces the previous note and a long exchange.
@@ -358,16 +359,17 @@ async fn check_compacted_session(store: Arc<dyn SessionStore>) {
         let mut without_items = state.clone();
         for record in &mut without_items.compactions {
             record.replaced.clear();
+            record.replacement.clear();
         }
         assert_eq!(
             loaded.value, without_items,
-            "load gives the session without its replaced items"
+            "load gives the session without its compactions' items"
         );
         // Each compaction replaced over 4 KB; what a turn loads grows by its record's
-        // few hundred bytes of figures and note.
+        // figures only (turn, time, reason, method, token counts).
         let bytes = serde_json::to_vec(&loaded.value).unwrap().len();
         assert!(
-            bytes < 500 + 300 * (n + 1),
+            bytes < 500 + 200 * (n + 1),
             "after {} compactions a turn loads {bytes} bytes",
             n + 1
         );
@@ -469,6 +471,7 @@ async fn check_version_1_session(store: &dyn SessionStore, old: SessionState) {
         .unwrap();
     let after = store.load("s").await.unwrap().unwrap();
     assert!(after.value.compactions[0].replaced.is_empty());
+    assert!(after.value.compactions[0].replacement.is_empty());
     let full = store.load_full("s").await.unwrap().unwrap();
     assert_eq!(full.value.conversation(), conversation);
 }

@@ -18,9 +18,7 @@ use async_trait::async_trait;
 use super::{SessionPage, SessionStore, SessionSummary};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use aptix_model::wire::InputItem;
-
-use crate::session::{SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{KeptApart, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// How much an [`InMemorySessionStore`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +69,7 @@ struct Entry {
     state: SessionState,
     /// By the record's index (a session committed as `load_full` read it gives them
     /// again).
-    replaced: BTreeMap<usize, Vec<InputItem>>,
+    replaced: BTreeMap<usize, KeptApart>,
     version: u64,
     /// The most recent turns, oldest first.
     turns: VecDeque<StoredTurn>,

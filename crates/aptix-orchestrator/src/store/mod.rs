@@ -4,10 +4,11 @@
 //!
 //! A turn reads the session once and writes it once: [`SessionStore::commit`] stores the
 //! new state *and* the turn's envelope in one transaction, guarded by the version read
-//! at the start. The items a compaction replaced are written in the same transaction
-//! but kept apart, so what a turn reads and writes stays the size of its context
-//! however long the session runs; [`SessionStore::load_full`] reads them back. A crash or a dropped future before the commit leaves the last committed
-//! state; a concurrent writer makes the commit fail with
+//! at the start. The items a compaction replaced (and those it put in their place) are
+//! written in the same transaction but kept apart, so what a turn reads and writes
+//! stays the size of its context however long the session runs;
+//! [`SessionStore::load_full`] reads them back. A crash or a dropped future before the
+//! commit leaves the last committed state; a concurrent writer makes the commit fail with
 //! [`OrchestratorError::Conflict`] instead of interleaving. Leases keep a second request
 //! on the same session from starting at all, so that it gets a clear "busy" answer
 //! before any model call.
@@ -62,8 +63,9 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError>;
 
     /// The session as [`load`](Self::load) reads it, with the items every compaction
-    /// replaced ([`CompactionRecord::replaced`](crate::CompactionRecord::replaced)),
-    /// which `load` leaves out: for showing the whole conversation
+    /// replaced and put in their place
+    /// ([`CompactionRecord::replaced`](crate::CompactionRecord::replaced),
+    /// [`replacement`](crate::CompactionRecord::replacement)), which `load` leaves out: for showing the whole conversation
     /// ([`SessionState::conversation`]), not for running a turn. The default is `load`,
     /// right for a store that keeps those items in the session; a store that wraps
     /// another must pass this call on.

@@ -62,7 +62,7 @@ CREATE TABLE aptix_leases (
 CREATE TABLE aptix_compactions (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
-    replaced   JSON NOT NULL,
+    items      JSON NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
 ",
@@ -92,14 +92,14 @@ macro_rules! record_turn {
     };
 }
 
-/// Keeps the items the commit's compactions replaced, only if the session row was
-/// written: `$7` is a JSON array of `{"seq", "replaced"}` (empty for most turns).
+/// Keeps the items of the commit's compactions apart, only if the session row was
+/// written: `$7` is a JSON array of `{"seq", "items"}` (empty for most turns).
 macro_rules! log_compactions {
     () => {
-        "INSERT INTO aptix_compactions (session_id, seq, replaced)
-         SELECT $1, entry.seq, entry.replaced
-         FROM written, json_to_recordset($7::TEXT::JSON) AS entry(seq INTEGER, replaced JSON)
-         ON CONFLICT (session_id, seq) DO UPDATE SET replaced = excluded.replaced"
+        "INSERT INTO aptix_compactions (session_id, seq, items)
+         SELECT $1, entry.seq, entry.items
+         FROM written, json_to_recordset($7::TEXT::JSON) AS entry(seq INTEGER, items JSON)
+         ON CONFLICT (session_id, seq) DO UPDATE SET items = excluded.items"
     };
 }
 
@@ -370,7 +370,7 @@ fn corrupt(session_id: &str) -> impl FnOnce(serde_json::Error) -> OrchestratorEr
 #[derive(serde::Serialize)]
 struct LoggedCompaction {
     seq: i32,
-    replaced: Vec<aptix_model::wire::InputItem>,
+    items: crate::session::KeptApart,
 }
 
 fn failed(operation: &'static str) -> impl Fn(tokio_postgres::Error) -> OrchestratorError {
@@ -423,7 +423,7 @@ impl SessionStore for PgSessionStore {
                 &prepared(
                     &client,
                     "load session",
-                    "SELECT seq, replaced::TEXT FROM aptix_compactions WHERE session_id = $1",
+                    "SELECT seq, items::TEXT FROM aptix_compactions WHERE session_id = $1",
                 )
                 .await?,
                 &[&session_id],
@@ -516,9 +516,9 @@ impl SessionStore for PgSessionStore {
         let replaced: Vec<LoggedCompaction> = state
             .take_replaced()
             .into_iter()
-            .map(|(index, replaced)| LoggedCompaction {
+            .map(|(index, items)| LoggedCompaction {
                 seq: i32::try_from(index).unwrap_or(i32::MAX),
-                replaced,
+                items,
             })
             .collect();
         let replaced_json = serde_json::to_string(&replaced).map_err(corrupt(&state.session_id))?;

@@ -19,7 +19,7 @@ use crate::lease::LeaseInfo;
 use crate::session::{ReplacedItems, Scenario, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The schema version this code writes; a file with a newer one is refused rather than
-/// misread. 2 added `compactions`; a session stored by version 1 keeps its replaced
+/// misread. 2 added `compactions`; a session stored by version 1 keeps its compactions'
 /// items in its state until its next commit moves them there.
 const SCHEMA_VERSION: i64 = 2;
 
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS leases (
 CREATE TABLE IF NOT EXISTS compactions (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
-    replaced   TEXT NOT NULL,
+    items      TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
 ";
@@ -212,7 +212,7 @@ impl SessionStore for SqliteSessionStore {
                 return Ok(None);
             };
             let mut statement = transaction
-                .prepare("SELECT seq, replaced FROM compactions WHERE session_id = ?1")
+                .prepare("SELECT seq, items FROM compactions WHERE session_id = ?1")
                 .map_err(fail)?;
             let rows = statement
                 .query_map(params![session_id], |row| {
@@ -367,8 +367,8 @@ impl SessionStore for SqliteSessionStore {
             for (seq, json) in replaced {
                 transaction
                     .execute(
-                        "INSERT INTO compactions (session_id, seq, replaced) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (session_id, seq) DO UPDATE SET replaced = excluded.replaced",
+                        "INSERT INTO compactions (session_id, seq, items) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (session_id, seq) DO UPDATE SET items = excluded.items",
                         params![session_id, seq, json],
                     )
                     .map_err(fail)?;
