@@ -717,7 +717,7 @@ fn text_data(text: &str) -> impl FnOnce(&mut Vec<u8>) + '_ {
 /// unbounded buffer.
 const MAX_UNSENT: usize = 8 << 20;
 
-/// What a streamed turn hands its body: its deltas as `event: delta` text, then its
+/// What a streamed turn hands its body: its deltas as server-sent events, then its
 /// outcome. The body owns it; the turn holds a weak reference, so that once the body is
 /// gone (the client disconnected) its events are freed and no longer written.
 #[derive(Default)]
@@ -831,8 +831,9 @@ enum BodyTurn {
     Ended,
 }
 
-/// The body of a streamed turn: the deltas as `event: delta`, then the final event, with
-/// a `: heartbeat` comment whenever nothing was sent for the heartbeat interval.
+/// The body of a streamed turn: the deltas (`event: delta`, `tool`, `retry`), then the
+/// final event, with a `: heartbeat` comment whenever nothing was sent for the heartbeat
+/// interval.
 ///
 /// The turn starts in the body's poll, so that one that ends at once (a stored
 /// envelope, an error, an instant provider) costs no task, and goes out with the
