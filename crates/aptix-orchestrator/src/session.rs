@@ -199,13 +199,13 @@ pub(crate) struct KeptApart {
 }
 
 /// [`KeptApart`] by the record's index in [`SessionState::compactions`].
-pub(crate) type ReplacedItems = Vec<(usize, KeptApart)>;
+pub(crate) type KeptApartItems = Vec<(usize, KeptApart)>;
 
 impl SessionState {
     /// Takes the items out of the records that still hold them (those made since the
     /// session was loaded, and those of a session stored before they were kept apart),
     /// for a store to keep them apart.
-    pub(crate) fn take_replaced(&mut self) -> ReplacedItems {
+    pub(crate) fn take_kept_apart(&mut self) -> KeptApartItems {
         self.compactions
             .iter_mut()
             .enumerate()
@@ -221,7 +221,7 @@ impl SessionState {
     }
 
     /// Puts back items kept apart, into the records that have none.
-    pub(crate) fn restore_replaced(&mut self, kept: ReplacedItems) {
+    pub(crate) fn restore_kept_apart(&mut self, kept: KeptApartItems) {
         for (index, items) in kept {
             if let Some(record) = self.compactions.get_mut(index) {
                 if record.replaced.is_empty() {

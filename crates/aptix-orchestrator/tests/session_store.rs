@@ -418,26 +418,12 @@ async fn in_memory_store_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
-    check_store(Arc::new(
-        SqliteSessionStore::open(dir.path().join("a.db")).unwrap(),
-    ))
-    .await;
-    check_racing_commits(Arc::new(
-        SqliteSessionStore::open(dir.path().join("b.db")).unwrap(),
-    ))
-    .await;
-    check_listing_and_deleting(Arc::new(
-        SqliteSessionStore::open(dir.path().join("c.db")).unwrap(),
-    ))
-    .await;
-    check_compacted_session(Arc::new(
-        SqliteSessionStore::open(dir.path().join("d.db")).unwrap(),
-    ))
-    .await;
-    check_turn_listing(Arc::new(
-        SqliteSessionStore::open(dir.path().join("e.db")).unwrap(),
-    ))
-    .await;
+    let open = |file: &str| Arc::new(SqliteSessionStore::open(dir.path().join(file)).unwrap());
+    check_store(open("a.db")).await;
+    check_racing_commits(open("b.db")).await;
+    check_listing_and_deleting(open("c.db")).await;
+    check_compacted_session(open("d.db")).await;
+    check_turn_listing(open("e.db")).await;
 }
 
 /// A session as schema 1 stored it, at version 3: one compaction, its replaced item

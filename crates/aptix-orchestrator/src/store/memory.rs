@@ -106,6 +106,29 @@ impl InMemorySessionStore {
         self.lock().sessions.len()
     }
 
+    /// A copy of the session, marked as just used; `full` with its compactions' items.
+    fn read(&self, session_id: &str, full: bool) -> Option<Versioned<SessionState>> {
+        let now = Instant::now();
+        self.lock()
+            .touch(session_id, &self.limits, now)
+            .map(|entry| {
+                let mut value = entry.state.clone();
+                if full {
+                    value.restore_kept_apart(
+                        entry
+                            .replaced
+                            .iter()
+                            .map(|(index, items)| (*index, items.clone()))
+                            .collect(),
+                    );
+                }
+                Versioned {
+                    value,
+                    version: entry.version,
+                }
+            })
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave a half-written session: every
         // critical section below writes with single insertions after all checks.
@@ -200,38 +223,14 @@ impl SessionStore for InMemorySessionStore {
         &self,
         session_id: &str,
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
-        let now = Instant::now();
-        Ok(self
-            .lock()
-            .touch(session_id, &self.limits, now)
-            .map(|entry| Versioned {
-                value: entry.state.clone(),
-                version: entry.version,
-            }))
+        Ok(self.read(session_id, false))
     }
 
     async fn load_full(
         &self,
         session_id: &str,
     ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
-        let now = Instant::now();
-        Ok(self
-            .lock()
-            .touch(session_id, &self.limits, now)
-            .map(|entry| {
-                let mut value = entry.state.clone();
-                value.restore_replaced(
-                    entry
-                        .replaced
-                        .iter()
-                        .map(|(index, items)| (*index, items.clone()))
-                        .collect(),
-                );
-                Versioned {
-                    value,
-                    version: entry.version,
-                }
-            }))
+        Ok(self.read(session_id, true))
     }
 
     async fn list_turns(
@@ -269,7 +268,7 @@ impl SessionStore for InMemorySessionStore {
         turn: StoredTurn,
     ) -> Result<u64, OrchestratorError> {
         let mut state = state;
-        let replaced = state.take_replaced();
+        let replaced = state.take_kept_apart();
         let now = Instant::now();
         let mut inner = self.lock();
         let found = inner

@@ -44,6 +44,21 @@ fn parse_cursor(text: &str) -> Result<(i64, String), OrchestratorError> {
         .ok_or_else(|| OrchestratorError::Config(format!("{text:?} is not a session list cursor")))
 }
 
+/// A stored turn from a SQL store's row: its scenario as stored
+/// ([`Scenario::as_str`](crate::Scenario::as_str)) and its envelope's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn turn_from_row(
+    turn_id: String,
+    scenario: &str,
+    envelope: &str,
+) -> Result<StoredTurn, serde_json::Error> {
+    Ok(StoredTurn {
+        turn_id,
+        scenario: serde_json::from_value(serde_json::Value::String(scenario.to_owned()))?,
+        envelope: serde_json::from_str(envelope)?,
+    })
+}
+
 /// A store written by a newer build than this one: refused rather than misread.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[derive(Debug, thiserror::Error)]

@@ -28,10 +28,13 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, redact_url};
+use super::{
+    SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, redact_url,
+    turn_from_row,
+};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{ReplacedItems, Scenario, SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{KeptApartItems, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
 /// Append only; never edit one that has shipped.
@@ -430,7 +433,7 @@ impl SessionStore for PgSessionStore {
             )
             .await
             .map_err(failed("load session"))?;
-        let mut kept = ReplacedItems::new();
+        let mut kept = KeptApartItems::new();
         for row in rows {
             let items = serde_json::from_str(row.get(1)).map_err(corrupt(session_id))?;
             kept.extend(
@@ -439,7 +442,7 @@ impl SessionStore for PgSessionStore {
                     .map(|index| (index, items)),
             );
         }
-        loaded.value.restore_replaced(kept);
+        loaded.value.restore_kept_apart(kept);
         Ok(Some(loaded))
     }
 
@@ -465,15 +468,7 @@ impl SessionStore for PgSessionStore {
             .map_err(failed("list turns"))?;
         rows.iter()
             .map(|row| {
-                let scenario: &str = row.get(1);
-                Ok(StoredTurn {
-                    turn_id: row.get(0),
-                    scenario: serde_json::from_value::<Scenario>(serde_json::Value::String(
-                        scenario.to_owned(),
-                    ))
-                    .map_err(corrupt(session_id))?,
-                    envelope: serde_json::from_str(row.get(2)).map_err(corrupt(session_id))?,
-                })
+                turn_from_row(row.get(0), row.get(1), row.get(2)).map_err(corrupt(session_id))
             })
             .collect()
     }
@@ -514,7 +509,7 @@ impl SessionStore for PgSessionStore {
         // Serialise before touching the database, so an encoding failure changes nothing.
         let mut state = state;
         let replaced: Vec<LoggedCompaction> = state
-            .take_replaced()
+            .take_kept_apart()
             .into_iter()
             .map(|(index, items)| LoggedCompaction {
                 seq: i32::try_from(index).unwrap_or(i32::MAX),

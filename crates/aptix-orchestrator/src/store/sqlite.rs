@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor};
+use super::{SchemaTooNew, SessionPage, SessionStore, SessionSummary, parse_cursor, turn_from_row};
 use crate::OrchestratorError;
 use crate::lease::LeaseInfo;
-use crate::session::{ReplacedItems, Scenario, SessionState, StoredTurn, TurnKey, Versioned};
+use crate::session::{KeptApartItems, SessionState, StoredTurn, TurnKey, Versioned};
 
 /// The schema version this code writes; a file with a newer one is refused rather than
 /// misread. 2 added `compactions`; a session stored by version 1 keeps its compactions'
@@ -138,27 +138,6 @@ fn to_version(raw: i64) -> u64 {
     u64::try_from(raw).unwrap_or(0)
 }
 
-/// A stored turn from its row.
-fn turn_from_row(
-    session_id: &str,
-    turn_id: String,
-    scenario: &str,
-    envelope: &str,
-) -> Result<StoredTurn, OrchestratorError> {
-    let corrupt = |source| OrchestratorError::CorruptState {
-        session_id: session_id.to_owned(),
-        source,
-    };
-    Ok(StoredTurn {
-        turn_id,
-        scenario: serde_json::from_value::<Scenario>(serde_json::Value::String(
-            scenario.to_owned(),
-        ))
-        .map_err(corrupt)?,
-        envelope: serde_json::from_str(envelope).map_err(corrupt)?,
-    })
-}
-
 /// The session's state as a turn reads it.
 fn load_state(
     connection: &Connection,
@@ -219,7 +198,7 @@ impl SessionStore for SqliteSessionStore {
                     Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
                 })
                 .map_err(fail)?;
-            let mut kept = ReplacedItems::new();
+            let mut kept = KeptApartItems::new();
             for row in rows {
                 let (seq, text) = row.map_err(fail)?;
                 let items = serde_json::from_str(&text).map_err(|source| {
@@ -230,7 +209,7 @@ impl SessionStore for SqliteSessionStore {
                 })?;
                 kept.extend(usize::try_from(seq).ok().map(|index| (index, items)));
             }
-            loaded.value.restore_replaced(kept);
+            loaded.value.restore_kept_apart(kept);
             Ok(Some(loaded))
         })
         .await
@@ -263,7 +242,14 @@ impl SessionStore for SqliteSessionStore {
             let mut turns = Vec::new();
             for row in rows {
                 let (turn_id, scenario, envelope) = row.map_err(fail)?;
-                turns.push(turn_from_row(&session_id, turn_id, &scenario, &envelope)?);
+                turns.push(
+                    turn_from_row(turn_id, &scenario, &envelope).map_err(|source| {
+                        OrchestratorError::CorruptState {
+                            session_id: session_id.clone(),
+                            source,
+                        }
+                    })?,
+                );
             }
             Ok(turns)
         })
@@ -313,7 +299,7 @@ impl SessionStore for SqliteSessionStore {
             source,
         };
         let replaced = state
-            .take_replaced()
+            .take_kept_apart()
             .into_iter()
             .map(|(index, items)| {
                 let seq = i64::try_from(index).unwrap_or(i64::MAX);
