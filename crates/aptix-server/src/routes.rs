@@ -279,7 +279,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
     path = "/v1/agent/execute",
     tag = "turns",
     summary = "Run a turn",
-    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams each StreamDelta as JSON: `event: retry` for a retry notice (a provider request sent again, or a cut stream recovered), `event: tool` for a server tool starting and finishing, `event: delta` for the rest; then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape); `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
+    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams each StreamDelta as JSON: `event: retry` for a retry notice (a provider request sent again, or a cut stream recovered), `event: tool` for a server tool starting and finishing, `event: delta` for the rest; then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape). The head waits for the turn's first event or its end (at most one heartbeat interval), so a turn refused before it streams anything gets its status as in JSON; `event: error` ends a stream that had begun. `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
     request_body(content = aptix_model::contract::AgentExecuteRequest, content_type = "application/json"),
     params(("x-request-id" = Option<String>, Header, description = "Echoed back; made when absent or not a printable value of at most 128 bytes")),
     responses(
@@ -307,7 +307,7 @@ pub(crate) async fn execute(State(state): State<AppState>, request: Request) -> 
         Ok((turn, streamed)) => {
             let turn = Turn { detached, ..turn };
             if streamed {
-                stream_turn(state, turn, request_id).into_response()
+                stream_turn(state, turn, request_id).await
             } else {
                 json_turn(state, turn, request_id).await
             }
@@ -652,34 +652,82 @@ async fn json_turn(state: AppState, turn: Turn, request_id: String) -> Response 
     }
 }
 
-fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
+/// A streamed turn. Its head waits for the turn's first event or its end, at most one
+/// heartbeat interval: a turn refused before it streams anything (`session_busy`,
+/// `unknown_session`, a store that fails) is answered with its status, as the JSON path
+/// answers it, and a turn whose first events are ready at once sends them with its head,
+/// in one write.
+async fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Response {
     let handover = Arc::new(std::sync::Mutex::new(Handover::default()));
     let detached = turn.detached.clone();
     let sink = DeltaSink {
         handover: Arc::downgrade(&handover),
         metrics: state.config.metrics.clone(),
     };
+    let started = std::time::Instant::now();
     let turn = turn_future(&state, turn, request_id.clone(), Some(sink));
+    let mut turn = InlineTurn::new(turn, request_id, detached.clone());
     // A zero interval would send heartbeats as fast as the connection takes them.
     let interval = state.config.heartbeat.max(MIN_HEARTBEAT);
-    let body = SseBody {
-        turn: BodyTurn::Inline(InlineTurn::new(turn, request_id, detached.clone())),
-        detached,
-        handover,
-        metrics: state.config.metrics.clone(),
-        heartbeat: None,
-        last_sent: tokio::time::Instant::now(),
-        interval,
-        started: std::time::Instant::now(),
+    let mut heartbeat = None;
+    let head = std::future::poll_fn(|cx| {
+        use std::task::Poll;
+        if let Poll::Ready(outcome) = std::pin::Pin::new(&mut turn).poll(cx) {
+            return Poll::Ready(Some(outcome));
+        }
+        if !lock(&handover).events.is_empty() {
+            return Poll::Ready(None);
+        }
+        // Made only when the turn waits, as the body's heartbeat is (see `SseBody`).
+        let timer = heartbeat.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(heartbeat_due(
+                tokio::time::Instant::now(),
+                interval,
+            )))
+        });
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await;
+    let body = match head {
+        Some(Err(error)) => return error.into_response(),
+        Some(Ok(envelope)) => {
+            let mut chunk = std::mem::take(&mut lock(&handover).events);
+            push_sse_event(&mut chunk, "envelope", json_data(&envelope));
+            Body::from(chunk)
+        }
+        None => Body::from_stream(SseBody {
+            turn: BodyTurn::Inline(turn),
+            detached,
+            handover,
+            metrics: state.config.metrics.clone(),
+            heartbeat,
+            last_sent: tokio::time::Instant::now(),
+            interval,
+            started,
+        }),
     };
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        Body::from_stream(body),
+        body,
     )
         .into_response()
+}
+
+/// When a heartbeat is due: `interval` after `last_sent`. An interval too long to add
+/// (`Duration::MAX`, to turn heartbeats off) waits a year instead of overflowing.
+fn heartbeat_due(
+    last_sent: tokio::time::Instant,
+    interval: std::time::Duration,
+) -> tokio::time::Instant {
+    last_sent
+        .checked_add(interval)
+        .unwrap_or(last_sent + std::time::Duration::from_secs(365 * 24 * 3600))
 }
 
 /// The shortest interval between heartbeats.
@@ -810,8 +858,8 @@ fn lock(handover: &std::sync::Mutex<Handover>) -> std::sync::MutexGuard<'_, Hand
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// How long a streamed turn runs in its body's poll: when it waits after that, it moves
-/// into a task of its own. A turn that waits on a model is past it by its first token
+/// How long a streamed turn runs in its request's poll (its handler's, then its
+/// body's): when its body waits after that, it moves into a task of its own. A turn that waits on a model is past it by its first token
 /// (hundreds of milliseconds), and a task costs it nothing measurable; a turn that ends
 /// sooner (an instant provider, a stored envelope, an error) costs no task and no
 /// wake-up between two tasks, which on this project's 2-core test machine cost a
@@ -835,10 +883,9 @@ enum BodyTurn {
 /// final event, with a `: heartbeat` comment whenever nothing was sent for the heartbeat
 /// interval.
 ///
-/// The turn starts in the body's poll, so that one that ends at once (a stored
-/// envelope, an error, an instant provider) costs no task, and goes out with the
-/// response's head in one write. When it waits past [`RELEASE_AFTER`], it moves into a
-/// task of its own, which hands its deltas over through a shared buffer: a turn read
+/// The turn goes on in the body's poll where [`stream_turn`] left it (a turn that ends
+/// before its head goes out needs no body of this kind), so that one that ends soon
+/// costs no task. When it waits past [`RELEASE_AFTER`], it moves into a task of its own, which hands its deltas over through a shared buffer: a turn read
 /// only as fast as its client reads would hold its session and its provider's stream for
 /// as long as a client that stopped reading stayed connected.
 ///
@@ -850,8 +897,8 @@ struct SseBody {
     detached: Option<DetachedTurns>,
     handover: Arc<std::sync::Mutex<Handover>>,
     metrics: Metrics,
-    /// The heartbeat's timer, made when the body first waits: a turn that ends at once
-    /// never registers one (registering a timer earlier than every other woke the
+    /// The heartbeat's timer, made when the turn first waits (before its head, or in
+    /// the body): a turn that ends at once never registers one (registering a timer earlier than every other woke the
     /// runtime's timer thread, a system call per turn).
     heartbeat: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     last_sent: tokio::time::Instant,
@@ -862,15 +909,6 @@ struct SseBody {
 }
 
 impl SseBody {
-    /// When the next heartbeat is due: `interval` after the last send. An interval too
-    /// long to add (`Duration::MAX`, to turn heartbeats off) waits a year instead of
-    /// overflowing.
-    fn heartbeat_due(&self) -> tokio::time::Instant {
-        self.last_sent
-            .checked_add(self.interval)
-            .unwrap_or(self.last_sent + std::time::Duration::from_secs(365 * 24 * 3600))
-    }
-
     /// Moves a turn that waits into a task of its own, which hands its outcome over.
     fn release(&mut self, turn: &mut InlineTurn) -> bool {
         if tokio::runtime::Handle::try_current().is_err() {
@@ -948,7 +986,7 @@ impl futures_util::Stream for SseBody {
             return Poll::Ready(Some(Ok(Bytes::from(chunk))));
         }
         // Nothing to send: wait for the turn, or for the heartbeat.
-        let due = this.heartbeat_due();
+        let due = heartbeat_due(this.last_sent, this.interval);
         let heartbeat = this
             .heartbeat
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
