@@ -461,8 +461,6 @@ fn deltas_serialise_for_forwarding() {
 /// reading (`type` first) or not.
 #[test]
 fn start_events_fold_as_their_full_decoding_does() {
-    use aptix_mapping::StreamFold;
-    use aptix_model::wire::StreamEvent;
     let rest = [
         r#"{"type":"response.output_text.delta","sequence_number":7,"item_id":"msg_1","output_index":0,"delta":"Hi"}"#,
         r#"{"type":"response.completed","sequence_number":8,"response":{"id":"resp_1","status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}}"#,
@@ -493,44 +491,108 @@ fn start_events_fold_as_their_full_decoding_does() {
         r#"{"type":"response.in_progress","sequence_number":9,"response":{"id":"resp_1"}}"#,
     ];
     for start in starts {
-        let frames: Vec<aptix_sse::SseEvent> = std::iter::once(start)
-            .chain(rest)
-            .map(|data| aptix_sse::SseEvent {
-                data: data.to_owned(),
-                ..aptix_sse::SseEvent::default()
-            })
-            .collect();
-        let mut short = StreamFold::new();
-        let short_deltas: Vec<_> = frames.iter().filter_map(|f| short.apply_sse(f)).collect();
-        let mut full = StreamFold::new();
-        let mut full_deltas = Vec::new();
-        let mut undecodable = 0;
-        for frame in &frames {
-            match StreamEvent::from_json(&frame.data) {
-                Ok(event) => full_deltas.extend(full.apply(event)),
-                Err(_) => undecodable += 1,
-            }
+        let payloads: Vec<&str> = std::iter::once(start).chain(rest).collect();
+        assert_sse_folds_as_typed(&payloads);
+    }
+}
+
+/// Folding `payloads` as SSE text gives what folding their full decodings gives: the
+/// same deltas, response id, last sequence number, result and warnings (but for the
+/// SSE path's own report of a payload that does not decode at all).
+fn assert_sse_folds_as_typed(payloads: &[&str]) {
+    use aptix_mapping::StreamFold;
+    use aptix_model::wire::StreamEvent;
+    let frames: Vec<aptix_sse::SseEvent> = payloads
+        .iter()
+        .map(|data| aptix_sse::SseEvent {
+            data: (*data).to_owned(),
+            ..aptix_sse::SseEvent::default()
+        })
+        .collect();
+    let mut short = StreamFold::new();
+    let short_deltas: Vec<_> = frames.iter().filter_map(|f| short.apply_sse(f)).collect();
+    let mut full = StreamFold::new();
+    let mut full_deltas = Vec::new();
+    let mut undecodable = 0;
+    for frame in &frames {
+        match StreamEvent::from_json(&frame.data) {
+            Ok(event) => full_deltas.extend(full.apply(event)),
+            Err(_) => undecodable += 1,
         }
-        assert_eq!(short_deltas, full_deltas, "{start}");
-        assert_eq!(short.response_id(), full.response_id(), "{start}");
-        assert_eq!(
-            short.last_sequence_number(),
-            full.last_sequence_number(),
-            "{start}"
-        );
-        let (short, full) = (short.finish().unwrap(), full.finish().unwrap());
-        assert_eq!(short.response, full.response, "{start}");
-        // The typed path never saw an undecodable event; the SSE path reports it.
-        assert_eq!(short.events, full.events + undecodable, "{start}");
-        let warnings = |folded: &aptix_mapping::FoldedStream| {
-            folded
-                .warnings
-                .iter()
-                .map(ToString::to_string)
-                .filter(|warning| !warning.contains("could not be decoded"))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(warnings(&short), warnings(&full), "{start}");
+    }
+    let context = payloads.join("\n");
+    assert_eq!(short_deltas, full_deltas, "{context}");
+    assert_eq!(short.response_id(), full.response_id(), "{context}");
+    assert_eq!(
+        short.last_sequence_number(),
+        full.last_sequence_number(),
+        "{context}"
+    );
+    let (short, full) = (short.finish().unwrap(), full.finish().unwrap());
+    assert_eq!(short.response, full.response, "{context}");
+    assert_eq!(short.streamed_output, full.streamed_output, "{context}");
+    // The typed path never saw an undecodable event; the SSE path reports it.
+    assert_eq!(short.events, full.events + undecodable, "{context}");
+    let warnings = |folded: &aptix_mapping::FoldedStream| {
+        folded
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .filter(|warning| !warning.contains("could not be decoded"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(warnings(&short), warnings(&full), "{context}");
+}
+
+/// Delta events are read with their text and item id borrowed where the payload allows;
+/// whatever a delta payload holds, folding its SSE text gives what folding its full
+/// decoding gives.
+#[test]
+fn delta_events_fold_as_their_full_decoding_does() {
+    let start =
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m"}}"#;
+    let items = [
+        r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+        r#"{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}"#,
+        r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
+        r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
+    ];
+    let end = r#"{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","status":"completed","model":"m","output":[]}}"#;
+    let deltas = [
+        // As OpenAI writes them.
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"fnaZ"}"#,
+        r#"{"type":"response.function_call_arguments.delta","sequence_number":10,"item_id":"fc_1","output_index":1,"delta":"{\"a\":"}"#,
+        r#"{"type":"response.refusal.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"No"}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","sequence_number":10,"item_id":"rs_1","output_index":2,"summary_index":0,"delta":"Think"}"#,
+        // Escapes in the text and in the item id.
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"line\n\"two\" \u00e9 \ud83d\ude00"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg\u005f1","output_index":0,"content_index":0,"delta":"x"}"#,
+        // Absent or null fields.
+        r#"{"type":"response.output_text.delta","sequence_number":10,"output_index":0,"delta":"no id"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":null,"output_index":0,"content_index":null,"delta":"nulls"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"delta":null}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"delta":"no number"}"#,
+        // Wrong types, missing index, `type` twice, `type` not first.
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":"0","delta":"x"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":7,"output_index":0,"delta":"x"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"delta":5}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","delta":"x"}"#,
+        r#"{"type":"response.output_text.delta","type":"response.refusal.delta","sequence_number":10,"output_index":0,"delta":"x"}"#,
+        r#"{"sequence_number":10,"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"delta":"late type"}"#,
+        r#"{"type":"response.output_text.deltas","sequence_number":10,"output_index":0,"delta":"x"}"#,
+        r#"{"type":"response.output_text.delta" ,"sequence_number":10,"output_index":0,"delta":"x"}"#,
+        // A delta for an index with no item; a stale number; not JSON after the opening.
+        r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_9","output_index":9,"delta":"orphan"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":1,"item_id":"msg_1","output_index":0,"delta":"stale"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":10,"output_index":0,"delta":"x""#,
+    ];
+    for delta in deltas {
+        let mut payloads = vec![start];
+        payloads.extend(items);
+        payloads.push(delta);
+        payloads.push(end);
+        assert_sse_folds_as_typed(&payloads);
     }
 }
 
@@ -555,4 +617,52 @@ fn a_start_event_is_not_judged_on_what_the_fold_does_not_read() {
     );
     assert_eq!(fold.response_id(), Some("resp_1"));
     assert_eq!(fold.last_sequence_number(), Some(0));
+}
+
+proptest::proptest! {
+    /// Any delta payload written `type` first (the short reading's way in), whatever its
+    /// other fields, their order and their values: folding its SSE text gives what
+    /// folding its full decoding gives.
+    #[test]
+    fn any_delta_payload_folds_as_its_full_decoding_does(
+        kind in proptest::sample::select(&[
+            "response.output_text.delta",
+            "response.refusal.delta",
+            "response.function_call_arguments.delta",
+            "response.reasoning_summary_text.delta",
+        ][..]),
+        fields in proptest::collection::vec(
+            (
+                proptest::sample::select(&[
+                    "type", "sequence_number", "item_id", "output_index", "content_index",
+                    "summary_index", "delta", "logprobs", "obfuscation",
+                ][..]),
+                proptest::sample::select(&[
+                    "0", "1", "2", "11", "-1", "1.5", "\"0\"", "null", "true", "[]", "{}",
+                    "\"msg_1\"", "\"fc_1\"", "\"rs_1\"", "\"msg\\u005f1\"", "\"Hello\"",
+                    "\"a\\nb \\\"c\\\" \\ud83d\\ude00\"", "\"\"", "\"response.refusal.delta\"",
+                ][..]),
+            ),
+            0..8,
+        ),
+    ) {
+        let start = r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m"}}"#;
+        let items = [
+            r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+            r#"{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
+            r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
+        ];
+        let end = r#"{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","status":"completed","model":"m","output":[]}}"#;
+        let mut delta = format!(r#"{{"type":"{kind}""#);
+        for (key, value) in &fields {
+            delta.push_str(&format!(r#","{key}":{value}"#));
+        }
+        delta.push('}');
+        let mut payloads = vec![start];
+        payloads.extend(items);
+        payloads.push(&delta);
+        payloads.push(end);
+        assert_sse_folds_as_typed(&payloads);
+    }
 }

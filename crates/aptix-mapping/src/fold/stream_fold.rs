@@ -129,6 +129,16 @@ impl StreamFold {
                 let response = started.response;
                 self.started(&response.id, response.model.as_deref())
             }
+            Ok(Decoded::Delta {
+                kind,
+                sequence_number,
+                parts,
+            }) => {
+                if !self.admit(sequence_number, false) {
+                    return None;
+                }
+                self.delta(kind, parts)
+            }
             Ok(Decoded::Event {
                 event,
                 raw_response,
