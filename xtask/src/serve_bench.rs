@@ -7,7 +7,8 @@
 //!
 //! - `aptix`: `POST /v1/agent/execute` on the router served on loopback, over the
 //!   in-memory store, with a provider that answers instantly in-process (a canned
-//!   response, or the canned events of `sse_text_deltas.sse`), wrapped in
+//!   response's JSON, decoded on each call as a provider over HTTP decodes its reply,
+//!   or the canned events of `sse_text_deltas.sse`, which the fold decodes), wrapped in
 //!   `TimedProvider`.
 //! - `fake`: the same request, same client, to a loopback axum route that answers with
 //!   the exact bytes `aptix` answered (the envelope, or the whole event stream, chunked
@@ -46,7 +47,8 @@ const PACED_RATES: [f64; 3] = [1_000.0, 2_500.0, 5_000.0];
 /// for its reply at least once: a turn that never waited would take a path no real turn
 /// takes (a streamed turn moves into a task of its own when it first waits).
 struct InstantProvider {
-    response: Response,
+    /// The canned response's JSON, decoded on each call as `OpenAiProvider` decodes a
+    /// body it received.
     raw_json: String,
     /// The fixture's events as the SSE decoder frames them: what a provider over HTTP
     /// hands over (text to decode), not typed events encoded again for the occasion.
@@ -57,10 +59,19 @@ struct InstantProvider {
 impl ResponsesProvider for InstantProvider {
     async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
         wait_once().await;
-        // A provider over HTTP hands over the body it received, kept as
-        // `rawResponseJson` without encoding the response again; so does this one.
-        let mut reply = ProviderResponse::new(self.response.clone(), ReplyMeta::synthetic());
-        reply.raw_json = Some(self.raw_json.clone());
+        // What a provider over HTTP does with the body it received: decodes it, and
+        // keeps its text as `rawResponseJson`. (Streamed, the fold decodes the events.)
+        let raw_json = self.raw_json.clone();
+        let response =
+            serde_json::from_str::<Response>(&raw_json).map_err(|error| ClientError::Decode {
+                what: "the canned response",
+                position: 0,
+                message: error.to_string(),
+                excerpt: String::new(),
+                request_id: None,
+            })?;
+        let mut reply = ProviderResponse::new(response, ReplyMeta::synthetic());
+        reply.raw_json = Some(raw_json);
         Ok(reply)
     }
 
@@ -120,11 +131,7 @@ fn provider() -> Result<Arc<InstantProvider>> {
             events.len()
         );
     }
-    Ok(Arc::new(InstantProvider {
-        response,
-        raw_json,
-        frames,
-    }))
+    Ok(Arc::new(InstantProvider { raw_json, frames }))
 }
 
 static IDS: AtomicU64 = AtomicU64::new(0);
