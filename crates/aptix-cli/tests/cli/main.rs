@@ -18,5 +18,6 @@ mod inspect;
 mod schema;
 mod serve;
 mod serve_replicas;
+mod served;
 mod support;
 mod tools_e2e;

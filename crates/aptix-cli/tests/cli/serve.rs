@@ -2,12 +2,11 @@
 //! and a real process answering a turn over HTTP against a fake upstream, sharing its
 //! sessions with `aptix ask`, and stopping cleanly on SIGTERM.
 
-use std::process::{Child, Stdio};
-use std::time::Duration;
 
 use aptix_testkit::fault_server::{FaultServer, Reply, sse_text, text_answer_events};
 use serde_json::{Value, json};
 
+use crate::served::serve;
 use crate::support::{SECRET_KEY, Sandbox, code, stderr};
 
 #[test]
@@ -62,87 +61,6 @@ fn a_zero_timeout_is_refused_naming_it() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `aptix serve` for `sandbox`'s workspace against `upstream`, on a free loopback port,
-/// with the test key, `env` and `args`; returns it with its base URL once `/healthz`
-/// answers.
-async fn serve(
-    sandbox: &Sandbox,
-    upstream: &FaultServer,
-    env: &[(&str, &str)],
-    args: &[&std::ffi::OsStr],
-) -> (Served, String) {
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home.path())
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .envs(env.iter().copied())
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .args(["--base-url", &upstream.base_url()])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let served = Served(child);
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            return (served, base);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("aptix serve did not come up");
-}
-
-impl Served {
-    /// Sends SIGTERM and waits up to 10 s for the exit; returns the exit status (`None`
-    /// if it did not exit) and everything it wrote on stderr.
-    async fn stop(mut self) -> (Option<std::process::ExitStatus>, String) {
-        let pid = self.0.id().to_string();
-        assert!(
-            std::process::Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let mut exited = None;
-        for _ in 0..200 {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                exited = Some(status);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let mut log = String::new();
-        if exited.is_some() {
-            std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut log).unwrap();
-        }
-        (exited, log)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm() {
     let pieces = ["Stored ", "once."];
@@ -163,7 +81,7 @@ async fn serve_answers_a_turn_shares_the_session_with_ask_and_stops_on_sigterm()
     // Transparent huge pages are off for the service's process (see `docs/serve.md`).
     #[cfg(target_os = "linux")]
     {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", served.0.id())).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", served.pid())).unwrap();
         let thp = status
             .lines()
             .find(|line| line.starts_with("THP_enabled:"))

@@ -5,7 +5,6 @@
 //! with `kill -9` mid-turn leaves nothing recorded and B takes the session; 200
 //! concurrent turns over 20 sessions spread across both are each recorded once.
 
-use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,7 +13,8 @@ use aptix_testkit::fault_server::{FaultServer, Reply, Step};
 use aptix_testkit::postgres::TestDatabase;
 use serde_json::{Value, json};
 
-use crate::support::{SECRET_KEY, Sandbox};
+use crate::served::{Served, serve};
+use crate::support::Sandbox;
 
 fn answer(id: &str, text: &str) -> Value {
     json!({
@@ -25,61 +25,29 @@ fn answer(id: &str, text: &str) -> Value {
     })
 }
 
-/// One `aptix serve` replica; killed (SIGKILL) when dropped if still running.
+/// One `aptix serve` replica, on its own workspace and upstream, sharing `store`.
 struct Replica {
-    child: Child,
+    served: Served,
     base: String,
     _sandbox: Sandbox,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Replica {
     async fn start(store: &str, upstream: &FaultServer) -> Replica {
         let sandbox = Sandbox::new();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", sandbox.home.path())
-            .env("OPENAI_API_KEY", SECRET_KEY)
+        let (served, base) = serve(
+            &sandbox,
+            upstream,
             // The URL through the environment, as a deployment passes it.
-            .env("APTIX_STORE_URL", store)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--workspace", &sandbox.workspace_arg()])
-            .args(["--base-url", &upstream.base_url()])
-            .args(["--max-concurrent-turns", "256", "--lease-ttl", "30s"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let replica = Replica {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+            &[("APTIX_STORE_URL", store)],
+            &["--max-concurrent-turns", "256", "--lease-ttl", "30s"].map(std::ffi::OsStr::new),
+        )
+        .await;
+        Replica {
+            served,
+            base,
             _sandbox: sandbox,
-        };
-        let client = reqwest::Client::new();
-        for _ in 0..400 {
-            if client
-                .get(format!("{}/readyz", replica.base))
-                .send()
-                .await
-                .is_ok_and(|response| response.status().is_success())
-            {
-                return replica;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("aptix serve did not come up on {}", replica.base);
     }
 
     async fn execute(&self, client: &reqwest::Client, session: &str, turn: &str) -> (u16, Value) {
@@ -198,12 +166,7 @@ async fn a_replica_killed_mid_turn_records_nothing_and_the_other_takes_the_sessi
     let (status, body) = b.execute(&client, "s-k", "t-1").await;
     assert_eq!(status, 409, "busy while A runs the turn: {body}");
 
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &a.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    a.child.wait().unwrap();
+    a.served.kill();
     assert!(
         stranded.await.unwrap().is_err(),
         "A's client lost its connection"
