@@ -2,7 +2,6 @@
 //! and a real process answering a turn over HTTP against a fake upstream, sharing its
 //! sessions with `aptix ask`, and stopping cleanly on SIGTERM.
 
-
 use aptix_testkit::fault_server::{FaultServer, Reply, sse_text, text_answer_events};
 use serde_json::{Value, json};
 
