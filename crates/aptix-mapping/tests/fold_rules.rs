@@ -549,15 +549,6 @@ fn assert_sse_folds_as_typed(payloads: &[&str]) {
 /// decoding gives.
 #[test]
 fn delta_events_fold_as_their_full_decoding_does() {
-    let start =
-        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m"}}"#;
-    let items = [
-        r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
-        r#"{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}"#,
-        r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
-        r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
-    ];
-    let end = r#"{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","status":"completed","model":"m","output":[]}}"#;
     let deltas = [
         // As OpenAI writes them.
         r#"{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[],"obfuscation":"fnaZ"}"#,
@@ -588,12 +579,27 @@ fn delta_events_fold_as_their_full_decoding_does() {
         r#"{"type":"response.output_text.delta","sequence_number":10,"output_index":0,"delta":"x""#,
     ];
     for delta in deltas {
-        let mut payloads = vec![start];
-        payloads.extend(items);
-        payloads.push(delta);
-        payloads.push(end);
-        assert_sse_folds_as_typed(&payloads);
+        assert_sse_folds_as_typed(&around_a_delta(delta));
     }
+}
+
+/// `delta` in a stream that has a message at index 0, a function call at 1 and a
+/// reasoning item at 2, from its start to its final response.
+fn around_a_delta(delta: &str) -> Vec<&str> {
+    let start =
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m"}}"#;
+    let items = [
+        r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+        r#"{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}"#,
+        r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
+        r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
+    ];
+    let end = r#"{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","status":"completed","model":"m","output":[]}}"#;
+    let mut payloads = vec![start];
+    payloads.extend(items);
+    payloads.push(delta);
+    payloads.push(end);
+    payloads
 }
 
 /// The one difference the short reading makes, on purpose: a start event whose response
@@ -646,23 +652,11 @@ proptest::proptest! {
             0..8,
         ),
     ) {
-        let start = r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"m"}}"#;
-        let items = [
-            r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
-            r#"{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":""}}"#,
-            r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":""}}"#,
-            r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
-        ];
-        let end = r#"{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","status":"completed","model":"m","output":[]}}"#;
         let mut delta = format!(r#"{{"type":"{kind}""#);
         for (key, value) in &fields {
             delta.push_str(&format!(r#","{key}":{value}"#));
         }
         delta.push('}');
-        let mut payloads = vec![start];
-        payloads.extend(items);
-        payloads.push(&delta);
-        payloads.push(end);
-        assert_sse_folds_as_typed(&payloads);
+        assert_sse_folds_as_typed(&around_a_delta(&delta));
     }
 }
