@@ -859,11 +859,12 @@ fn lock(handover: &std::sync::Mutex<Handover>) -> std::sync::MutexGuard<'_, Hand
 }
 
 /// How long a streamed turn runs in its request's poll (its handler's, then its
-/// body's): when its body waits after that, it moves into a task of its own. A turn that waits on a model is past it by its first token
-/// (hundreds of milliseconds), and a task costs it nothing measurable; a turn that ends
-/// sooner (an instant provider, a stored envelope, an error) costs no task and no
-/// wake-up between two tasks, which on this project's 2-core test machine cost a
-/// turn at concurrency 1 over a millisecond at p99. Only a client that stops reading
+/// body's): when its body waits after that, it moves into a task of its own. A turn
+/// that waits on a model is past it by its first token (hundreds of milliseconds), and
+/// a task costs it nothing measurable; a turn that ends sooner (an instant provider, a
+/// stored envelope, an error) costs no task and no wake-up between two tasks, which on
+/// this project's 2-core test machine cost a turn at concurrency 1 over a millisecond
+/// at p99. Only a client that stops reading
 /// within this time, while the provider fills every buffer between them (hyper's and
 /// the socket's: megabytes), holds its turn.
 const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
@@ -885,9 +886,10 @@ enum BodyTurn {
 ///
 /// The turn goes on in the body's poll where [`stream_turn`] left it (a turn that ends
 /// before its head goes out needs no body of this kind), so that one that ends soon
-/// costs no task. When it waits past [`RELEASE_AFTER`], it moves into a task of its own, which hands its deltas over through a shared buffer: a turn read
-/// only as fast as its client reads would hold its session and its provider's stream for
-/// as long as a client that stopped reading stayed connected.
+/// costs no task. When it waits past [`RELEASE_AFTER`], it moves into a task of its
+/// own, which hands its deltas over through a shared buffer: a turn read only as fast
+/// as its client reads would hold its session and its provider's stream for as long as
+/// a client that stopped reading stayed connected.
 ///
 /// Everything ready when the body is polled goes out as one chunk: a provider's reply
 /// often brings many events in one read, and writing each in a chunk of its own cost
@@ -898,8 +900,9 @@ struct SseBody {
     handover: Arc<std::sync::Mutex<Handover>>,
     metrics: Metrics,
     /// The heartbeat's timer, made when the turn first waits (before its head, or in
-    /// the body): a turn that ends at once never registers one (registering a timer earlier than every other woke the
-    /// runtime's timer thread, a system call per turn).
+    /// the body): a turn that ends at once never registers one (registering a timer
+    /// earlier than every other woke the runtime's timer thread, a system call per
+    /// turn).
     heartbeat: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     last_sent: tokio::time::Instant,
     interval: std::time::Duration,
