@@ -17,8 +17,9 @@
 //!
 //! Overhead = `aptix` - `fake`, per percentile. At concurrency 16 (the target's) the
 //! pair is also run in seven interleaved rounds, and the target is read off the median
-//! of their p99 overheads; the host's share of the CPU time (steal) is printed last. Client, servers and fake share one tokio
-//! runtime (2 worker threads on the 2-core machine), as they share the cores.
+//! of their p99 overheads; the host's share of the CPU time (steal) is printed last.
+//! Client, servers and fake share one tokio runtime (2 worker threads on the 2-core
+//! machine), as they share the cores.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -52,7 +53,7 @@ const ROUNDS: usize = 7;
 /// A provider that answers at once: the canned response, or its canned events. It
 /// yields to the runtime once before answering, as a provider over the network waits
 /// for its reply at least once: a turn that never waited would take a path no real turn
-/// takes (a streamed turn moves into a task of its own when it first waits).
+/// takes (a streamed turn's head goes out with its first events, after that wait).
 struct InstantProvider {
     /// The canned response's JSON, decoded on each call as `OpenAiProvider` decodes a
     /// body it received.
@@ -725,7 +726,7 @@ async fn bench(duration: Duration, only: Selection<'_>) -> Result<()> {
              service interleaved: p99 overhead (aptix - fake) of each round"
         );
         println!();
-        println!("| mode | median ms | lowest ms | highest ms | every round, ms |");
+        println!("| mode | median ms | lowest ms | highest ms | every round, lowest first, ms |");
         println!("|---|---:|---:|---:|---|");
         for (mode, p99s) in rounds {
             let every: Vec<String> = p99s.iter().map(|p99| format!("{p99:.3}")).collect();
