@@ -460,8 +460,15 @@ impl Session {
                 self.editor.as_deref(),
             )
             .await?;
-            turns
-                .execute_streaming(request, &mut sink)
+            // A model request sent again after a 429, a 5xx or a lost connection is
+            // told to the editor before the wait, as a cut stream's retry is.
+            let observer = {
+                let reporter = Arc::clone(&reporter);
+                move |notice: &aptix_client::RetryNotice| {
+                    lock(&reporter).delta(&aptix_orchestrator::retry_delta(notice));
+                }
+            };
+            aptix_client::observe_retries(observer, turns.execute_streaming(request, &mut sink))
                 .await
                 .map_err(from_orchestrator)
         };

@@ -9,8 +9,10 @@
 //!   `in_progress` when it runs, and `completed` or `failed` with a summary and the
 //!   files it touched when it is done.
 //!
-//! A stream that is cut and sent again from its start repeats text the editor already
-//! shows: the repeated part is skipped (see `StreamDelta::Retrying`).
+//! A model call that is retried (a request that failed before its reply, a stream cut
+//! mid-answer) is told as a line among the thoughts, before the wait. A stream that is
+//! cut and sent again from its start repeats text the editor already shows: the
+//! repeated part is skipped (see `StreamDelta::Retrying`).
 
 use std::path::PathBuf;
 
@@ -31,6 +33,24 @@ struct Call {
     call_id: String,
     /// Its last update is sent (completed, failed, or cancelled).
     finished: bool,
+}
+
+/// A retry as the editor shows it, on a line of its own among the thoughts: a person
+/// waiting on a rate limit sees why nothing comes, and for how long.
+fn retry_notice(
+    attempt: u32,
+    max_attempts: u32,
+    wait_ms: u64,
+    reason: &str,
+    resumed: bool,
+) -> String {
+    let seconds = wait_ms as f64 / 1000.0;
+    let what = if resumed {
+        "resuming the answer"
+    } else {
+        "sending the request again"
+    };
+    format!("\n[{reason}: {what} in {seconds:.1} s, attempt {attempt} of {max_attempts}]\n")
 }
 
 /// Sends one turn's updates to the editor.
@@ -132,15 +152,27 @@ impl TurnReporter {
                 self.update_call(call_id, fields);
             }
             StreamDelta::Retrying {
-                resumed: false,
+                attempt,
+                max_attempts,
+                wait_ms,
                 reason,
-                ..
+                events,
+                resumed,
             } => {
-                tracing::info!(session = %self.session_id, %reason, "the stream was cut; sending the request again");
-                self.attempt.clear();
-            }
-            StreamDelta::Retrying { reason, .. } => {
-                tracing::info!(session = %self.session_id, %reason, "the stream was cut; resuming it");
+                tracing::info!(session = %self.session_id, %reason, attempt, max_attempts, wait_ms, events, resumed, "retrying the model call");
+                if !resumed {
+                    // The answer starts again from its beginning; what repeats is skipped.
+                    self.attempt.clear();
+                }
+                self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                    ContentBlock::Text(TextContent::new(retry_notice(
+                        *attempt,
+                        *max_attempts,
+                        *wait_ms,
+                        reason,
+                        *resumed,
+                    ))),
+                )));
             }
             StreamDelta::Error { code, message } => {
                 tracing::warn!(session = %self.session_id, %code, %message, "the stream reported an error");

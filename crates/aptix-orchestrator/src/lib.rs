@@ -89,6 +89,7 @@ pub use config::{
 pub use error::OrchestratorError;
 pub use lease::LeaseInfo;
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
+pub use recovery::retry_delta;
 pub use session::{
     CompactionMethod, CompactionReason, CompactionRecord, CompletedCall, ContextUsage,
     ModelSettings, PendingCall, PendingToolCalls, Scenario, SessionState, SessionTotals,

@@ -284,6 +284,21 @@ pub(crate) async fn stream_with_recovery(
 }
 
 /// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
+/// The delta that tells a streaming caller about a model request that failed before its
+/// reply and is sent again ([`aptix_client::observe_retries`] reports it): a
+/// [`StreamDelta::Retrying`] with no events received and nothing resumed, the shape a
+/// cut stream's notice has, so a front end tells both the same way.
+pub fn retry_delta(notice: &aptix_client::RetryNotice) -> StreamDelta {
+    StreamDelta::Retrying {
+        attempt: notice.attempt,
+        max_attempts: notice.max_attempts,
+        wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),
+        reason: notice.reason.clone(),
+        events: 0,
+        resumed: false,
+    }
+}
+
 pub(crate) fn log_rate_limits(meta: &aptix_client::ReplyMeta) {
     if let Some(limits) = &meta.rate_limits {
         tracing::info!("rate limits: {limits}");

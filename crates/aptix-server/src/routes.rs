@@ -454,14 +454,7 @@ fn turn_future(
             move |notice: &aptix_client::RetryNotice| {
                 metrics.retry(RetryKind::Request);
                 if let Some(sink) = &sink {
-                    sink.write(&StreamDelta::Retrying {
-                        attempt: notice.attempt,
-                        max_attempts: notice.max_attempts,
-                        wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),
-                        reason: notice.reason.clone(),
-                        events: 0,
-                        resumed: false,
-                    });
+                    sink.write(&aptix_orchestrator::retry_delta(notice));
                 }
             }
         };

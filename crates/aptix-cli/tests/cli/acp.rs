@@ -633,6 +633,84 @@ async fn a_provider_failure_ends_the_prompt_with_an_error_a_person_can_act_on() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_request_is_told_to_the_editor_before_its_wait() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![
+        Reply::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached", "type": "requests",
+                              "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after-ms", "300"),
+        text("resp_1", &["After ", "the wait."]),
+    ])
+    .await;
+    let workspace = sandbox.workspace_arg();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": []}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let messages = agent.request(
+            3,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
+        );
+        (messages, server.requests().len(), agent.finish())
+    })
+    .await;
+    let (messages, requests, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(requests, 2, "the request was sent again once");
+    let updates: Vec<&Value> = messages
+        .iter()
+        .filter(|message| message["method"] == "session/update")
+        .map(|message| &message["params"]["update"])
+        .collect();
+    let thought = updates
+        .iter()
+        .position(|update| update["sessionUpdate"] == "agent_thought_chunk")
+        .unwrap_or_else(|| panic!("no retry notice among {updates:#?}"));
+    let notice = updates[thought]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(notice.contains("rate limited (429)"), "{notice}");
+    assert!(notice.contains("attempt 2 of"), "{notice}");
+    assert!(notice.contains("0.3 s"), "{notice}");
+    let first_text = updates
+        .iter()
+        .position(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .unwrap_or_else(|| panic!("no answer text among {updates:#?}"));
+    assert!(
+        thought < first_text,
+        "the notice comes before the answer: {updates:#?}"
+    );
+    let answer: String = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    assert_eq!(answer, "After the wait.");
+    assert_eq!(
+        messages.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{messages:#?}"
+    );
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
     let sandbox = Sandbox::new();
     let workspace = sandbox.workspace_arg();
