@@ -444,6 +444,36 @@ impl Agent {
         }
     }
 
+    /// The agent, initialized (request id 1), with a session on `sandbox`'s workspace.
+    fn with_session(sandbox: &Sandbox, server: &FaultServer) -> (Agent, String) {
+        let mut agent = Agent::start(sandbox, server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let session_id = agent.new_session(&sandbox.workspace_arg());
+        (agent, session_id)
+    }
+
+    /// `session/new` for `workspace` (request id 2, after `initialize`); its id.
+    fn new_session(&mut self, workspace: &str) -> String {
+        let created = self.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": []}),
+        );
+        created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id: {created:?}"))
+            .to_owned()
+    }
+
+    /// `session/prompt` of one text block on `session_id`.
+    fn prompt(&mut self, id: u64, session_id: &str, text: &str) -> Vec<Value> {
+        self.request(
+            id,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
     fn request(&mut self, id: u64, method: &str, params: Value) -> Vec<Value> {
         self.send(
             &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
@@ -480,15 +510,7 @@ async fn stdout_carries_only_json_rpc_and_bad_input_gets_errors() {
         let mut agent = Agent::start(&sandbox, &server);
         let init = agent.request(1, "initialize", json!({"protocolVersion": 1}));
         assert_eq!(init[0]["result"]["protocolVersion"], 1, "{init:?}");
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": []}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let session_id = agent.new_session(&workspace);
 
         // A malformed line: a parse error with a null id.
         agent.send("{this is not json");
@@ -589,32 +611,13 @@ async fn a_provider_failure_ends_the_prompt_with_an_error_a_person_can_act_on() 
         &json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )])
     .await;
-    let workspace = sandbox.workspace_arg();
     let outcome = tokio::task::spawn_blocking(move || {
-        let mut agent = Agent::start(&sandbox, &server);
-        agent.request(1, "initialize", json!({"protocolVersion": 1}));
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": []}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let failed = agent.request(
-            3,
-            "session/prompt",
-            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
-        );
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let failed = agent.prompt(3, &session_id, "hi");
         let error = failed.last().unwrap()["error"].clone();
         // The session is left usable: the next prompt is accepted (and fails the same way
         // here, the script having no more replies).
-        let again = agent.request(
-            4,
-            "session/prompt",
-            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
-        );
+        let again = agent.prompt(4, &session_id, "hi");
         (error, again.last().unwrap().clone(), agent.finish())
     })
     .await;
@@ -646,24 +649,9 @@ async fn a_rate_limited_request_is_told_to_the_editor_before_its_wait() {
         text("resp_1", &["After ", "the wait."]),
     ])
     .await;
-    let workspace = sandbox.workspace_arg();
     let outcome = tokio::task::spawn_blocking(move || {
-        let mut agent = Agent::start(&sandbox, &server);
-        agent.request(1, "initialize", json!({"protocolVersion": 1}));
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": []}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let messages = agent.request(
-            3,
-            "session/prompt",
-            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}),
-        );
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let messages = agent.prompt(3, &session_id, "hi");
         (messages, server.requests().len(), agent.finish())
     })
     .await;
