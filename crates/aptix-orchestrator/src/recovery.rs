@@ -283,7 +283,6 @@ pub(crate) async fn stream_with_recovery(
     Ok(Streamed { response, mapped })
 }
 
-/// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
 /// The delta that tells a streaming caller about a model request that failed before its
 /// reply and is sent again ([`aptix_client::observe_retries`] reports it): a
 /// [`StreamDelta::Retrying`] with no events received and nothing resumed, the shape a
@@ -299,6 +298,7 @@ pub fn retry_delta(notice: &aptix_client::RetryNotice) -> StreamDelta {
     }
 }
 
+/// The reply's `x-ratelimit-*` headers, for `aptix ask -v` and other INFO readers.
 pub(crate) fn log_rate_limits(meta: &aptix_client::ReplyMeta) {
     if let Some(limits) = &meta.rate_limits {
         tracing::info!("rate limits: {limits}");
