@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{paused_config, request};
+use crate::support::{paused_config, reply_once, request};
 
 fn fixture_reply(status: u16, fixture: &str) -> ResponseTemplate {
     ResponseTemplate::new(status)
@@ -24,12 +24,7 @@ fn fixture_reply(status: u16, fixture: &str) -> ResponseTemplate {
 /// number of requests the server received.
 async fn retried_once(first: ResponseTemplate) -> (Duration, usize) {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(first)
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    reply_once(&server, first, 1).await;
     Mock::given(method("POST"))
         .respond_with(fixture_reply(200, "response_plain_text.json"))
         .mount(&server)
@@ -187,12 +182,12 @@ async fn a_retry_after_beyond_the_cap_falls_back_to_the_backoff_and_is_reported(
 #[tokio::test(start_paused = true)]
 async fn a_stream_request_is_retried_before_its_head_arrives() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(502).insert_header("retry-after-ms", "250"))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    reply_once(
+        &server,
+        ResponseTemplate::new(502).insert_header("retry-after-ms", "250"),
+        1,
+    )
+    .await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(
             aptix_testkit::read_fixture("sse_text_deltas.sse"),
@@ -212,21 +207,19 @@ async fn a_stream_request_is_retried_before_its_head_arrives() {
 #[tokio::test(start_paused = true)]
 async fn each_retry_is_told_to_the_observers_in_scope_before_its_wait() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "700"))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            fixture_reply(429, "error_429_rate_limit_exceeded.json")
-                .insert_header("retry-after-ms", "300"),
-        )
-        .up_to_n_times(1)
-        .with_priority(2)
-        .mount(&server)
-        .await;
+    reply_once(
+        &server,
+        ResponseTemplate::new(503).insert_header("retry-after-ms", "700"),
+        1,
+    )
+    .await;
+    reply_once(
+        &server,
+        fixture_reply(429, "error_429_rate_limit_exceeded.json")
+            .insert_header("retry-after-ms", "300"),
+        2,
+    )
+    .await;
     Mock::given(method("POST"))
         .respond_with(fixture_reply(200, "response_plain_text.json"))
         .mount(&server)
@@ -281,12 +274,12 @@ async fn each_retry_is_told_to_the_observers_in_scope_before_its_wait() {
     // Told before each wait, not after it.
     assert!(seen[0].2 < first && seen[2].2 >= first && seen[2].2 < first + second);
     // Outside the scope, a retry is told to nobody.
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after-ms", "10"))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    reply_once(
+        &server,
+        ResponseTemplate::new(503).insert_header("retry-after-ms", "10"),
+        1,
+    )
+    .await;
     let reply = provider.create(&request()).await.unwrap();
     assert_eq!(reply.meta.attempts, 2);
     assert_eq!(

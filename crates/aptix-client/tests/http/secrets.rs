@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{TEST_KEY, config, request};
+use crate::support::{TEST_KEY, config, reply_once, request};
 
 /// A tracing writer that appends to a shared buffer.
 #[derive(Clone, Default)]
@@ -59,14 +59,12 @@ async fn the_key_never_appears_in_debug_errors_or_traces() {
     let echo = format!(
         r#"{{"error":{{"message":"Incorrect API key provided: {TEST_KEY}.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}}}"#
     );
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(503).set_body_string(format!("upstream said {TEST_KEY}")),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    reply_once(
+        &server,
+        ResponseTemplate::new(503).set_body_string(format!("upstream said {TEST_KEY}")),
+        1,
+    )
+    .await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(401).set_body_raw(echo.into_bytes(), "application/json"),

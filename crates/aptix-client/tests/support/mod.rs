@@ -9,6 +9,21 @@ use aptix_client::{OpenAiConfig, OpenAiConfigBuilder, RetryPolicy};
 use aptix_model::wire::{CreateResponseRequest, Input};
 use std::time::Duration;
 
+/// Mounts `reply` on `server` for the next POST only, ahead of the mocks of lower
+/// `priority` (wiremock tries 1 first): a failure a retry gets past.
+pub async fn reply_once(
+    server: &wiremock::MockServer,
+    reply: wiremock::ResponseTemplate,
+    priority: u8,
+) {
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(reply)
+        .up_to_n_times(1)
+        .with_priority(priority)
+        .mount(server)
+        .await;
+}
+
 /// A key that must never show up in any output.
 pub const TEST_KEY: &str = "sk-test-aptix-7f3c9e21-DO-NOT-LEAK";
 
