@@ -1032,6 +1032,18 @@ struct Piped {
     calls: AtomicUsize,
 }
 
+impl Piped {
+    /// The provider, and where the test writes its stream's events.
+    fn new() -> (Arc<Piped>, tokio::sync::mpsc::UnboundedSender<String>) {
+        let (send, events) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let provider = Arc::new(Piped {
+            events: std::sync::Mutex::new(Some(events)),
+            calls: AtomicUsize::new(0),
+        });
+        (provider, send)
+    }
+}
+
 #[async_trait]
 impl ResponsesProvider for Piped {
     async fn create(&self, _: &CreateResponseRequest) -> Result<ProviderResponse, ClientError> {
@@ -1070,11 +1082,7 @@ impl ResponsesProvider for Piped {
 
 #[tokio::test]
 async fn a_client_that_drops_a_stream_mid_answer_can_retry_and_gets_the_stored_envelope() {
-    let (send, events) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let provider = Arc::new(Piped {
-        events: std::sync::Mutex::new(Some(events)),
-        calls: AtomicUsize::new(0),
-    });
+    let (provider, send) = Piped::new();
     let server = start(provider.clone(), ServerConfig::default()).await;
     let event = |value: Value| send.send(value.to_string()).unwrap();
     let delta = |sequence: u64, text: &str| {
@@ -1187,11 +1195,7 @@ fn dechunked(raw: &[u8]) -> Option<String> {
 #[tokio::test]
 async fn a_client_that_stops_reading_does_not_hold_its_turn() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let (send, events) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let provider = Arc::new(Piped {
-        events: std::sync::Mutex::new(Some(events)),
-        calls: AtomicUsize::new(0),
-    });
+    let (provider, send) = Piped::new();
     let store = Arc::new(InMemorySessionStore::new());
     let server = start_on(provider.clone(), store.clone(), ServerConfig::default()).await;
     let event = |value: Value| send.send(value.to_string()).unwrap();
