@@ -572,6 +572,23 @@ mod postgres {
     use aptix_orchestrator::PgSessionStore;
     use aptix_testkit::postgres::TestDatabase;
 
+    /// A plain connection to `database`, to read and write its tables directly.
+    async fn connect_raw(database: &TestDatabase) -> tokio_postgres::Client {
+        let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        raw
+    }
+
+    /// How many schema migrations the database records as applied.
+    async fn migrations_applied(raw: &tokio_postgres::Client) -> i64 {
+        raw.query_one("SELECT count(*) FROM aptix_schema_migrations", &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
     async fn fresh() -> (TestDatabase, Arc<PgSessionStore>) {
         let database = TestDatabase::create();
         let store = PgSessionStore::connect(database.url(), 8).await.unwrap();
@@ -619,16 +636,8 @@ mod postgres {
             (1, Some("resp_1"))
         );
 
-        let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let applied: i64 = raw
-            .query_one("SELECT count(*) FROM aptix_schema_migrations", &[])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(applied, 2);
+        let raw = connect_raw(&database).await;
+        assert_eq!(migrations_applied(&raw).await, 2);
 
         // Stored text that is not a session is reported as corrupt, not panicked on.
         raw.execute(
@@ -670,10 +679,7 @@ mod postgres {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_upgrades_a_version_1_database_and_moves_replaced_items_out() {
         let database = TestDatabase::create();
-        let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
+        let raw = connect_raw(&database).await;
         raw.batch_execute(
             "CREATE TABLE aptix_schema_migrations (version INTEGER PRIMARY KEY,
                  applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
@@ -699,12 +705,7 @@ mod postgres {
         .unwrap();
 
         let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
-        let applied: i64 = raw
-            .query_one("SELECT count(*) FROM aptix_schema_migrations", &[])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(applied, 2);
+        assert_eq!(migrations_applied(&raw).await, 2);
         check_version_1_session(&store, old).await;
     }
 
