@@ -136,13 +136,7 @@ pub trait SessionStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<StoredTurn>, OrchestratorError> {
         let _ = (session_id, limit);
-        Err(OrchestratorError::Store {
-            operation: "list turns",
-            source: Box::new(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "this session store cannot list turns",
-            )),
-        })
+        Err(unsupported("list turns", "list turns"))
     }
 
     /// One page of the stored sessions, most recent first (by last change; the
@@ -155,13 +149,7 @@ pub trait SessionStore: Send + Sync {
         cursor: Option<&str>,
     ) -> Result<SessionPage, OrchestratorError> {
         let _ = (limit, cursor);
-        Err(OrchestratorError::Store {
-            operation: "list sessions",
-            source: Box::new(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "this session store cannot list sessions",
-            )),
-        })
+        Err(unsupported("list sessions", "list sessions"))
     }
 
     /// Deletes a session with its stored turns and lease; returns whether it existed. A
@@ -169,13 +157,7 @@ pub trait SessionStore: Send + Sync {
     /// The default says the store cannot delete.
     async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
         let _ = session_id;
-        Err(OrchestratorError::Store {
-            operation: "delete session",
-            source: Box::new(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "this session store cannot delete sessions",
-            )),
-        })
+        Err(unsupported("delete session", "delete sessions"))
     }
 
     /// Gives the lease to `holder` if `stale_holder` still holds it: for a holder known
@@ -211,4 +193,16 @@ pub struct SessionSummary {
     pub version: u64,
     /// The agent mode.
     pub mode: String,
+}
+
+/// What a store that cannot do `operation` answers: the session store's error, its source
+/// an `Unsupported` I/O error saying what the store cannot do.
+fn unsupported(operation: &'static str, what: &str) -> OrchestratorError {
+    OrchestratorError::Store {
+        operation,
+        source: Box::new(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("this session store cannot {what}"),
+        )),
+    }
 }
