@@ -108,6 +108,15 @@ impl Running {
             .body(body.to_string())
     }
 
+    /// `GET path`, without a token.
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// A streamed turn's response, its body still to read.
     async fn stream(&self, body: &Value) -> reqwest::Response {
         self.post(body)
@@ -177,12 +186,7 @@ async fn a_json_turn_answers_with_the_envelope_and_a_request_id() {
     assert_eq!(envelope["text"], "Hello!");
     assert_eq!(envelope["turnId"], "t1");
 
-    let session = server
-        .client
-        .get(format!("{}/v1/sessions/s1", server.base))
-        .send()
-        .await
-        .unwrap();
+    let session = server.get("/v1/sessions/s1").await;
     assert_eq!(session.status(), 200);
     assert!(session.headers().contains_key("x-request-id"));
     let session: Value = session.json().await.unwrap();
@@ -344,12 +348,7 @@ async fn slow_clients_are_cut_off_headers_by_closing_and_bodies_with_408() {
     assert_eq!(body["error"]["requestId"], "req-slow");
 
     // A timely request on the same server is served.
-    let provider_answer = server
-        .client
-        .get(format!("{}/healthz", server.base))
-        .send()
-        .await
-        .unwrap();
+    let provider_answer = server.get("/healthz").await;
     assert_eq!(provider_answer.status(), 200);
 }
 
@@ -441,15 +440,7 @@ async fn media_type_size_and_unknown_sessions_have_their_statuses() {
         (404, Some("unknown_session"))
     );
 
-    let (status, body) = error_of(
-        server
-            .client
-            .get(format!("{}/v1/sessions/nobody", server.base))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = error_of(server.get("/v1/sessions/nobody").await).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("unknown_session"))
@@ -486,12 +477,7 @@ async fn tokens_guard_the_api_and_never_come_back() {
         .await
         .unwrap();
     assert_eq!(ok.status(), 200);
-    let session = server
-        .client
-        .get(format!("{}/v1/sessions/s1", server.base))
-        .send()
-        .await
-        .unwrap();
+    let session = server.get("/v1/sessions/s1").await;
     assert_eq!(session.status(), 401);
     for open in ["/healthz", "/readyz"] {
         let response = server
@@ -651,12 +637,7 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
     let server = start(provider, config).await;
     let auth = "Bearer metrics-secret-77";
 
-    let unauthorized = server
-        .client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap();
+    let unauthorized = server.get("/metrics").await;
     assert_eq!(unauthorized.status(), 401);
 
     let ok = server
@@ -862,12 +843,7 @@ async fn the_openapi_document_is_served_without_a_token() {
         ..ServerConfig::default()
     };
     let server = start(Arc::new(FakeProvider::new()), config).await;
-    let response = server
-        .client
-        .get(format!("{}/openapi.json", server.base))
-        .send()
-        .await
-        .unwrap();
+    let response = server.get("/openapi.json").await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     assert_eq!(response.text().await.unwrap(), aptix_server::openapi_json());
@@ -906,15 +882,7 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
     }
     assert_eq!(seen, ["s-c", "s-b", "s-a"]);
 
-    let (status, body) = error_of(
-        server
-            .client
-            .get(format!("{}/v1/sessions?cursor=nonsense", server.base))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = error_of(server.get("/v1/sessions?cursor=nonsense").await).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (400, Some("invalid_request"))
@@ -940,12 +908,7 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
         (status, body["error"]["code"].as_str()),
         (404, Some("unknown_session"))
     );
-    let gone = server
-        .client
-        .get(format!("{}/v1/sessions/s-b", server.base))
-        .send()
-        .await
-        .unwrap();
+    let gone = server.get("/v1/sessions/s-b").await;
     assert_eq!(gone.status(), 404);
 }
 
@@ -1426,15 +1389,7 @@ async fn retries_and_server_tools_stream_as_their_own_events_and_retries_are_cou
     assert_eq!(envelope[0]["text"], "It is noon.");
     assert_eq!(events.last().unwrap().0, "envelope");
 
-    let metrics = server
-        .client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.get("/metrics").await.text().await.unwrap();
     for kind in ["request", "stream"] {
         assert_eq!(
             sample(&metrics, "aptix_provider_retries_total", &[("kind", kind)]),
@@ -1455,15 +1410,7 @@ async fn a_session_shows_its_turns_and_their_usage_totals() {
         let response = server.post(&turn("s1", turn_id)).send().await.unwrap();
         assert_eq!(response.status(), 200);
     }
-    let session: Value = server
-        .client
-        .get(format!("{}/v1/sessions/s1", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get("/v1/sessions/s1").await.json().await.unwrap();
     assert_eq!(session["turns"], 2, "{session}");
     assert_eq!(session["usage"]["promptTokens"], 20, "{session}");
     assert_eq!(session["usage"]["completionTokens"], 6, "{session}");
