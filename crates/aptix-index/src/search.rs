@@ -118,7 +118,8 @@ pub struct SearchResults {
     pub matches: Vec<HitMatch>,
     /// The query terms searched for, most telling first (weight times IDF).
     pub terms: Vec<String>,
-    /// Soft problems: unknown scope keys, a query without searchable words.
+    /// Soft problems: unknown scope keys, a query without searchable words or whose words
+    /// the index does not hold.
     pub warnings: Vec<String>,
 }
 
@@ -152,7 +153,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     let chosen =
         choose_terms(&analysis, &stats, &inner.fields).map_err(|e| inner.store_error(e))?;
     if chosen.is_empty() {
-        warnings.push("query has no searchable words".to_owned());
+        warnings.push(no_terms_warning(&analysis));
         return Ok(SearchResults {
             warnings,
             ..SearchResults::default()
@@ -307,6 +308,31 @@ fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
 
 /// The analysed terms the index holds, at most [`MAX_QUERY_TERMS`], chosen by weight
 /// times IDF (ties by the term, so the choice is deterministic); each with its weight.
+/// Why a query searched for nothing: it had no words worth searching (stop words,
+/// punctuation), or none of its words occurs anywhere in the index (a question about
+/// another project, or an index built before the code it asks about).
+fn no_terms_warning(analysis: &Analysis) -> String {
+    if analysis.terms.is_empty() {
+        return "query has no searchable words".to_owned();
+    }
+    const SHOWN: usize = 8;
+    let words: Vec<&str> = analysis
+        .terms
+        .iter()
+        .take(SHOWN)
+        .map(|term| term.term.as_str())
+        .collect();
+    let more = if analysis.terms.len() > SHOWN {
+        ", ..."
+    } else {
+        ""
+    };
+    format!(
+        "none of the query's words occurs in the workspace index ({}{more})",
+        words.join(", ")
+    )
+}
+
 fn choose_terms(
     analysis: &Analysis,
     stats: &ExactStats<'_>,

@@ -250,7 +250,21 @@ fn an_unknown_key_is_a_warning_and_is_ignored() {
 fn a_query_without_words_warns_instead_of_failing() {
     let results = fixture().search(&SearchQuery::new("  ?! ")).unwrap();
     assert!(results.hits.is_empty());
-    assert_eq!(results.warnings.len(), 1);
+    assert_eq!(results.warnings, ["query has no searchable words"]);
+}
+
+#[test]
+fn a_query_whose_words_the_workspace_lacks_says_so_and_names_them() {
+    // Words worth searching, none of them in the fixture: the warning must not claim the
+    // question had no words, or a user asks it again in other words for nothing.
+    let results = fixture()
+        .search(&SearchQuery::new("Where is the quaternion slerp?"))
+        .unwrap();
+    assert!(results.hits.is_empty());
+    assert_eq!(
+        results.warnings,
+        ["none of the query's words occurs in the workspace index (quaternion, slerp)"]
+    );
 }
 
 #[tokio::test]
