@@ -12,7 +12,7 @@ use serde::Serialize;
 #[non_exhaustive]
 pub enum ErrorCode {
     /// `400 invalid_request`: the body broke AGN-034 (every violation listed), or is not
-    /// JSON.
+    /// JSON; or the path or query string is not one the route reads.
     InvalidRequest,
     /// `400 tool_results_mismatch`: the tool results do not answer the pending calls.
     ToolResultsMismatch,
@@ -20,6 +20,11 @@ pub enum ErrorCode {
     Unauthorized,
     /// `404 unknown_session`: a tool continuation, or a session read, names no session.
     UnknownSession,
+    /// `404 not_found`: no route has this path.
+    NotFound,
+    /// `405 method_not_allowed`: the route exists, not with this method (`Allow` lists
+    /// the methods it has).
+    MethodNotAllowed,
     /// `409 session_busy`: another turn runs on this session.
     SessionBusy,
     /// `409 nothing_pending`: a tool continuation arrived while no calls were pending.
@@ -51,6 +56,8 @@ impl ErrorCode {
             ErrorCode::ToolResultsMismatch => "tool_results_mismatch",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::UnknownSession => "unknown_session",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::NothingPending => "nothing_pending",
             ErrorCode::SessionConflict => "session_conflict",
@@ -69,7 +76,8 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidRequest | ErrorCode::ToolResultsMismatch => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::UnknownSession => StatusCode::NOT_FOUND,
+            ErrorCode::UnknownSession | ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::SessionBusy | ErrorCode::NothingPending | ErrorCode::SessionConflict => {
                 StatusCode::CONFLICT
             }
@@ -235,6 +243,8 @@ mod tests {
             ErrorCode::ToolResultsMismatch,
             ErrorCode::Unauthorized,
             ErrorCode::UnknownSession,
+            ErrorCode::NotFound,
+            ErrorCode::MethodNotAllowed,
             ErrorCode::SessionBusy,
             ErrorCode::NothingPending,
             ErrorCode::SessionConflict,

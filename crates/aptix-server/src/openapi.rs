@@ -28,7 +28,7 @@ impl Modify for BearerAuth {
 #[openapi(
     info(
         title = "Aptix",
-        description = "Aptix as an HTTP service: AGN-034 requests in, AGN-004 envelopes out (JSON or server-sent events). Every error has one shape, `Error`, with one stable code per cause; each response below lists the codes sent with its status. With tokens configured, `/v1/*` and `/metrics` require `Authorization: Bearer`; `/healthz`, `/readyz` and `/openapi.json` stay open. Every response carries `x-request-id`.",
+        description = "Aptix as an HTTP service: AGN-034 requests in, AGN-004 envelopes out (JSON or server-sent events). Every error has one shape, `Error`, with one stable code per cause; each response below lists the codes sent with its status. Any path no route has is answered 404 with `not_found`, and a route's path with a method it does not take 405 with `method_not_allowed` (and `Allow`), in the same shape. With tokens configured, `/v1/*` and `/metrics` require `Authorization: Bearer`; `/healthz`, `/readyz` and `/openapi.json` stay open. Every response carries `x-request-id`.",
         license(name = "MIT OR Apache-2.0"),
     ),
     paths(

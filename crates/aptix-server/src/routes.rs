@@ -11,7 +11,8 @@ use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind, LlmUsage, 
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{MatchedPath, Path, Request, State};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -56,6 +57,8 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi_json))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), count_request))
         .with_state(state)
         .layer(from_fn(request_id))
@@ -179,7 +182,8 @@ async fn request_id(mut request: Request, next: Next) -> Response {
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            // Whole microseconds, so the field reads `47.022`, not `47.022178999999994`.
+            elapsed_ms = started.elapsed().as_micros() as f64 / 1000.0,
             "answered"
         );
     });
@@ -244,6 +248,35 @@ fn unknown_session(id: &str, request_id: &str) -> ApiError {
     ApiError::new(
         ErrorCode::UnknownSession,
         format!("there is no session {id}"),
+        request_id,
+    )
+}
+
+/// Any path no route has: the one error shape, as every other refusal.
+async fn not_found(request: Request) -> Response {
+    let message = format!(
+        "there is no route {} {}",
+        request.method(),
+        request.uri().path()
+    );
+    ApiError::new(ErrorCode::NotFound, message, &id_of(&request)).into_response()
+}
+
+/// A route's path with a method it does not have; axum adds the `Allow` header.
+async fn method_not_allowed(request: Request) -> Response {
+    let message = format!(
+        "{} does not take {} (see the Allow header)",
+        request.uri().path(),
+        request.method()
+    );
+    ApiError::new(ErrorCode::MethodNotAllowed, message, &id_of(&request)).into_response()
+}
+
+/// A path or query string the route could not read, as `400 invalid_request`.
+fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidRequest,
+        format!("the {what} is not valid: {reason}"),
         request_id,
     )
 }
@@ -1081,6 +1114,7 @@ pub(crate) struct StatusView {
     responses(
         (status = 200, description = "The stored session", body = SessionView),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 400, description = "`invalid_request`: an id that does not read (not UTF-8 once percent-decoded)", body = ErrorBody),
         (status = 404, description = "`unknown_session`", body = ErrorBody),
         (status = 503, description = "`store_unavailable`", body = ErrorBody),
     ),
@@ -1088,12 +1122,18 @@ pub(crate) struct StatusView {
 )]
 pub(crate) async fn session(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     request: Request<Body>,
 ) -> Response {
     let request_id = match authorized(&state, &request) {
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
+    };
+    let Path(id) = match id {
+        Ok(id) => id,
+        Err(rejection) => {
+            return unreadable("path", &rejection.body_text(), &request_id).into_response();
+        }
     };
     let store = state.orchestrator.store();
     match store.load(&id).await {
@@ -1176,6 +1216,11 @@ pub(crate) struct SessionListView {
     next_cursor: Option<String>,
 }
 
+/// Sessions in a listing page when the request names no `limit`.
+const DEFAULT_LIST_LIMIT: usize = 50;
+/// The largest `limit` of a listing page.
+const MAX_LIST_LIMIT: usize = 1000;
+
 /// `GET /v1/sessions?limit=N&cursor=C`.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 pub(crate) struct ListQuery {
@@ -1194,7 +1239,7 @@ pub(crate) struct ListQuery {
     params(ListQuery),
     responses(
         (status = 200, description = "One page of sessions, most recent first", body = SessionListView),
-        (status = 400, description = "`invalid_request`: a cursor that is not one", body = ErrorBody),
+        (status = 400, description = "`invalid_request`: a query string that does not read (a `limit` that is not a number from 1 to 1000, a cursor that is not one)", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 503, description = "`store_unavailable`", body = ErrorBody),
     ),
@@ -1202,14 +1247,24 @@ pub(crate) struct ListQuery {
 )]
 pub(crate) async fn sessions(
     State(state): State<AppState>,
-    axum::extract::Query(query): axum::extract::Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
     request: Request<Body>,
 ) -> Response {
     let request_id = match authorized(&state, &request) {
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
-    let limit = query.limit.unwrap_or(50).clamp(1, 1000);
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => {
+            return unreadable("query string", &rejection.body_text(), &request_id).into_response();
+        }
+    };
+    let limit = query.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        let reason = format!("limit must be 1 to {MAX_LIST_LIMIT}, not {limit}");
+        return unreadable("query string", &reason, &request_id).into_response();
+    }
     match state
         .orchestrator
         .store()
@@ -1246,6 +1301,7 @@ pub(crate) async fn sessions(
     responses(
         (status = 204, description = "Deleted, with its stored turns"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 400, description = "`invalid_request`: an id that does not read (not UTF-8 once percent-decoded)", body = ErrorBody),
         (status = 404, description = "`unknown_session`", body = ErrorBody),
         (status = 409, description = "`session_busy`: a turn is running on it", body = ErrorBody),
         (status = 503, description = "`store_unavailable`", body = ErrorBody),
@@ -1254,12 +1310,18 @@ pub(crate) async fn sessions(
 )]
 pub(crate) async fn delete_session(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     request: Request<Body>,
 ) -> Response {
     let request_id = match authorized(&state, &request) {
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
+    };
+    let Path(id) = match id {
+        Ok(id) => id,
+        Err(rejection) => {
+            return unreadable("path", &rejection.body_text(), &request_id).into_response();
+        }
     };
     match state.orchestrator.store().delete_session(&id).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),

@@ -913,6 +913,102 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
 }
 
 #[tokio::test]
+async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
+    let server = start(Arc::new(FakeProvider::new()), ServerConfig::default()).await;
+    // Each refusal: the JSON error shape with its code, the request id, and the detail a
+    // client needs to fix the call.
+    let cases: [(&str, &str, u16, &str, &str); 8] = [
+        (
+            "GET",
+            "/v1/sessions?limit=abc",
+            400,
+            "invalid_request",
+            "limit",
+        ),
+        (
+            "GET",
+            "/v1/sessions?limit=1&limit=2",
+            400,
+            "invalid_request",
+            "limit",
+        ),
+        (
+            "GET",
+            "/v1/sessions?limit=0",
+            400,
+            "invalid_request",
+            "1 to 1000, not 0",
+        ),
+        (
+            "GET",
+            "/v1/sessions?limit=1001",
+            400,
+            "invalid_request",
+            "not 1001",
+        ),
+        (
+            "GET",
+            "/v1/sessions/%FF%FE",
+            400,
+            "invalid_request",
+            "UTF-8",
+        ),
+        (
+            "DELETE",
+            "/v1/sessions/%FF",
+            400,
+            "invalid_request",
+            "UTF-8",
+        ),
+        (
+            "GET",
+            "/v1/nothing-here",
+            404,
+            "not_found",
+            "GET /v1/nothing-here",
+        ),
+        ("PUT", "/v1/agent/execute", 405, "method_not_allowed", "PUT"),
+    ];
+    for (method, path, status, code, detail) in cases {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = server
+            .client
+            .request(method.clone(), format!("{}{path}", server.base))
+            .header("x-request-id", "req-shape")
+            .send()
+            .await
+            .unwrap();
+        let allow = response
+            .headers()
+            .get("allow")
+            .map(|value| value.to_str().unwrap().to_owned());
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/json",
+            "{method} {path}"
+        );
+        let (got, body) = error_of(response).await;
+        assert_eq!(got, status, "{method} {path}: {body}");
+        let error = &body["error"];
+        assert_eq!(error["code"], code, "{method} {path}: {body}");
+        assert_eq!(error["requestId"], "req-shape", "{method} {path}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(detail), "{method} {path}: {message}");
+        if status == 405 {
+            assert_eq!(allow.as_deref(), Some("POST"), "{method} {path}");
+        }
+    }
+    // A limit in range, and none, still list.
+    for path in [
+        "/v1/sessions?limit=1",
+        "/v1/sessions?limit=1000",
+        "/v1/sessions",
+    ] {
+        assert_eq!(server.get(path).await.status(), 200, "{path}");
+    }
+}
+
+#[tokio::test]
 async fn a_long_streamed_turn_sends_heartbeats_until_its_envelope() {
     let provider = gated();
     let server = start(
