@@ -54,7 +54,8 @@ pub enum AgentExecuteRequest {
 impl AgentExecuteRequest {
     /// Parses and validates a request body. Total over arbitrary bytes: a body that is not
     /// JSON, not UTF-8 or over [`MAX_REQUEST_BYTES`] is one violation at the root path;
-    /// otherwise see [`validate`].
+    /// otherwise see [`validate`]. A leading UTF-8 byte order mark is skipped, as RFC 8259
+    /// allows (Windows tools such as PowerShell's `Out-File` write one).
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, RequestRejection> {
         if bytes.len() > MAX_REQUEST_BYTES {
             return Err(Violation::new(
@@ -67,6 +68,7 @@ impl AgentExecuteRequest {
             )
             .into());
         }
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         let value: Value = serde_json::from_slice(bytes).map_err(|error| {
             Violation::new(
                 "",

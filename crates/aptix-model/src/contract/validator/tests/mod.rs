@@ -203,6 +203,17 @@ fn bodies_must_be_json_and_within_the_size_limit() {
     assert_eq!(path_and_code(&huge), (1, String::new(), TooLarge));
     let ok = br#"{"sessionId": "s", "turnId": "t", "instruction": "hi"}"#;
     assert!(AgentExecuteRequest::from_json_slice(ok).is_ok());
+    // A leading byte order mark is skipped (RFC 8259 allows it); one anywhere else, or
+    // only half of one, is not JSON.
+    let with_bom = [&b"\xEF\xBB\xBF"[..], ok].concat();
+    assert_eq!(
+        AgentExecuteRequest::from_json_slice(&with_bom).ok(),
+        AgentExecuteRequest::from_json_slice(ok).ok()
+    );
+    let twice = [&b"\xEF\xBB\xBF\xEF\xBB\xBF"[..], ok].concat();
+    assert_eq!(path_and_code(&twice), (1, String::new(), InvalidJson));
+    let half = [&b"\xEF\xBB"[..], ok].concat();
+    assert_eq!(path_and_code(&half), (1, String::new(), InvalidJson));
 }
 
 #[test]
