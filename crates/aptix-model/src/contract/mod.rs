@@ -70,6 +70,7 @@ mod path;
 mod request;
 mod response;
 mod scope;
+mod strict_json;
 mod text;
 mod tool_result;
 mod validator;

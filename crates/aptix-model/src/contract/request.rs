@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::attachment::{FileInput, ImageInput};
 use super::limits::MAX_REQUEST_BYTES;
 use super::scope::ScopeCondition;
+use super::strict_json::{self, StrictError};
 use super::text::{Instruction, SessionId, TurnId};
 use super::tool_result::ToolResult;
 use super::validator::validate;
@@ -55,7 +56,9 @@ impl AgentExecuteRequest {
     /// Parses and validates a request body. Total over arbitrary bytes: a body that is not
     /// JSON, not UTF-8 or over [`MAX_REQUEST_BYTES`] is one violation at the root path;
     /// otherwise see [`validate`]. A leading UTF-8 byte order mark is skipped, as RFC 8259
-    /// allows (Windows tools such as PowerShell's `Out-File` write one).
+    /// allows (Windows tools such as PowerShell's `Out-File` write one). An object that
+    /// names a member twice is [`ViolationCode::DuplicateField`] at that member, where a
+    /// JSON parser would keep one of the two without a word.
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, RequestRejection> {
         if bytes.len() > MAX_REQUEST_BYTES {
             return Err(Violation::new(
@@ -69,12 +72,17 @@ impl AgentExecuteRequest {
             .into());
         }
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let value: Value = serde_json::from_slice(bytes).map_err(|error| {
-            Violation::new(
+        let value = strict_json::parse(bytes).map_err(|error| match error {
+            StrictError::NotJson(error) => Violation::new(
                 "",
                 ViolationCode::InvalidJson,
                 format!("the request body is not JSON: {error}"),
-            )
+            ),
+            StrictError::Duplicate { path, member } => Violation::new(
+                path,
+                ViolationCode::DuplicateField,
+                format!("{member} is given twice in one object; send it once"),
+            ),
         })?;
         validate(&value)
     }

@@ -20,7 +20,8 @@ pub enum ViolationCode {
     Missing,
     /// A text is empty or only whitespace, or a list that needs entries has none.
     Empty,
-    /// A field is given twice, once in camelCase and once in PascalCase.
+    /// A field is given twice: once in camelCase and once in PascalCase, or twice by
+    /// the same name in one object (anywhere in the body, `resultJson` included).
     DuplicateField,
     /// A field the contract does not have: usually a typo, never silently ignored.
     UnknownField,

@@ -214,6 +214,19 @@ fn bodies_must_be_json_and_within_the_size_limit() {
     assert_eq!(path_and_code(&twice), (1, String::new(), InvalidJson));
     let half = [&b"\xEF\xBB"[..], ok].concat();
     assert_eq!(path_and_code(&half), (1, String::new(), InvalidJson));
+    // A member given twice would run on whichever copy the parser kept: refused, where.
+    assert_eq!(
+        path_and_code(
+            br#"{"sessionId": "a", "turnId": "t", "instruction": "hi", "sessionId": "b"}"#
+        ),
+        (1, "sessionId".to_owned(), DuplicateField)
+    );
+    assert_eq!(
+        path_and_code(
+            br#"{"sessionId": "s", "turnId": "t", "toolResults": [{"toolCallId": "c", "resultJson": {"a": 1, "a": 2}}]}"#
+        ),
+        (1, "toolResults[0].resultJson.a".to_owned(), DuplicateField)
+    );
 }
 
 #[test]
