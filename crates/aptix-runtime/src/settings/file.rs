@@ -50,8 +50,10 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
             )));
         }
         if !KEYS.contains(&key.as_str()) && !SERVE_KEYS.contains(&key.as_str()) {
+            let hint = closest_key(key)
+                .map_or_else(String::new, |known| format!("; did you mean `{known}`?"));
             return Err(Error::config(format!(
-                "unknown key `{key}` in {} (known keys: {}; for aptix serve: {})",
+                "unknown key `{key}` in {}{hint} (known keys: {}; for aptix serve: {})",
                 path.display(),
                 KEYS.join(", "),
                 SERVE_KEYS.join(", ")
@@ -77,4 +79,15 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
     })?;
     let shown = path.display().to_string();
     layer.check(&|key| format!("`{key}` in {shown}")).map(Some)
+}
+
+/// The known key `key` is most likely a misspelling of (`modle` -> `model`,
+/// `max_concurent_turns` -> `max_concurrent_turns`), when one is close enough.
+fn closest_key(key: &str) -> Option<&'static str> {
+    KEYS.iter()
+        .chain(SERVE_KEYS.iter())
+        .map(|known| (strsim::jaro_winkler(key, known), *known))
+        .filter(|(similarity, _)| *similarity > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, known)| known)
 }

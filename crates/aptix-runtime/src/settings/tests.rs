@@ -102,7 +102,29 @@ fn unknown_keys_name_the_key_and_the_file() {
     let text = error.to_string();
     assert!(text.contains("unknown key `modle`"), "{text}");
     assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("did you mean `model`?"), "{text}");
     assert!(error.is_config());
+}
+
+#[test]
+fn a_misspelt_key_suggests_the_closest_known_one_and_a_stranger_none() {
+    let dir = tempfile::tempdir().unwrap();
+    for (written, meant) in [
+        ("max_concurent_turns", Some("max_concurrent_turns")),
+        ("temprature", Some("temperature")),
+        ("base-url", Some("base_url")),
+        ("colour_scheme", None),
+    ] {
+        let path = write(dir.path(), "aptix.toml", &format!("{written} = 1\n"));
+        let text = from_file(&path).unwrap_err().to_string();
+        match meant {
+            Some(meant) => assert!(
+                text.contains(&format!("did you mean `{meant}`?")),
+                "{written}: {text}"
+            ),
+            None => assert!(!text.contains("did you mean"), "{written}: {text}"),
+        }
+    }
 }
 
 #[test]
