@@ -281,6 +281,17 @@ fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
     )
 }
 
+/// The token of an `Authorization` value of the Bearer scheme. The scheme's name is
+/// case-insensitive (RFC 9110 §11.1: `bearer` and `BEARER` are `Bearer`), and the
+/// spaces around the token are not part of it.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
 /// `Authorization: Bearer <token>` when tokens are configured.
 fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
@@ -289,8 +300,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     match presented {
         Some(token) if state.config.tokens.accepts(token) => Ok(()),
         Some(_) => Err(ApiError::new(

@@ -117,6 +117,16 @@ impl Running {
             .unwrap()
     }
 
+    /// `GET path` with this `Authorization` value.
+    async fn get_authorized(&self, path: &str, authorization: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .header("authorization", authorization)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// A streamed turn's response, its body still to read.
     async fn stream(&self, body: &Value) -> reqwest::Response {
         self.post(body)
@@ -477,6 +487,19 @@ async fn tokens_guard_the_api_and_never_come_back() {
         .await
         .unwrap();
     assert_eq!(ok.status(), 200);
+    // The scheme's name is case-insensitive, and spaces around the token do not count;
+    // the token itself is compared exactly.
+    for (header, status) in [
+        ("bearer secret-token-123", 200),
+        ("BEARER   secret-token-123 ", 200),
+        ("Bearer SECRET-TOKEN-123", 401),
+        ("Basic secret-token-123", 401),
+        ("Bearer", 401),
+        ("Bearer ", 401),
+    ] {
+        let response = server.get_authorized("/v1/sessions/s1", header).await;
+        assert_eq!(response.status(), status, "{header:?}");
+    }
     let session = server.get("/v1/sessions/s1").await;
     assert_eq!(session.status(), 401);
     for open in ["/healthz", "/readyz"] {
