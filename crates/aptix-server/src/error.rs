@@ -18,6 +18,9 @@ pub enum ErrorCode {
     ToolResultsMismatch,
     /// `401 unauthorized`: a bearer token is required and none (or a wrong one) came.
     Unauthorized,
+    /// `403 host_not_allowed`: without tokens, a request named a host that is not
+    /// loopback (how a web page reaches a local service through DNS rebinding).
+    HostNotAllowed,
     /// `404 unknown_session`: a tool continuation, or a session read, names no session.
     UnknownSession,
     /// `404 not_found`: no route has this path.
@@ -55,6 +58,7 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::ToolResultsMismatch => "tool_results_mismatch",
             ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::HostNotAllowed => "host_not_allowed",
             ErrorCode::UnknownSession => "unknown_session",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
@@ -76,6 +80,7 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidRequest | ErrorCode::ToolResultsMismatch => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::HostNotAllowed => StatusCode::FORBIDDEN,
             ErrorCode::UnknownSession | ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::SessionBusy | ErrorCode::NothingPending | ErrorCode::SessionConflict => {
@@ -242,6 +247,7 @@ mod tests {
             ErrorCode::InvalidRequest,
             ErrorCode::ToolResultsMismatch,
             ErrorCode::Unauthorized,
+            ErrorCode::HostNotAllowed,
             ErrorCode::UnknownSession,
             ErrorCode::NotFound,
             ErrorCode::MethodNotAllowed,

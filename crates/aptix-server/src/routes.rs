@@ -292,10 +292,55 @@ fn bearer_token(value: &str) -> Option<&str> {
         .filter(|token| !token.is_empty())
 }
 
+/// Without tokens (a service on loopback), the request must name the service by a
+/// loopback host: a web page the user opens can send requests to `127.0.0.1`, and
+/// through DNS rebinding read the answers, but its requests then carry the page's own
+/// host name. Requests without a `Host` (HTTP/1.0) pass.
+fn local_host(headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
+    let Some(host) = headers.get(header::HOST) else {
+        return Ok(());
+    };
+    let name = host.to_str().ok().map(host_name);
+    if name.is_some_and(is_loopback_name) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::HostNotAllowed,
+        "without bearer tokens the service answers only requests addressed to a loopback \
+         host (localhost, 127.0.0.1, [::1]); configure tokens (--tokens-file) to serve \
+         other names",
+        request_id,
+    ))
+}
+
+/// The name of a `Host` value, without its port: `[::1]:8787` -> `::1`.
+fn host_name(host: &str) -> &str {
+    let host = host.trim();
+    if let Some(bracketed) = host.strip_prefix('[') {
+        return bracketed.split(']').next().unwrap_or_default();
+    }
+    host.rsplit_once(':').map_or(host, |(name, _port)| name)
+}
+
+/// `localhost` (and its subdomains, which resolve to loopback by RFC 6761) or a
+/// loopback address.
+fn is_loopback_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.');
+    if name.eq_ignore_ascii_case("localhost")
+        || name
+            .get(name.len().saturating_sub(".localhost".len())..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"))
+    {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>()
+        .is_ok_and(|address| address.is_loopback())
+}
+
 /// `Authorization: Bearer <token>` when tokens are configured.
 fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
-        return Ok(());
+        return local_host(headers, request_id);
     }
     let presented = headers
         .get(header::AUTHORIZATION)
@@ -332,6 +377,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         )),
         (status = 400, description = "`invalid_request` (not JSON, or breaks AGN-034: every violation listed) or `tool_results_mismatch`", body = ErrorBody),
         (status = 401, description = "`unauthorized`: a bearer token is required (`WWW-Authenticate: Bearer`)", body = ErrorBody),
+        (status = 403, description = "`host_not_allowed`: without tokens, a request addressed to a host that is not loopback (a web page through DNS rebinding)", body = ErrorBody),
         (status = 404, description = "`unknown_session`: a tool continuation names no session", body = ErrorBody),
         (status = 409, description = "`session_busy` (another turn runs on the session), `nothing_pending` (tool results with no calls pending) or `session_conflict` (the session changed while the turn ran)", body = ErrorBody),
         (status = 408, description = "`body_timeout`: the body did not arrive within the body read timeout (default 60 s)", body = ErrorBody),
@@ -1124,6 +1170,7 @@ pub(crate) struct StatusView {
     responses(
         (status = 200, description = "The stored session", body = SessionView),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`host_not_allowed`", body = ErrorBody),
         (status = 400, description = "`invalid_request`: an id that does not read (not UTF-8 once percent-decoded)", body = ErrorBody),
         (status = 404, description = "`unknown_session`", body = ErrorBody),
         (status = 503, description = "`store_unavailable`", body = ErrorBody),
@@ -1251,6 +1298,7 @@ pub(crate) struct ListQuery {
         (status = 200, description = "One page of sessions, most recent first", body = SessionListView),
         (status = 400, description = "`invalid_request`: a query string that does not read (a `limit` that is not a number from 1 to 1000, a cursor that is not one)", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`host_not_allowed`", body = ErrorBody),
         (status = 503, description = "`store_unavailable`", body = ErrorBody),
     ),
     security((), ("bearer" = [])),
@@ -1311,6 +1359,7 @@ pub(crate) async fn sessions(
     responses(
         (status = 204, description = "Deleted, with its stored turns"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`host_not_allowed`", body = ErrorBody),
         (status = 400, description = "`invalid_request`: an id that does not read (not UTF-8 once percent-decoded)", body = ErrorBody),
         (status = 404, description = "`unknown_session`", body = ErrorBody),
         (status = 409, description = "`session_busy`: a turn is running on it", body = ErrorBody),
@@ -1387,6 +1436,7 @@ pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> R
     responses(
         (status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 403, description = "`host_not_allowed`", body = ErrorBody),
     ),
     security((), ("bearer" = [])),
 )]

@@ -514,6 +514,97 @@ async fn tokens_guard_the_api_and_never_come_back() {
 }
 
 #[tokio::test]
+async fn without_tokens_only_loopback_hosts_are_answered() {
+    // A web page can make the browser send requests to 127.0.0.1 and, through DNS
+    // rebinding, read the answers: such requests name the page's host, not a loopback
+    // one. With tokens the bearer check guards instead, whatever the host.
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "Hello!"));
+    provider.push_response(text_response("resp_2", "Hello!"));
+    let open = start(provider, ServerConfig::default()).await;
+    let port = open.base.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        "evil.example",
+        "evil.example:8787",
+        "192.168.1.20",
+        "localhost.evil.example",
+    ] {
+        for path in ["/v1/sessions", "/metrics"] {
+            let response = open
+                .client
+                .get(format!("{}{path}", open.base))
+                .header("host", host)
+                .send()
+                .await
+                .unwrap();
+            let (status, body) = error_of(response).await;
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (403, Some("host_not_allowed")),
+                "{host} {path}"
+            );
+        }
+        let refused = open
+            .post(&turn("s-host", "t1"))
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 403, "{host}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LocalHost.:{port}"),
+        format!("[::1]:{port}"),
+        format!("app.localhost:{port}"),
+        "127.0.0.2".to_owned(),
+    ] {
+        let response = open
+            .client
+            .get(format!("{}/v1/sessions", open.base))
+            .header("host", &host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{host}");
+    }
+    assert_eq!(
+        open.post(&turn("s-host", "t1"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // The health routes stay open to any host, as to any caller.
+    let health = open
+        .client
+        .get(format!("{}/healthz", open.base))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_3", "Hello!"));
+    let config = ServerConfig {
+        tokens: Tokens::from_lines("host-token-1\n"),
+        ..ServerConfig::default()
+    };
+    let guarded = start(provider, config).await;
+    let response = guarded
+        .post(&turn("s-host", "t1"))
+        .header("host", "aptix.internal.example:443")
+        .header("authorization", "Bearer host-token-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
 async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
     let provider = gated();
     let config = ServerConfig {
@@ -1299,7 +1390,7 @@ async fn a_client_that_stops_reading_does_not_hold_its_turn() {
     let mut client = socket.connect(address).await.unwrap();
     let body = turn("s1", "t1").to_string();
     let request = format!(
-        "POST /v1/agent/execute HTTP/1.1\r\nhost: aptix\r\ncontent-type: application/json\r\n\
+        "POST /v1/agent/execute HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
          accept: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
