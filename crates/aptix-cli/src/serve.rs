@@ -73,7 +73,7 @@ impl Serving {
         Ok(Serving {
             listen: layer
                 .listen
-                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8787))),
+                .map_or(SocketAddr::from(([127, 0, 0, 1], 8787)), |listen| listen.0),
             tokens_file: layer.tokens_file,
             shutdown_grace: duration(layer.shutdown_grace, std::time::Duration::from_secs(30)),
             config,

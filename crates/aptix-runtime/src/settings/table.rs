@@ -7,7 +7,7 @@ use aptix_orchestrator::OrchestratorConfig;
 use aptix_request::{ModelParams, check_model_settings};
 use serde::Deserialize;
 
-use super::values::{ApiKind, FromEnvText, HumanDuration, StoreUrl};
+use super::values::{ApiKind, FromEnvText, HumanDuration, ListenAddr, StoreUrl};
 use super::{Env, env_var};
 use crate::Error;
 
@@ -202,9 +202,10 @@ settings! {
     pub struct ServeLayer;
     const SERVE_KEYS;
 
-    /// The address to listen on; a non-loopback address needs bearer tokens [default:
-    /// 127.0.0.1:8787] [config: listen, env: APTIX_LISTEN]
-    listen: std::net::SocketAddr, arg(value_name = "ADDR");
+    /// The address to listen on (an IP address and port, or localhost:PORT); a
+    /// non-loopback address needs bearer tokens [default: 127.0.0.1:8787] [config:
+    /// listen, env: APTIX_LISTEN]
+    listen: ListenAddr, arg(value_name = "ADDR");
     /// Bearer tokens, one per line (`#` comments and blank lines ignored); also
     /// APTIX_SERVE_TOKENS (comma-separated). With tokens, /v1/* needs `Authorization:
     /// Bearer`; relative to the config file that names it [config: tokens_file, env:

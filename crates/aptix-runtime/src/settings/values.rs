@@ -182,10 +182,48 @@ impl FromEnvText for StoreUrl {
     }
 }
 
-impl FromEnvText for std::net::SocketAddr {
-    const EXPECTED: &'static str = "an address such as 127.0.0.1:8787";
+/// An address to listen on: an IP address and a port (`127.0.0.1:8787`, `[::1]:8787`,
+/// `0.0.0.0:8787`), or `localhost:PORT`, which is `127.0.0.1:PORT`. No other host name
+/// is looked up: which interface a name stands for is for the operator to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenAddr(pub std::net::SocketAddr);
+
+impl std::str::FromStr for ListenAddr {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ListenAddr, String> {
+        let text = text.trim();
+        if let Ok(address) = text.parse() {
+            return Ok(ListenAddr(address));
+        }
+        let localhost_port = text
+            .split_once(':')
+            .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+            .and_then(|(_, port)| port.parse::<u16>().ok());
+        localhost_port
+            .map(|port| ListenAddr(std::net::SocketAddr::from(([127, 0, 0, 1], port))))
+            .ok_or_else(|| {
+                format!(
+                    "{text:?} is not an address to listen on (expected an IP address and a \
+                     port, such as 127.0.0.1:8787, [::1]:8787 or 0.0.0.0:8787, or \
+                     localhost:8787)"
+                )
+            })
+    }
+}
+
+impl<'de> Deserialize<'de> for ListenAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl FromEnvText for ListenAddr {
+    const EXPECTED: &'static str = "an address such as 127.0.0.1:8787 or localhost:8787";
     fn from_env_text(text: &str) -> Option<Self> {
-        text.trim().parse().ok()
+        text.parse().ok()
     }
 }
 
@@ -199,6 +237,34 @@ impl FromEnvText for PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_addresses_are_ip_and_port_or_localhost() {
+        use super::ListenAddr;
+        let parsed = |text: &str| {
+            text.parse::<ListenAddr>()
+                .map(|listen| listen.0.to_string())
+        };
+        assert_eq!(parsed("127.0.0.1:8787").as_deref(), Ok("127.0.0.1:8787"));
+        assert_eq!(parsed(" [::1]:9000 ").as_deref(), Ok("[::1]:9000"));
+        assert_eq!(parsed("0.0.0.0:80").as_deref(), Ok("0.0.0.0:80"));
+        assert_eq!(parsed("localhost:8787").as_deref(), Ok("127.0.0.1:8787"));
+        assert_eq!(parsed("LocalHost:1").as_deref(), Ok("127.0.0.1:1"));
+        for wrong in [
+            "localhost",
+            "localhost:",
+            "localhost:99999",
+            "example.com:80",
+            "8787",
+            "",
+        ] {
+            let error = parsed(wrong).unwrap_err();
+            assert!(error.contains("127.0.0.1:8787"), "{wrong}: {error}");
+        }
+        let from_toml: std::collections::BTreeMap<String, ListenAddr> =
+            toml::from_str("listen = \"localhost:9100\"").unwrap();
+        assert_eq!(from_toml["listen"].0.to_string(), "127.0.0.1:9100");
+    }
 
     #[test]
     fn env_text_spellings() {
