@@ -95,8 +95,14 @@ fn is_background(body: &CreateResponseRequest) -> bool {
 /// Whether an event starts (or reports the progress of) a hosted tool call.
 fn starts_hosted_tool(kind: &str, data: &str) -> bool {
     if kind == "response.output_item.added" {
+        // Every message of every turn starts with this event: one that names no hosted
+        // tool item anywhere in its text (and escapes nothing, so cannot spell one in
+        // escapes) is not one, without decoding it.
+        if !data.contains('\\') && !HOSTED_TOOL_ITEMS.iter().any(|item| data.contains(item)) {
+            return false;
+        }
         // The item's own type says what it is; only that is read (every other value is
-        // skipped, not built: every message of every turn starts with this event).
+        // skipped, not built).
         #[derive(serde::Deserialize)]
         struct Added<'a> {
             #[serde(borrow)]
@@ -369,6 +375,11 @@ mod tests {
             "{}"
         ));
         assert!(!starts_hosted_tool("response.output_text.delta", "{}"));
+        // A message whose text names a hosted tool is still a message.
+        assert!(!starts_hosted_tool(
+            "response.output_item.added",
+            r#"{"item":{"id":"msg_2","type":"message","content":[{"type":"output_text","text":"a web_search_call"}]}}"#
+        ));
     }
 
     #[test]
