@@ -14,7 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
@@ -29,11 +29,24 @@ use crate::metrics::{self, Metrics, RetryKind};
 
 const REQUEST_ID: &str = "x-request-id";
 
+/// What every handler reads, behind one `Arc`: axum clones the state for each layer
+/// and handler a request passes, and one count to change per clone is cheaper than
+/// three, each a cache line the two cores pass back and forth.
 #[derive(Clone)]
-pub(crate) struct AppState {
+pub(crate) struct AppState(Arc<Shared>);
+
+pub(crate) struct Shared {
     orchestrator: Arc<Orchestrator>,
-    config: Arc<ServerConfig>,
+    config: ServerConfig,
     turns: Arc<Semaphore>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 /// The request id of the request being handled (taken from `x-request-id` or made).
@@ -44,11 +57,11 @@ struct RequestId(String);
 /// own store, so a session started by `aptix ask` is continued here.
 pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
     let turns = Arc::new(Semaphore::new(config.max_concurrent_turns.max(1)));
-    let state = AppState {
+    let state = AppState(Arc::new(Shared {
         orchestrator,
-        config: Arc::new(config),
+        config,
         turns,
-    };
+    }));
     Router::new()
         .route("/v1/agent/execute", post(execute))
         .route("/v1/sessions", get(sessions))
@@ -59,9 +72,8 @@ pub fn router(orchestrator: Arc<Orchestrator>, config: ServerConfig) -> Router {
         .route("/openapi.json", get(openapi_json))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), count_request))
+        .layer(from_fn_with_state(state.clone(), each_request))
         .with_state(state)
-        .layer(from_fn(request_id))
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets the
@@ -156,9 +168,14 @@ fn is_resource_error(error: &std::io::Error) -> bool {
         || error.kind() == std::io::ErrorKind::OutOfMemory
 }
 
-/// Takes the caller's `x-request-id` (when it is a short printable value) or makes one,
-/// hands it to the handler and puts it on the response.
-async fn request_id(mut request: Request, next: Next) -> Response {
+/// What every request gets, one layer for all (each layer a request passes costs a
+/// boxed service and future): its id, the caller's `x-request-id` when it is a short
+/// printable value or a new one, handed to the handler and put on the response; a log
+/// span carrying it, with one line when the response's head is ready (a streamed
+/// turn's when its head goes out); and its count by route template (never the concrete
+/// path, which may hold a session id), method and status, and an error response's by
+/// its code.
+async fn each_request(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let id = request
         .headers()
         .get(REQUEST_ID)
@@ -170,15 +187,16 @@ async fn request_id(mut request: Request, next: Next) -> Response {
         })
         .map_or_else(new_request_id, str::to_owned);
     request.extensions_mut().insert(RequestId(id.clone()));
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let span = tracing::info_span!(
         "request",
         request_id = %id,
-        method = %request.method(),
+        method = %method,
         path = %request.uri().path()
     );
     let started = std::time::Instant::now();
     let mut response = next.run(request).instrument(span.clone()).await;
-    // One line per request (a streamed turn's when its head goes out).
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
@@ -187,25 +205,14 @@ async fn request_id(mut request: Request, next: Next) -> Response {
             "answered"
         );
     });
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(REQUEST_ID, value);
-    }
-    response
-}
-
-/// Counts the request by route template (never the concrete path, which may hold a
-/// session id), method and status, and an error response by its code.
-async fn count_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
-    let method = request.method().clone();
-    let response = next.run(request).await;
     let metrics = &state.config.metrics;
-    metrics.request(&route, method.as_str(), response.status().as_u16());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    metrics.request(route, method.as_str(), response.status().as_u16());
     if let Some(code) = response.extensions().get::<ErrorCode>() {
         metrics.response_error(*code);
+    }
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
     }
     response
 }
