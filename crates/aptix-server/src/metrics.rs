@@ -34,7 +34,7 @@ const MAX_CODE_LABEL: usize = 64;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
-    method: String,
+    method: &'static str,
     status: u16,
 }
 
@@ -211,12 +211,12 @@ impl Metrics {
         self.inner.retries.get_or_create(&KindLabels { kind }).inc();
     }
 
-    pub(crate) fn request(&self, route: &str, method: &str, status: u16) {
+    pub(crate) fn request(&self, route: &str, method: &axum::http::Method, status: u16) {
         self.inner
             .requests
             .get_or_create(&RequestLabels {
                 route: route.to_owned(),
-                method: method.to_owned(),
+                method: method_label(method),
                 status,
             })
             .inc();
@@ -494,4 +494,27 @@ impl Drop for TimedStream {
     fn drop(&mut self) {
         self.finish(true);
     }
+}
+
+/// A request's method as a label: the standard methods by name, any other `other`. HTTP
+/// lets a client send any token as a method, and one series per token sent would let a
+/// client grow the metrics (and this process's memory) without bound.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    for (known, label) in [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::DELETE, "DELETE"),
+        (Method::PUT, "PUT"),
+        (Method::PATCH, "PATCH"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::TRACE, "TRACE"),
+    ] {
+        if *method == known {
+            return label;
+        }
+    }
+    "other"
 }

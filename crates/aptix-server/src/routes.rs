@@ -207,7 +207,7 @@ async fn each_request(State(state): State<AppState>, mut request: Request, next:
     });
     let metrics = &state.config.metrics;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    metrics.request(route, method.as_str(), response.status().as_u16());
+    metrics.request(route, &method, response.status().as_u16());
     if let Some(code) = response.extensions().get::<ErrorCode>() {
         metrics.response_error(*code);
     }

@@ -605,6 +605,35 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
 }
 
 #[tokio::test]
+async fn methods_of_the_client_s_own_make_no_metric_series_of_their_own() {
+    // HTTP lets a client send any token as a method: counted by name, each one would
+    // be a series of its own, and a client could grow the metrics without bound.
+    let server = start(Arc::new(FakeProvider::new()), ServerConfig::default()).await;
+    for n in 0..20 {
+        let method = reqwest::Method::from_bytes(format!("BREW{n}").as_bytes()).unwrap();
+        let response = server
+            .client
+            .request(method, format!("{}/v1/sessions", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405);
+    }
+    let text = server.get("/metrics").await.text().await.unwrap();
+    let labels = [
+        ("route", "/v1/sessions"),
+        ("method", "other"),
+        ("status", "405"),
+    ];
+    assert_eq!(
+        sample(&text, "aptix_http_requests_total", &labels),
+        Some(20.0),
+        "{text}"
+    );
+    assert!(!text.contains("BREW"), "{text}");
+}
+
+#[tokio::test]
 async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
     let provider = gated();
     let config = ServerConfig {
