@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(exit::USAGE);
     }
+    warn_of_misspelt_variables();
     let code = match run(&cli) {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => exit::SUCCESS,
@@ -56,6 +57,20 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// A warning for each `APTIX_*` variable that is not one but is close to one
+/// (`APTIX_MODLE`): the settings read variables by name, so a typo would otherwise
+/// leave the default in force without a word. Names that are not UTF-8 cannot be ours.
+fn warn_of_misspelt_variables() {
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
+    for (name, meant) in aptix_runtime::misspelt_variables(names.iter().map(String::as_str)) {
+        output::warn(&format!(
+            "{name} is not an Aptix variable and is ignored; did you mean {meant}?"
+        ));
+    }
 }
 
 fn run(cli: &Cli) -> Result<u8, anyhow::Error> {

@@ -110,7 +110,7 @@ pub use index::{Reporter, fresh_index, open_index, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{
     ApiKind, Env, HumanDuration, ListenAddr, ServeLayer, Settings, SettingsLayer, StoreUrl,
-    process_env,
+    misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
 pub use workspace::{Workspace, find_workspace};

@@ -88,6 +88,35 @@ fn an_unknown_config_key_names_the_key_and_the_file() {
 }
 
 #[test]
+fn a_misspelt_variable_is_warned_of_with_the_one_meant() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("APTIX_MODLE", "gpt-typo")
+        .env("APTIX_BENCH_ROUNDS", "3")
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    // A warning, not an error: the dry run still runs, on the default model.
+    assert_eq!(code(&output), 0);
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "warning: APTIX_MODLE is not an Aptix variable and is ignored; did you mean APTIX_MODEL?"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("APTIX_BENCH_ROUNDS"), "{text}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("gpt-typo"));
+}
+
+#[test]
 fn bad_values_name_their_flag_or_variable() {
     let sandbox = Sandbox::new();
     let run = |extra: &[&str], env: Option<(&str, &str)>| {

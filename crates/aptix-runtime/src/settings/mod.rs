@@ -53,6 +53,41 @@ pub(crate) fn env_var(key: &str) -> String {
     }
 }
 
+/// Variables of the command's own, beside the settings' (`APTIX_<KEY>`).
+const OTHER_VARIABLES: [&str; 2] = ["APTIX_LOG_FORMAT", "APTIX_SERVE_TOKENS"];
+
+/// Environment variables named like an Aptix setting's but not one (`APTIX_MODLE`), each
+/// with the variable it most likely means: the environment is read by name, so a
+/// misspelt variable is otherwise ignored without a word (a config file's unknown key is
+/// an error; a variable cannot be, as other tools set `APTIX_*` names of their own).
+/// Only names close to a known one are returned.
+pub fn misspelt_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, String)> {
+    let known: Vec<String> = KEYS
+        .iter()
+        .chain(SERVE_KEYS.iter())
+        .map(|key| env_var(key))
+        .chain(OTHER_VARIABLES.iter().map(|name| (*name).to_owned()))
+        .collect();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let rest = name.strip_prefix("APTIX_")?;
+            if known.iter().any(|known| known == name) {
+                return None;
+            }
+            known
+                .iter()
+                .filter_map(|known| {
+                    let known_rest = known.strip_prefix("APTIX_")?;
+                    Some((strsim::jaro_winkler(rest, known_rest), known))
+                })
+                .filter(|(similarity, _)| *similarity > 0.9)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, known)| (name, known.clone()))
+        })
+        .collect()
+}
+
 /// `flags` over `env` over the workspace file over the user file, each layer checked,
 /// and the config files that were read (lowest first).
 fn layered<T: Table>(

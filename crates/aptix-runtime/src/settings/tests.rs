@@ -525,3 +525,45 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
         "{text}"
     );
 }
+
+#[test]
+fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
+    let names = [
+        "APTIX_MODLE",
+        "APTIX_TEMPERATUR",
+        "APTIX_MAX_CONCURENT_TURNS",
+        "APTIX_LOG_FROMAT",
+        // Known, or another tool's: nothing to say.
+        "APTIX_MODEL",
+        "APTIX_STORE_URL",
+        "APTIX_SERVE_TOKENS",
+        "APTIX_PG_BIN",
+        "APTIX_BIN",
+        "APTIX_DIR",
+        "APTIX_BENCH_ROUNDS",
+        "APTIX_BENCH_ONLY",
+        "APTIX_BENCH_TREE",
+        "APTIX_BENCH_UNPAIRED",
+        "APTIX_BENCH_BREAKDOWN",
+        "APTIX_BENCH_POSTGRES_URL",
+        "APTIX_TEST_POSTGRES_URL",
+        "APTIX_ACP_PYTHON",
+        "APTIX_IGNORE_FILE",
+        "OPENAI_MODLE",
+        "PATH",
+    ];
+    let found = crate::misspelt_variables(names);
+    let found: Vec<(&str, &str)> = found
+        .iter()
+        .map(|(name, meant)| (*name, meant.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("APTIX_MODLE", "APTIX_MODEL"),
+            ("APTIX_TEMPERATUR", "APTIX_TEMPERATURE"),
+            ("APTIX_MAX_CONCURENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
+            ("APTIX_LOG_FROMAT", "APTIX_LOG_FORMAT"),
+        ]
+    );
+}
