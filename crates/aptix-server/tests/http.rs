@@ -117,11 +117,11 @@ impl Running {
             .unwrap()
     }
 
-    /// `GET path` with this `Authorization` value.
-    async fn get_authorized(&self, path: &str, authorization: &str) -> reqwest::Response {
+    /// `GET path` with one header (`authorization`, `host`, ...).
+    async fn get_with(&self, path: &str, header: &str, value: &str) -> reqwest::Response {
         self.client
             .get(format!("{}{path}", self.base))
-            .header("authorization", authorization)
+            .header(header, value)
             .send()
             .await
             .unwrap()
@@ -497,7 +497,9 @@ async fn tokens_guard_the_api_and_never_come_back() {
         ("Bearer", 401),
         ("Bearer ", 401),
     ] {
-        let response = server.get_authorized("/v1/sessions/s1", header).await;
+        let response = server
+            .get_with("/v1/sessions/s1", "authorization", header)
+            .await;
         assert_eq!(response.status(), status, "{header:?}");
     }
     let session = server.get("/v1/sessions/s1").await;
@@ -530,14 +532,7 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
         "localhost.evil.example",
     ] {
         for path in ["/v1/sessions", "/metrics"] {
-            let response = open
-                .client
-                .get(format!("{}{path}", open.base))
-                .header("host", host)
-                .send()
-                .await
-                .unwrap();
-            let (status, body) = error_of(response).await;
+            let (status, body) = error_of(open.get_with(path, "host", host).await).await;
             assert_eq!(
                 (status, body["error"]["code"].as_str()),
                 (403, Some("host_not_allowed")),
@@ -560,13 +555,7 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
         format!("app.localhost:{port}"),
         "127.0.0.2".to_owned(),
     ] {
-        let response = open
-            .client
-            .get(format!("{}/v1/sessions", open.base))
-            .header("host", &host)
-            .send()
-            .await
-            .unwrap();
+        let response = open.get_with("/v1/sessions", "host", &host).await;
         assert_eq!(response.status(), 200, "{host}");
     }
     assert_eq!(
@@ -578,13 +567,7 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
         200
     );
     // The health routes stay open to any host, as to any caller.
-    let health = open
-        .client
-        .get(format!("{}/healthz", open.base))
-        .header("host", "evil.example")
-        .send()
-        .await
-        .unwrap();
+    let health = open.get_with("/healthz", "host", "evil.example").await;
     assert_eq!(health.status(), 200);
 
     let provider = Arc::new(FakeProvider::new());

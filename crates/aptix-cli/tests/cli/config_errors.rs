@@ -3,6 +3,19 @@
 
 use crate::support::{Sandbox, code, stderr};
 
+/// `ask --dry-run` of "hi" in the sandbox's workspace: runs the whole configuration
+/// without a key or a network.
+fn dry_run_args(sandbox: &Sandbox) -> [String; 5] {
+    [
+        "ask",
+        "--dry-run",
+        "--workspace",
+        &sandbox.workspace_arg(),
+        "hi",
+    ]
+    .map(str::to_owned)
+}
+
 #[test]
 fn a_missing_key_says_how_to_set_one_and_exits_2() {
     let sandbox = Sandbox::new();
@@ -53,13 +66,7 @@ fn an_unknown_config_key_names_the_key_and_the_file() {
     let path = sandbox.write_workspace_file("aptix.toml", "modle = \"gpt-test\"\n");
     let output = sandbox
         .aptix()
-        .args([
-            "ask",
-            "--dry-run",
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "hi",
-        ])
+        .args(dry_run_args(&sandbox))
         .output()
         .unwrap();
     assert_eq!(code(&output), 2);
@@ -71,13 +78,7 @@ fn an_unknown_config_key_names_the_key_and_the_file() {
     sandbox.write_workspace_file("aptix.toml", "");
     let output = sandbox
         .aptix()
-        .args([
-            "ask",
-            "--dry-run",
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "hi",
-        ])
+        .args(dry_run_args(&sandbox))
         .output()
         .unwrap();
     assert_eq!(code(&output), 2);
@@ -94,13 +95,7 @@ fn a_misspelt_variable_is_warned_of_with_the_one_meant() {
         .aptix()
         .env("APTIX_MODLE", "gpt-typo")
         .env("APTIX_BENCH_ROUNDS", "3")
-        .args([
-            "ask",
-            "--dry-run",
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "hi",
-        ])
+        .args(dry_run_args(&sandbox))
         .output()
         .unwrap();
     // A warning, not an error: the dry run still runs, on the default model.
@@ -174,13 +169,7 @@ fn max_output_tokens_below_the_api_minimum_is_refused_with_the_builders_message(
     let output = sandbox
         .aptix()
         .env("APTIX_MAX_OUTPUT_TOKENS", "16")
-        .args([
-            "ask",
-            "--dry-run",
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "hi",
-        ])
+        .args(dry_run_args(&sandbox))
         .output()
         .unwrap();
     assert_eq!(code(&output), 0, "16 is the minimum: {}", stderr(&output));
