@@ -159,8 +159,13 @@ impl Inner {
         self.tick += 1;
         let tick = self.tick;
         let entry = &mut **self.sessions.get_mut(session_id)?;
-        self.recency.remove(&entry.tick);
-        self.recency.insert(tick, session_id.to_owned());
+        // The id moves to its new place in the order: a turn touches its session several
+        // times (load, lease, stored turn, commit), each once a copy of the id.
+        let id = self
+            .recency
+            .remove(&entry.tick)
+            .unwrap_or_else(|| session_id.to_owned());
+        self.recency.insert(tick, id);
         entry.tick = tick;
         entry.touched = now;
         Some(entry)
