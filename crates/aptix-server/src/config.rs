@@ -68,6 +68,12 @@ pub struct ServerConfig {
     /// Bearer tokens; empty means no authentication (allowed on loopback only, a rule
     /// the binary enforces when it binds).
     pub tokens: Tokens,
+    /// Without tokens, answer `/v1/*` and `/metrics` only for requests addressed to a
+    /// loopback host (default `true`; others get `403 host_not_allowed`): a web page the
+    /// user opens can reach a local service through DNS rebinding, and its requests name
+    /// the page's host. Set it `false` only when something in front of the router
+    /// authenticates callers itself and keeps its own `Host`.
+    pub loopback_hosts_only: bool,
     /// The largest request body, in bytes (default 1 MiB): larger is `413`.
     pub body_limit: usize,
     /// Turns running at once across all sessions (default 64): more is `503`.
@@ -95,6 +101,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tokens: Tokens::default(),
+            loopback_hosts_only: true,
             body_limit: 1024 * 1024,
             max_concurrent_turns: 64,
             turn_timeout: Duration::from_secs(600),

@@ -347,7 +347,10 @@ fn is_loopback_name(name: &str) -> bool {
 /// `Authorization: Bearer <token>` when tokens are configured.
 fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
-        return local_host(headers, request_id);
+        if state.config.loopback_hosts_only {
+            return local_host(headers, request_id);
+        }
+        return Ok(());
     }
     let presented = headers
         .get(header::AUTHORIZATION)

@@ -570,6 +570,17 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
     let health = open.get_with("/healthz", "host", "evil.example").await;
     assert_eq!(health.status(), 200);
 
+    // An embedder whose own front authenticates callers turns the check off.
+    let config = ServerConfig {
+        loopback_hosts_only: false,
+        ..ServerConfig::default()
+    };
+    let fronted = start(Arc::new(FakeProvider::new()), config).await;
+    let response = fronted
+        .get_with("/v1/sessions", "host", "evil.example")
+        .await;
+    assert_eq!(response.status(), 200);
+
     let provider = Arc::new(FakeProvider::new());
     provider.push_response(text_response("resp_3", "Hello!"));
     let config = ServerConfig {
