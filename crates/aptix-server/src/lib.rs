@@ -30,7 +30,12 @@
 //!   and the retry free.
 //! - **Bearer tokens** are compared in constant time and never logged; with tokens
 //!   configured every `/v1/*` route and `/metrics` require one, while `/healthz` and
-//!   `/readyz` stay open.
+//!   `/readyz` stay open. Without tokens, those routes answer only requests addressed to
+//!   a loopback host (`403 host_not_allowed` otherwise), so a web page cannot drive a
+//!   local service through DNS rebinding
+//!   ([`ServerConfig::loopback_hosts_only`](ServerConfig)).
+//! - **Unknown paths and methods** get the same JSON shape (`404 not_found`,
+//!   `405 method_not_allowed` with `Allow`), not an empty body.
 //! - **Limits**: a body limit (`413`), a limit on turns in flight (`503` with
 //!   `Retry-After`), a per-turn deadline (`504`), a body read timeout (`408`), and, in
 //!   [`serve`], a header read timeout that disconnects slow or idle clients.
