@@ -306,8 +306,6 @@ fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
     weights
 }
 
-/// The analysed terms the index holds, at most [`MAX_QUERY_TERMS`], chosen by weight
-/// times IDF (ties by the term, so the choice is deterministic); each with its weight.
 /// Why a query searched for nothing: it had no words worth searching (stop words,
 /// punctuation), or none of its words occurs anywhere in the index (a question about
 /// another project, or an index built before the code it asks about).
@@ -333,6 +331,8 @@ fn no_terms_warning(analysis: &Analysis) -> String {
     )
 }
 
+/// The analysed terms the index holds, at most [`MAX_QUERY_TERMS`], chosen by weight
+/// times IDF (ties by the term, so the choice is deterministic); each with its weight.
 fn choose_terms(
     analysis: &Analysis,
     stats: &ExactStats<'_>,
