@@ -288,6 +288,15 @@ fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
     )
 }
 
+/// The session id of a `/v1/sessions/{id}` path, or the `400` when it does not read.
+fn session_id(
+    id: Result<Path<String>, PathRejection>,
+    request_id: &str,
+) -> Result<String, ApiError> {
+    id.map(|Path(id)| id)
+        .map_err(|rejection| unreadable("path", &rejection.body_text(), request_id))
+}
+
 /// The token of an `Authorization` value of the Bearer scheme. The scheme's name is
 /// case-insensitive (RFC 9110 §11.1: `bearer` and `BEARER` are `Bearer`), and the
 /// spaces around the token are not part of it.
@@ -1196,11 +1205,9 @@ pub(crate) async fn session(
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
-    let Path(id) = match id {
+    let id = match session_id(id, &request_id) {
         Ok(id) => id,
-        Err(rejection) => {
-            return unreadable("path", &rejection.body_text(), &request_id).into_response();
-        }
+        Err(refused) => return refused.into_response(),
     };
     let store = state.orchestrator.store();
     match store.load(&id).await {
@@ -1386,11 +1393,9 @@ pub(crate) async fn delete_session(
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
-    let Path(id) = match id {
+    let id = match session_id(id, &request_id) {
         Ok(id) => id,
-        Err(rejection) => {
-            return unreadable("path", &rejection.body_text(), &request_id).into_response();
-        }
+        Err(refused) => return refused.into_response(),
     };
     match state.orchestrator.store().delete_session(&id).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),

@@ -84,10 +84,5 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
 /// The known key `key` is most likely a misspelling of (`modle` -> `model`,
 /// `max_concurent_turns` -> `max_concurrent_turns`), when one is close enough.
 fn closest_key(key: &str) -> Option<&'static str> {
-    KEYS.iter()
-        .chain(SERVE_KEYS.iter())
-        .map(|known| (strsim::jaro_winkler(key, known), *known))
-        .filter(|(similarity, _)| *similarity > 0.85)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, known)| known)
+    super::closest(key, KEYS.iter().chain(SERVE_KEYS.iter()).copied(), 0.85)
 }

@@ -75,17 +75,28 @@ pub fn misspelt_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(
             if known.iter().any(|known| known == name) {
                 return None;
             }
-            known
+            let suffixes = known
                 .iter()
-                .filter_map(|known| {
-                    let known_rest = known.strip_prefix("APTIX_")?;
-                    Some((strsim::jaro_winkler(rest, known_rest), known))
-                })
-                .filter(|(similarity, _)| *similarity > 0.9)
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, known)| (name, known.clone()))
+                .filter_map(|known| known.strip_prefix("APTIX_"));
+            closest(rest, suffixes, 0.9).map(|suffix| (name, format!("APTIX_{suffix}")))
         })
         .collect()
+}
+
+/// The candidate `word` is most likely a misspelling of: the most similar
+/// (Jaro-Winkler), when it is more similar than `threshold`. The one rule of "did you
+/// mean" for config keys and variables.
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    threshold: f64,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|candidate| (strsim::jaro_winkler(word, candidate), candidate))
+        .filter(|(similarity, _)| *similarity > threshold)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
 }
 
 /// `flags` over `env` over the workspace file over the user file, each layer checked,
