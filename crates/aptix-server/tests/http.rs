@@ -1538,12 +1538,7 @@ async fn retries_and_server_tools_stream_as_their_own_events_and_retries_are_cou
     let answer = text_answer_events("resp_2", &["It is ", "noon."]);
     let upstream = FaultServer::start(vec![
         // The first request is rate limited, and sent again.
-        Reply::json(
-            429,
-            &json!({"error": {"message": "Rate limit reached", "type": "requests",
-                                            "code": "rate_limit_exceeded"}}),
-        )
-        .header("retry-after-ms", "10"),
+        Reply::rate_limited(10),
         // The model calls the server tool.
         Reply::sse(sse_text(&tool_call)),
         // Its answer is cut after its first delta, and the request sent again.

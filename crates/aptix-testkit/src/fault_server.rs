@@ -78,6 +78,17 @@ impl Reply {
         Reply::status(status, "application/json", body.to_string())
     }
 
+    /// OpenAI's `429 rate_limit_exceeded`, asking to wait `retry_after_ms` before the
+    /// next attempt (`retry-after-ms`, as OpenAI sends it).
+    pub fn rate_limited(retry_after_ms: u64) -> Reply {
+        Reply::json(
+            429,
+            &serde_json::json!({"error": {"message": "Rate limit reached", "type": "requests",
+                                          "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after-ms", &retry_after_ms.to_string())
+    }
+
     /// The connection is closed as soon as the request is read: no byte of a reply.
     pub fn reset_before_head() -> Reply {
         Reply {

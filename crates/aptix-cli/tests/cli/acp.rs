@@ -640,12 +640,7 @@ async fn a_rate_limited_request_is_told_to_the_editor_before_its_wait() {
     let sandbox = Sandbox::new();
     sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
     let server = FaultServer::start(vec![
-        Reply::json(
-            429,
-            &json!({"error": {"message": "Rate limit reached", "type": "requests",
-                              "code": "rate_limit_exceeded"}}),
-        )
-        .header("retry-after-ms", "300"),
+        Reply::rate_limited(300),
         text("resp_1", &["After ", "the wait."]),
     ])
     .await;
