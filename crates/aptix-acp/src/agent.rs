@@ -351,7 +351,7 @@ impl Shared {
                 Some(stored) => {
                     // Replayed before the answer, as the protocol asks: the conversation
                     // as the user saw it, compactions undone.
-                    for update in replay::updates(&stored.value.conversation(), &session.root) {
+                    for update in replay::updates(&stored.value, &session.root) {
                         connection
                             .send_notification(SessionNotification::new(id.clone(), update))?;
                     }

@@ -18,6 +18,7 @@ use agent_client_protocol::v1::schema::{
 use aptix_model::wire::{
     ContentPart, FunctionOutput, InputItem, InputMessage, MessageContent, Role, SummaryPart,
 };
+use aptix_orchestrator::SessionState;
 use aptix_request::{ToolReply, instruction_of};
 
 use crate::present;
@@ -26,19 +27,23 @@ fn chunk(text: String) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 
-/// The updates that show `history` in an editor, in order.
-pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
+/// The updates that show a stored session in an editor, in order: its conversation
+/// (compactions undone), then the outcome of the calls whose results wait for the next
+/// turn (a turn stopped at its bound of model calls keeps them in `pending`), so that
+/// no call is left showing as running.
+pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
-    // Call names by id, for the outputs that answer them.
-    let mut names: Vec<(String, String)> = Vec::new();
-    for item in history {
+    // Calls by id (and their names, for the outputs that answer them); `true` once
+    // answered.
+    let mut calls: Vec<(String, String, bool)> = Vec::new();
+    for item in &session.conversation() {
         match item {
             InputItem::Message(message) | InputItem::EasyMessage(message) => {
                 message_updates(message, &mut updates);
             }
             InputItem::FunctionCall(call) => {
                 let arguments = present::arguments(&call.arguments);
-                names.push((call.call_id.clone(), call.name.clone()));
+                calls.push((call.call_id.clone(), call.name.clone(), false));
                 updates.push(SessionUpdate::ToolCall(
                     ToolCall::new(call.call_id.clone(), present::title(&call.name, &arguments))
                         .kind(present::kind(&call.name))
@@ -54,29 +59,8 @@ pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
                         serde_json::Value::Array(parts.clone()).to_string()
                     }
                 };
-                let name = names
-                    .iter()
-                    .find(|(id, _)| id == &output.call_id)
-                    .map(|(_, name)| name.as_str())
-                    .unwrap_or_default();
-                let fields = match ToolReply::from_output_text(&text) {
-                    ToolReply::Result(result) => {
-                        let value = present::arguments(&result);
-                        let mut fields =
-                            ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
-                        let locations = present::locations_of_result(cwd, name, &value);
-                        if !locations.is_empty() {
-                            fields = fields.locations(locations);
-                        }
-                        if let Some(summary) = present::summary(name, &value) {
-                            fields = fields.content(vec![ToolCallContent::from(summary)]);
-                        }
-                        fields
-                    }
-                    ToolReply::Error(message) => ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Failed)
-                        .content(vec![ToolCallContent::from(message)]),
-                };
+                let name = answer(&mut calls, &output.call_id);
+                let fields = outcome(cwd, &name, ToolReply::from_output_text(&text));
                 updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                     output.call_id.clone(),
                     fields,
@@ -94,7 +78,62 @@ pub(crate) fn updates(history: &[InputItem], cwd: &Path) -> Vec<SessionUpdate> {
             _ => {}
         }
     }
+    if let Some(pending) = &session.pending {
+        for done in &pending.server_outputs {
+            let name = answer(&mut calls, &done.call_id);
+            let reply = match &done.outcome {
+                Ok(result) => ToolReply::Result(result.clone()),
+                Err(reason) => ToolReply::Error(reason.clone()),
+            };
+            updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                done.call_id.clone(),
+                outcome(cwd, &name, reply),
+            )));
+        }
+    }
+    for (call_id, _, answered) in calls {
+        if !answered {
+            updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                call_id,
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Failed)
+                    .content(vec![ToolCallContent::from("not run".to_owned())]),
+            )));
+        }
+    }
     updates
+}
+
+/// Marks the call `call_id` answered; its tool's name.
+fn answer(calls: &mut [(String, String, bool)], call_id: &str) -> String {
+    match calls.iter_mut().find(|(id, _, _)| id == call_id) {
+        Some((_, name, answered)) => {
+            *answered = true;
+            name.clone()
+        }
+        None => String::new(),
+    }
+}
+
+/// A call's outcome as its last update shows it.
+fn outcome(cwd: &Path, name: &str, reply: ToolReply) -> ToolCallUpdateFields {
+    match reply {
+        ToolReply::Result(result) => {
+            let value = present::arguments(&result);
+            let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
+            let locations = present::locations_of_result(cwd, name, &value);
+            if !locations.is_empty() {
+                fields = fields.locations(locations);
+            }
+            if let Some(summary) = present::summary(name, &value) {
+                fields = fields.content(vec![ToolCallContent::from(summary)]);
+            }
+            fields
+        }
+        ToolReply::Error(message) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Failed)
+            .content(vec![ToolCallContent::from(message)]),
+    }
 }
 
 fn message_updates(message: &InputMessage, updates: &mut Vec<SessionUpdate>) {
@@ -165,7 +204,9 @@ mod tests {
                 vec![ContentPart::output_text("In src/main.rs.")],
             )),
         ];
-        let updates = updates(&history, Path::new("/w"));
+        let mut session = SessionState::new("s", "QA", Default::default());
+        session.history = history;
+        let updates = updates(&session, Path::new("/w"));
         let json: Vec<serde_json::Value> = updates
             .iter()
             .map(|u| serde_json::to_value(u).unwrap())
@@ -180,5 +221,61 @@ mod tests {
         assert_eq!(json[2]["status"], "failed");
         assert_eq!(json[3]["sessionUpdate"], "agent_message_chunk");
         assert_eq!(json[3]["content"]["text"], "In src/main.rs.");
+    }
+
+    #[test]
+    fn calls_whose_results_wait_for_the_next_turn_are_shown_finished() {
+        // A turn stopped at its bound of model calls: the calls ran, their results are
+        // kept in `pending` for the next turn, not in the history.
+        let call = |id: &str| {
+            InputItem::FunctionCall(
+                serde_json::from_value::<FunctionCall>(json!({
+                    "type": "function_call", "call_id": id, "name": "search_code",
+                    "arguments": "{\"query\":\"main\"}"
+                }))
+                .unwrap(),
+            )
+        };
+        let mut session = SessionState::new("s", "QA", Default::default());
+        session.history = vec![call("call_1"), call("call_2"), call("call_3")];
+        session.pending = Some(aptix_orchestrator::PendingToolCalls {
+            turn_id: "t1".into(),
+            response_id: "resp_1".into(),
+            client_calls: Vec::new(),
+            server_outputs: vec![
+                aptix_orchestrator::CompletedCall {
+                    call_id: "call_1".into(),
+                    name: "search_code".into(),
+                    execution_ms: 3,
+                    outcome: Ok("{\"hits\":[]}".into()),
+                },
+                aptix_orchestrator::CompletedCall {
+                    call_id: "call_2".into(),
+                    name: "search_code".into(),
+                    execution_ms: 0,
+                    outcome: Err("there is no tool named \"x\"".into()),
+                },
+            ],
+        });
+        let json: Vec<serde_json::Value> = updates(&session, Path::new("/w"))
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect();
+        let last = |id: &str| {
+            json.iter()
+                .rev()
+                .find(|u| u["toolCallId"] == id)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(last("call_1")["status"], "completed", "{json:#?}");
+        assert_eq!(last("call_2")["status"], "failed", "{json:#?}");
+        assert_eq!(
+            last("call_2")["content"][0]["content"]["text"],
+            "there is no tool named \"x\""
+        );
+        // No output anywhere: closed, not left running.
+        assert_eq!(last("call_3")["sessionUpdate"], "tool_call_update");
+        assert_eq!(last("call_3")["status"], "failed");
     }
 }

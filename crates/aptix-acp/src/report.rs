@@ -12,7 +12,9 @@
 //! A model call that is retried (a request that failed before its reply, a stream cut
 //! mid-answer) is told as a line among the thoughts, before the wait. A stream that is
 //! cut and sent again from its start repeats text the editor already shows: the
-//! repeated part is skipped (see `StreamDelta::Retrying`).
+//! repeated part is skipped, and an answer that departs from it is shown anew, whole
+//! ([`aptix_mapping::ShownAnswer`]). A tool call the cut attempt had begun is closed as
+//! not run.
 
 use std::path::PathBuf;
 
@@ -22,7 +24,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionNotification, SessionUpdate, TextContent, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use aptix_mapping::StreamDelta;
+use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
 use aptix_model::contract::AgentExecuteResponse;
 
 use crate::present;
@@ -53,16 +55,19 @@ fn retry_notice(
     format!("\n[{reason}: {what} in {seconds:.1} s, attempt {attempt} of {max_attempts}]\n")
 }
 
+/// Said among the thoughts where a model call sent again answers differently from the
+/// text shown for it, which follows in full.
+const RESTARTED_NOTICE: &str =
+    "\n[the new answer differs from the text shown above; it follows in full]\n";
+
 /// Sends one turn's updates to the editor.
 pub(crate) struct TurnReporter {
     connection: ConnectionTo<Client>,
     session_id: String,
     cwd: PathBuf,
     calls: Vec<Call>,
-    /// Answer text already shown for the current model call.
-    shown: String,
-    /// Answer text of the current attempt of the current model call.
-    attempt: String,
+    /// What of the answer is shown (a model call sent again repeats its text).
+    shown: ShownAnswer,
     /// Whether any answer text was shown.
     any_text: bool,
     /// Whether a notification failed to go out (logged once).
@@ -76,8 +81,7 @@ impl TurnReporter {
             session_id,
             cwd,
             calls: Vec::new(),
-            shown: String::new(),
-            attempt: String::new(),
+            shown: ShownAnswer::new(),
             any_text: false,
             send_failed: false,
         }
@@ -104,25 +108,19 @@ impl TurnReporter {
 
     /// One delta of the turn's stream.
     pub(crate) fn delta(&mut self, delta: &StreamDelta) {
-        match delta {
-            StreamDelta::TextDelta { text, .. } => {
-                self.attempt.push_str(text);
-                // Only what goes beyond the text shown already (a retry from the start
-                // repeats it).
-                if self.attempt.len() > self.shown.len() {
-                    let new = self
-                        .attempt
-                        .get(self.shown.len()..)
-                        .map_or_else(|| text.clone(), str::to_owned);
-                    self.shown.clone_from(&self.attempt);
-                    self.text(new);
-                }
+        match self.shown.delta(delta) {
+            Some(AnswerText::More(text)) => self.text(text),
+            Some(AnswerText::Restarted(text)) => {
+                // The model answered differently this time: the editor shows the new
+                // answer apart, never the old one's beginning joined to its end.
+                self.thought(RESTARTED_NOTICE.to_owned());
+                self.text(format!("\n\n{text}"));
             }
-            StreamDelta::RefusalDelta { text, .. } => self.text(text.clone()),
+            None => {}
+        }
+        match delta {
             StreamDelta::ReasoningSummaryDelta { text, .. } if !text.is_empty() => {
-                self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
-                    ContentBlock::Text(TextContent::new(text.clone())),
-                )));
+                self.thought(text.clone());
             }
             StreamDelta::ToolCallStarted { call_id, name, .. } => {
                 self.start_call(call_id, name);
@@ -161,29 +159,29 @@ impl TurnReporter {
             } => {
                 tracing::info!(session = %self.session_id, %reason, attempt, max_attempts, wait_ms, events, resumed, "retrying the model call");
                 if !resumed {
-                    // The answer starts again from its beginning; what repeats is skipped.
-                    self.attempt.clear();
+                    // The model call starts again from its beginning: a call it had
+                    // begun is not run (the new answer makes its own).
+                    self.close_open_calls(&format!("not run: {reason}; the request is sent again"));
                 }
-                self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
-                    ContentBlock::Text(TextContent::new(retry_notice(
-                        *attempt,
-                        *max_attempts,
-                        *wait_ms,
-                        reason,
-                        *resumed,
-                    ))),
-                )));
+                self.thought(retry_notice(
+                    *attempt,
+                    *max_attempts,
+                    *wait_ms,
+                    reason,
+                    *resumed,
+                ));
             }
             StreamDelta::Error { code, message } => {
                 tracing::warn!(session = %self.session_id, %code, %message, "the stream reported an error");
             }
-            StreamDelta::Done { .. } => {
-                // The next model call (after tools ran) streams text of its own.
-                self.shown.clear();
-                self.attempt.clear();
-            }
             _ => {}
         }
+    }
+
+    fn thought(&mut self, text: String) {
+        self.send(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text)),
+        )));
     }
 
     fn start_call(&mut self, call_id: &str, name: &str) {
@@ -258,7 +256,10 @@ impl TurnReporter {
                 self.text(answer);
             }
         }
-        self.close_open_calls("not run: the model called a tool this session does not have");
+        // A call the orchestrator refused is reported with its reason as it finishes;
+        // one still open here was left for the next turn (the turn stopped at its
+        // bound of model calls, or the call is the client's to run).
+        self.close_open_calls("not run in this turn");
     }
 
     /// The turn was cancelled: every call that has not finished is marked failed, so

@@ -8,7 +8,7 @@ use std::fmt;
 use std::io::{self, Write as _};
 
 use aptix_index::IndexProgress;
-use aptix_mapping::StreamDelta;
+use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
 use aptix_runtime::Reporter;
 use serde::Serialize;
 
@@ -83,14 +83,9 @@ pub(crate) struct AnswerPrinter {
     wrote: bool,
     /// The first write error; later text is dropped.
     error: Option<io::Error>,
-    /// The answer text printed for the current model call (since its `Started`), so
-    /// that a request sent again after a cut stream does not print it twice.
-    call_text: String,
-    /// A request was sent again: the next model call's text restarts from the top.
-    restarting: bool,
-    /// While the restarted text repeats what was printed: how much of `call_text` it
-    /// has matched so far.
-    replay: Option<usize>,
+    /// What of the answer is shown, so that a request sent again after a cut stream
+    /// does not print its text twice.
+    shown: ShownAnswer,
     /// Notices already written on stderr as they happened (a compaction), which the
     /// envelope also carries as warnings: not written twice.
     noted: Vec<String>,
@@ -107,27 +102,16 @@ impl AnswerPrinter {
 
     /// Prints what a delta adds to the answer, if anything. A retry notice goes to
     /// stderr; after a request is sent again, text the new stream repeats is not
-    /// printed twice, only what goes beyond it.
+    /// printed twice, only what goes beyond it ([`ShownAnswer`]).
     pub(crate) fn delta(&mut self, delta: &StreamDelta) {
+        let shown = self.shown.delta(delta);
         match delta {
-            StreamDelta::Started { .. } => {
-                if self.restarting {
-                    self.restarting = false;
-                    self.replay = Some(0);
-                } else {
-                    self.call_text.clear();
-                    self.replay = None;
-                }
-            }
-            StreamDelta::Retrying { resumed, .. } => {
+            StreamDelta::Retrying { .. } => {
                 if !self.ends_with_newline {
                     // The answer stopped mid-line: the note starts on a line of its own.
                     let _ = writeln!(io::stderr().lock());
                 }
                 AnswerPrinter::note_retry(delta);
-                if !resumed {
-                    self.restarting = true;
-                }
             }
             StreamDelta::Compacted { message, .. } => {
                 if !self.ends_with_newline {
@@ -136,56 +120,33 @@ impl AnswerPrinter {
                 note(format_args!("{message}"));
                 self.noted.push(message.clone());
             }
-            StreamDelta::TextDelta {
-                output_index, text, ..
-            }
-            | StreamDelta::RefusalDelta {
-                output_index, text, ..
-            } => {
-                if self.restarting {
-                    self.restarting = false;
-                    self.replay = Some(0);
-                }
-                let Some(text) = self.beyond_replay(text) else {
-                    return;
+            StreamDelta::TextDelta { output_index, .. }
+            | StreamDelta::RefusalDelta { output_index, .. } => {
+                let text = match shown {
+                    None => return,
+                    Some(AnswerText::More(text)) => text,
+                    Some(AnswerText::Restarted(text)) => {
+                        if !self.ends_with_newline {
+                            let _ = writeln!(io::stderr().lock());
+                        }
+                        note(format_args!(
+                            "the new answer differs from the text shown above; it follows in full"
+                        ));
+                        if self.wrote {
+                            self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
+                        }
+                        self.last_index = Some(*output_index);
+                        text
+                    }
                 };
                 if self.wrote && self.last_index != Some(*output_index) {
                     self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
                 }
                 self.last_index = Some(*output_index);
                 self.write(&text);
-                self.call_text.push_str(&text);
             }
             _ => {}
         }
-    }
-
-    /// The part of `text` to print while a restarted stream may repeat what was
-    /// printed: `None` while it does, the rest once it goes beyond, and the whole new
-    /// text so far (after a note and a blank line) when it differs.
-    fn beyond_replay(&mut self, text: &str) -> Option<String> {
-        let Some(matched) = self.replay else {
-            return Some(text.to_owned());
-        };
-        let shown = self.call_text.get(matched..).unwrap_or_default();
-        if shown.starts_with(text) {
-            self.replay = Some(matched + text.len());
-            return None;
-        }
-        self.replay = None;
-        if let Some(rest) = text.strip_prefix(shown) {
-            return Some(rest.to_owned());
-        }
-        note(format_args!(
-            "the new answer differs from the text shown above; it follows in full"
-        ));
-        let mut again = self.call_text.get(..matched).unwrap_or_default().to_owned();
-        again.push_str(text);
-        self.call_text.clear();
-        if self.wrote {
-            self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
-        }
-        Some(again)
     }
 
     /// Says on stderr that a cut stream is being recovered, and how.

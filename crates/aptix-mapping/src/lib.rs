@@ -24,6 +24,8 @@
 //!   (text, refusal, tool call start, arguments, reasoning summary, error, done) as they
 //!   arrive; [`SseBodyFold`] drives both over byte chunks; [`map_folded`] maps the
 //!   result. The envelope of a folded stream is the envelope of its final response.
+//!   A front end that shows the deltas as they come passes them through
+//!   [`ShownAnswer`], which skips the text a model call sent again repeats.
 //! - **Captures.** [`map_capture`] maps a saved body of unknown kind (`aptix inspect`).
 //!
 //! # Decisions
@@ -104,7 +106,7 @@ mod warning;
 pub use capture::map_capture;
 pub use context::{Mapped, TurnContext};
 pub use error::MappingError;
-pub use fold::{FoldedStream, StreamDelta, StreamFold};
+pub use fold::{AnswerText, FoldedStream, ShownAnswer, StreamDelta, StreamFold};
 pub use map::{
     map_error_body, map_folded, map_mapping_error, map_response, map_response_body,
     map_stream_error, map_transport_failure,

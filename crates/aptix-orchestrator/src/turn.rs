@@ -450,11 +450,22 @@ impl Orchestrator {
                         "the model called {:?}, which is not a tool of mode {}; it was told so",
                         call.name, mode.name
                     ));
+                    let reason = format!("there is no tool named {:?}", call.name);
+                    if let Some(sink) = sink.as_mut() {
+                        // A reader showing the call learns it ended, and why.
+                        sink(&StreamDelta::ToolFinished {
+                            call_id: call.call_id.clone(),
+                            name: call.name.clone(),
+                            ok: false,
+                            output: reason.clone(),
+                            execution_ms: 0,
+                        });
+                    }
                     server_outputs.push(CompletedCall {
                         call_id: call.call_id,
-                        name: call.name.clone(),
+                        name: call.name,
                         execution_ms: 0,
-                        outcome: Err(format!("there is no tool named {:?}", call.name)),
+                        outcome: Err(reason),
                     });
                 }
             }

@@ -736,3 +736,112 @@ async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
     assert!(message.contains("OPENAI_API_KEY"), "{failed}");
     assert!(status.success());
 }
+
+/// The updates among `messages`.
+fn updates_of(messages: &[Value]) -> Vec<&Value> {
+    messages
+        .iter()
+        .filter(|message| message["method"] == "session/update")
+        .map(|message| &message["params"]["update"])
+        .collect()
+}
+
+/// The last update about the tool call `call_id`.
+fn last_about<'a>(updates: &[&'a Value], call_id: &str) -> &'a Value {
+    updates
+        .iter()
+        .rev()
+        .find(|update| update["toolCallId"] == call_id)
+        .unwrap_or_else(|| panic!("no update about {call_id} among {updates:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_stream_answered_anew_is_never_shown_spliced_and_no_call_is_left_running() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    // The first attempt shows some text and begins a tool call, then the connection
+    // drops; sent again, the model answers differently.
+    let mut cut = text_answer_events("resp_1", &["The answer is 42 "])
+        .get(..4)
+        .unwrap()
+        .to_vec();
+    cut.push(
+        json!({"type": "response.output_item.added", "output_index": 1,
+        "item": {"type": "function_call", "id": "fc_a", "call_id": "call_A",
+                 "name": "search_code", "arguments": "", "status": "in_progress"}}),
+    );
+    let server = FaultServer::start(vec![
+        Reply::sse_steps(vec![
+            Step::Send(sse_text(&numbered(cut)).into_bytes()),
+            Step::Reset,
+        ]),
+        text("resp_2", &["Well, it depends", " on the input."]),
+        // The next prompt: the model calls a tool the session does not have.
+        tool_call("resp_3", "call_X", "no_such_tool", &json!({})),
+        text("resp_4", &["Done."]),
+    ])
+    .await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let first = agent.prompt(3, &session_id, "What is the answer?");
+        let second = agent.prompt(4, &session_id, "Try a tool");
+        (first, second, server.requests().len(), agent.finish())
+    })
+    .await;
+    let (first, second, requests, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(requests, 4, "{stderr}");
+    let updates = updates_of(&first);
+    let shown: String = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    // What was shown stays, and the new answer follows whole, apart: never "The answer
+    // is 42 on the input.", a sentence the model did not write.
+    assert_eq!(
+        shown, "The answer is 42 \n\nWell, it depends on the input.",
+        "{updates:#?}"
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|update| update["sessionUpdate"] == "agent_thought_chunk"
+                && update["content"]["text"]
+                    .as_str()
+                    .is_some_and(|text| text.contains("differs from the text shown"))),
+        "the editor is told the answer starts over: {updates:#?}"
+    );
+    // The call the cut attempt began is closed as not run, at the retry.
+    let call = last_about(&updates, "call_A");
+    assert_eq!(call["status"], "failed", "{updates:#?}");
+    let why = call["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("not run: ") && why.ends_with("the request is sent again"),
+        "{why}"
+    );
+    assert_eq!(first.last().unwrap()["result"]["stopReason"], "end_turn");
+
+    // A call to a tool the session does not have ends with the reason the model is
+    // told, before the answer that follows it.
+    let updates = updates_of(&second);
+    let refused = updates
+        .iter()
+        .position(|update| update["toolCallId"] == "call_X" && update["status"] == "failed")
+        .unwrap_or_else(|| panic!("the refused call is not closed: {updates:#?}"));
+    assert_eq!(
+        updates[refused]["content"][0]["content"]["text"],
+        "there is no tool named \"no_such_tool\""
+    );
+    let answer = updates
+        .iter()
+        .position(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .unwrap_or_else(|| panic!("no answer: {updates:#?}"));
+    assert!(refused < answer, "{updates:#?}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}

@@ -129,7 +129,9 @@ pub enum StreamDelta {
         /// The tool's name.
         name: String,
     },
-    /// A server tool finished. Never emitted by the fold.
+    /// A server tool finished, or the orchestrator refused a call to a tool the turn's
+    /// mode does not have (`ok` false, with the reason the model is told). Never emitted
+    /// by the fold.
     ToolFinished {
         /// The call id.
         call_id: String,

@@ -1,0 +1,264 @@
+//! [`ShownAnswer`]: what a reader of a streamed turn shows of the answer when a model
+//! call is cut and sent again from its start.
+
+use super::delta::StreamDelta;
+
+/// The answer text a reader of a streamed turn shows, across model calls that are cut
+/// and sent again: the one rule every front end (the terminal, an editor, a client of
+/// `aptix serve`) applies to [`StreamDelta`]s before showing them.
+///
+/// A model call sent again from its start ([`StreamDelta::Retrying`] with `resumed`
+/// `false`) streams its answer anew. It usually repeats the text already shown, and
+/// that repeated part is skipped; what goes beyond it is shown as more text. A model
+/// is free to answer differently the second time, though: from the first delta that
+/// departs from what was shown, the new answer is given whole
+/// ([`AnswerText::Restarted`]), so that the reader never shows a sentence the model
+/// did not write (the shown beginning of one answer joined to the end of another).
+/// The final envelope holds the new answer.
+///
+/// Refusal text counts as answer text (it is the model's answer in words).
+///
+/// ```
+/// use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
+///
+/// let text = |text: &str| StreamDelta::TextDelta {
+///     output_index: 0,
+///     content_index: 0,
+///     text: text.into(),
+/// };
+/// let retry = StreamDelta::Retrying {
+///     attempt: 2,
+///     max_attempts: 3,
+///     wait_ms: 500,
+///     reason: "the connection was lost".into(),
+///     events: 5,
+///     resumed: false,
+/// };
+/// let mut shown = ShownAnswer::new();
+/// assert_eq!(shown.delta(&text("The answer ")), Some(AnswerText::More("The answer ".into())));
+/// shown.delta(&retry);
+/// // The same words again: nothing new to show, then what goes beyond them.
+/// assert_eq!(shown.delta(&text("The ")), None);
+/// assert_eq!(shown.delta(&text("answer is 42.")), Some(AnswerText::More("is 42.".into())));
+///
+/// // Cut again, and this time the model says something else: shown whole.
+/// shown.delta(&retry);
+/// assert_eq!(
+///     shown.delta(&text("Well, it depends.")),
+///     Some(AnswerText::Restarted("Well, it depends.".into()))
+/// );
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct ShownAnswer {
+    /// The answer text shown for the current model call.
+    call_text: String,
+    /// The call was sent again from its start: its next text repeats from the top.
+    restarting: bool,
+    /// While a restarted answer repeats what was shown: how much of `call_text` it has
+    /// matched so far.
+    replay: Option<usize>,
+}
+
+/// What of a text delta to show (see [`ShownAnswer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerText {
+    /// Text to show after what is shown.
+    More(String),
+    /// The model call was sent again and its new answer departs from the text shown for
+    /// it: this is the new answer so far, whole. Say so, and show it apart from the text
+    /// above.
+    Restarted(String),
+}
+
+impl ShownAnswer {
+    /// Nothing shown yet.
+    pub fn new() -> ShownAnswer {
+        ShownAnswer::default()
+    }
+
+    /// Takes the turn's next delta; for a text or refusal delta, what of it to show
+    /// (`None`: nothing, it repeats text already shown).
+    pub fn delta(&mut self, delta: &StreamDelta) -> Option<AnswerText> {
+        match delta {
+            StreamDelta::Started { .. } => {
+                if self.restarting {
+                    self.restarting = false;
+                    self.replay = Some(0);
+                } else {
+                    // A new model call (after tools ran) has text of its own.
+                    self.call_text.clear();
+                    self.replay = None;
+                }
+                None
+            }
+            StreamDelta::Retrying { resumed, .. } => {
+                if !resumed {
+                    self.restarting = true;
+                }
+                None
+            }
+            StreamDelta::TextDelta { text, .. } | StreamDelta::RefusalDelta { text, .. } => {
+                if self.restarting {
+                    self.restarting = false;
+                    self.replay = Some(0);
+                }
+                let shown = self.beyond_replay(text)?;
+                match &shown {
+                    AnswerText::More(more) => self.call_text.push_str(more),
+                    AnswerText::Restarted(whole) => self.call_text.clone_from(whole),
+                }
+                Some(shown)
+            }
+            _ => None,
+        }
+    }
+
+    /// `text` against what a restarted answer may repeat.
+    fn beyond_replay(&mut self, text: &str) -> Option<AnswerText> {
+        let Some(matched) = self.replay else {
+            return (!text.is_empty()).then(|| AnswerText::More(text.to_owned()));
+        };
+        let shown = self.call_text.get(matched..).unwrap_or_default();
+        if shown.starts_with(text) {
+            self.replay = Some(matched + text.len());
+            return None;
+        }
+        self.replay = None;
+        if let Some(rest) = text.strip_prefix(shown) {
+            return Some(AnswerText::More(rest.to_owned()));
+        }
+        let mut whole = self.call_text.get(..matched).unwrap_or_default().to_owned();
+        whole.push_str(text);
+        Some(AnswerText::Restarted(whole))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(text: &str) -> StreamDelta {
+        StreamDelta::TextDelta {
+            output_index: 0,
+            content_index: 0,
+            text: text.into(),
+        }
+    }
+
+    fn retry(resumed: bool) -> StreamDelta {
+        StreamDelta::Retrying {
+            attempt: 2,
+            max_attempts: 3,
+            wait_ms: 0,
+            reason: "cut".into(),
+            events: 3,
+            resumed,
+        }
+    }
+
+    fn started() -> StreamDelta {
+        StreamDelta::Started {
+            response_id: "resp_1".into(),
+            model: None,
+        }
+    }
+
+    /// What a reader shows: the text it appends, a restart starting over.
+    fn show(deltas: &[StreamDelta]) -> String {
+        let mut shown = ShownAnswer::new();
+        let mut screen = String::new();
+        for delta in deltas {
+            match shown.delta(delta) {
+                Some(AnswerText::More(more)) => screen.push_str(&more),
+                Some(AnswerText::Restarted(whole)) => {
+                    screen.push_str(" | ");
+                    screen.push_str(&whole);
+                }
+                None => {}
+            }
+        }
+        screen
+    }
+
+    #[test]
+    fn a_restart_that_repeats_the_answer_shows_it_once() {
+        let deltas = [
+            started(),
+            text("The answer "),
+            text("is"),
+            retry(false),
+            started(),
+            text("The "),
+            text("answer is 4"),
+            text("2."),
+        ];
+        assert_eq!(show(&deltas), "The answer is 42.");
+    }
+
+    #[test]
+    fn a_restart_that_departs_shows_the_new_answer_whole_never_a_splice() {
+        // The shape the ACP review found: "The answer is 42 " cut, then "Well, it
+        // depends on the input." was shown as "The answer is 42 on the input."
+        let deltas = [
+            started(),
+            text("The answer is 42 "),
+            retry(false),
+            started(),
+            text("Well, it depends"),
+            text(" on the input."),
+        ];
+        assert_eq!(
+            show(&deltas),
+            "The answer is 42  | Well, it depends on the input."
+        );
+        // Departing after a matched beginning: the beginning is part of the whole.
+        let deltas = [
+            text("The answer is 42."),
+            retry(false),
+            text("The answer "),
+            text("was 41."),
+        ];
+        assert_eq!(show(&deltas), "The answer is 42. | The answer was 41.");
+    }
+
+    #[test]
+    fn multibyte_text_cut_anywhere_is_never_doubled_or_split() {
+        let deltas = [
+            text("Grüße, "),
+            text("naïve"),
+            retry(false),
+            text("Grü"),
+            text("ße, naïve café"),
+        ];
+        assert_eq!(show(&deltas), "Grüße, naïve café");
+    }
+
+    #[test]
+    fn a_resumed_stream_continues_and_a_new_model_call_starts_afresh() {
+        let deltas = [
+            text("Hello"),
+            retry(true),
+            text(", world"),
+            started(),
+            text("Hello"),
+        ];
+        assert_eq!(show(&deltas), "Hello, worldHello");
+    }
+
+    #[test]
+    fn a_request_sent_again_before_any_text_shows_everything() {
+        let deltas = [retry(false), started(), text("Hi"), text(" there")];
+        assert_eq!(show(&deltas), "Hi there");
+    }
+
+    #[test]
+    fn refusals_count_as_answer_text() {
+        let refusal = |text: &str| StreamDelta::RefusalDelta {
+            output_index: 0,
+            content_index: 0,
+            text: text.into(),
+        };
+        let deltas = [refusal("I can't"), retry(false), refusal("I can't help.")];
+        assert_eq!(show(&deltas), "I can't help.");
+    }
+}
