@@ -32,6 +32,10 @@ pub enum SkipReason {
     },
     /// The path is not valid UTF-8, so it cannot be shown as a chunk path.
     NonUtf8Path,
+    /// Its name (or a folder's above it) looks like it holds secrets: a key, a
+    /// certificate, an `.env` file, credentials ([`is_secret_path`](crate::is_secret_path)).
+    /// Its text is never sent to a model.
+    MayHoldSecrets,
 }
 
 impl fmt::Display for SkipReason {
@@ -46,6 +50,9 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::Unreadable { message } => write!(f, "unreadable: {message}"),
             SkipReason::NonUtf8Path => f.write_str("path is not utf-8"),
+            SkipReason::MayHoldSecrets => {
+                f.write_str("may hold secrets (keys, tokens, credentials)")
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ use crate::index::Inner;
 use crate::kind::FileKind;
 use crate::query::{self, Analysis, MAX_QUERY_TERMS};
 use crate::rank;
+use crate::secret::is_secret_path;
 use crate::store::{self, Fields, KIND_CHUNK, KIND_CODE_FIELD, SCOPE_KEYS};
 use crate::tokenizer;
 
@@ -213,7 +214,11 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     let mut hits = Vec::with_capacity(top.len());
     for (score, address) in top {
         let doc: TantivyDocument = searcher.doc(address).map_err(|e| inner.store_error(e))?;
-        if let Some(chunk) = store::chunk_from_document(&inner.fields, &doc) {
+        // An index written before a path counted as secret may still hold it until its
+        // next refresh: its text is not handed out meanwhile.
+        if let Some(chunk) = store::chunk_from_document(&inner.fields, &doc)
+            && !is_secret_path(&chunk.path)
+        {
             hits.push(ScoredChunk { chunk, score });
         }
     }

@@ -9,6 +9,7 @@ use ignore::{WalkBuilder, WalkState};
 
 use crate::IndexConfig;
 use crate::progress::{SkipReason, SkippedFile};
+use crate::secret::is_secret_path;
 
 /// The workspace's own ignore file, in `.gitignore` syntax.
 pub(crate) const APTIX_IGNORE_FILE: &str = ".aptixignore";
@@ -66,8 +67,9 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
 }
 
 /// A walker from `start` with the index's rules: hidden entries (unless configured),
-/// `.gitignore`, `.ignore` and `.aptixignore` (in `start` and its parents), and the
-/// excluded folder names below `start`. Symbolic links are not followed.
+/// `.gitignore`, `.ignore` and `.aptixignore` (in `start` and its parents), the
+/// excluded folder names below `start`, and folders whose name looks like it holds
+/// secrets (`.ssh`, `.aws`, `secrets`). Symbolic links are not followed.
 pub(crate) fn builder(start: &Path, config: &IndexConfig) -> WalkBuilder {
     let excluded = config.excluded_dirs.clone();
     let mut builder = WalkBuilder::new(start);
@@ -91,7 +93,7 @@ pub(crate) fn builder(start: &Path, config: &IndexConfig) -> WalkBuilder {
                 && entry
                     .file_name()
                     .to_str()
-                    .is_some_and(|name| excluded.iter().any(|e| e == name)))
+                    .is_some_and(|name| excluded.iter().any(|e| e == name) || is_secret_path(name)))
         });
     builder
 }
@@ -117,6 +119,14 @@ fn examine(
         && config.skipped_kinds.contains(&crate::kind::classify(&path))
     {
         return None;
+    }
+    // A secret folder is never entered (see `builder`); a secret file is listed as
+    // skipped, so `aptix index -v` says why it is not searched.
+    if is_secret_path(&path) {
+        return Some(Err(SkippedFile {
+            path,
+            reason: SkipReason::MayHoldSecrets,
+        }));
     }
     let metadata = match entry.metadata() {
         Ok(metadata) => metadata,

@@ -112,6 +112,73 @@ fn binary_oversized_and_minified_files_are_skipped_and_reported() {
     assert_eq!(again.files_indexed, 0);
 }
 
+#[test]
+fn files_that_may_hold_secrets_are_never_indexed_and_are_listed_as_skipped() {
+    let workspace = workspace();
+    let root = workspace.path();
+    let secrets = [
+        ("server.pem", "-----BEGIN PRIVATE KEY-----\nleakpem\n"),
+        ("id_rsa", "leakrsa\n"),
+        ("deploy/tls.key", "leakkey\n"),
+        ("credentials", "aws_secret_access_key = leakaws\n"),
+        ("config/secrets.yaml", "token: leakyaml\n"),
+        (".env.production", "API_KEY=leakenv\n"),
+    ];
+    for (path, content) in secrets {
+        write(root, path, content);
+    }
+    // Inside a secret folder: the folder is not entered at all.
+    write(root, "ops/.aws/config", "leakfolder\n");
+    write(root, "ops/secrets/db.txt", "leakfolder2\n");
+    // A source file about keys is not a key.
+    write(root, "src/keys.rs", "pub fn rotate_keys() {}\n");
+    let config = IndexConfig {
+        include_hidden: true,
+        ..IndexConfig::default()
+    };
+    let index = WorkspaceIndex::open(root, config).unwrap();
+    let stats = index.refresh(&aptix_index::NoProgress).unwrap();
+    let skipped: Vec<(&str, &SkipReason)> = stats
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), &s.reason))
+        .filter(|(_, reason)| **reason == SkipReason::MayHoldSecrets)
+        .collect();
+    // (The shared fixture has a `.env` of its own.)
+    for (path, _) in secrets {
+        assert!(
+            skipped.iter().any(|(skipped, _)| *skipped == path),
+            "{path} is not listed: {stats:#?}"
+        );
+    }
+    assert!(
+        !stats.skipped.iter().any(|s| s.path.starts_with("ops/")),
+        "a secret folder is not entered, its files not listed one by one: {stats:#?}"
+    );
+    for marker in [
+        "leakpem",
+        "leakrsa",
+        "leakkey",
+        "leakaws",
+        "leakyaml",
+        "leakenv",
+        "leakfolder",
+        "leakfolder2",
+    ] {
+        let hits = index.search(&SearchQuery::new(marker)).unwrap().hits;
+        assert!(
+            hits.is_empty(),
+            "{marker} found in {:?}",
+            hits[0].chunk.path
+        );
+    }
+    assert_eq!(index.file_chunks("src/keys.rs").unwrap().len(), 1);
+    assert_eq!(
+        SkipReason::MayHoldSecrets.to_string(),
+        "may hold secrets (keys, tokens, credentials)"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn symlink_loops_are_not_followed() {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aptix_index::WorkspaceFiles;
+use aptix_index::{WorkspaceFiles, is_secret_path};
 
 use crate::ToolError;
 
@@ -56,7 +56,7 @@ impl Workspace {
         }
         let relative = parts.join("/");
         let root = self.files.root();
-        if relative.split('/').any(is_secret_name) {
+        if is_secret_path(&relative) {
             return Err(ToolError::Secret { path: shown() });
         }
         if root.join(&relative).symlink_metadata().is_err() {
@@ -91,7 +91,7 @@ impl Workspace {
     }
 
     fn check_rules(&self, relative: &str, shown: &str) -> Result<(), ToolError> {
-        if relative.split('/').any(is_secret_name) {
+        if is_secret_path(relative) {
             return Err(ToolError::Secret {
                 path: shown.to_owned(),
             });
@@ -110,81 +110,4 @@ fn relative_to(root: &Path, absolute: &Path) -> Option<String> {
     let rest = absolute.strip_prefix(root).ok()?;
     let parts: Option<Vec<&str>> = rest.components().map(|c| c.as_os_str().to_str()).collect();
     Some(parts?.join("/"))
-}
-
-/// Whether a file or folder name looks like it holds secrets: `.env` files, keys and
-/// certificates, SSH keys, package-manager and cloud credentials.
-pub fn is_secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    const NAMES: &[&str] = &[
-        ".npmrc",
-        ".pypirc",
-        ".netrc",
-        "_netrc",
-        ".git-credentials",
-        ".dockercfg",
-        ".htpasswd",
-        ".ssh",
-        ".aws",
-        ".gnupg",
-        ".docker",
-        "credentials",
-        "secrets",
-    ];
-    const PREFIXES: &[&str] = &[
-        ".env",
-        "id_rsa",
-        "id_dsa",
-        "id_ecdsa",
-        "id_ed25519",
-        "credentials.",
-        "secrets.",
-        "service-account",
-    ];
-    const SUFFIXES: &[&str] = &[
-        ".pem",
-        ".key",
-        ".p12",
-        ".pfx",
-        ".jks",
-        ".keystore",
-        ".asc",
-        ".gpg",
-        ".kdbx",
-    ];
-    NAMES.contains(&lower.as_str())
-        || PREFIXES.iter().any(|prefix| lower.starts_with(prefix))
-        || SUFFIXES.iter().any(|suffix| lower.ends_with(suffix))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secret_names_are_recognised() {
-        for name in [
-            ".env",
-            ".env.local",
-            "server.pem",
-            "tls.key",
-            "id_rsa",
-            "id_ed25519.pub",
-            ".npmrc",
-            "credentials",
-            "credentials.json",
-            "secrets.yaml",
-        ] {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in [
-            "lib.rs",
-            "environment.rs",
-            "keys.rs",
-            "README.md",
-            "monkey.txt",
-        ] {
-            assert!(!is_secret_name(name), "{name}");
-        }
-    }
 }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use aptix_index::WorkspaceIndex;
 use aptix_orchestrator::ServerTool;
 
-pub use confine::{Confined, Workspace, is_secret_name};
+pub use confine::{Confined, Workspace};
 pub use list::ListFiles;
 pub use read::{DiskReader, FileReader, ReadFile};
 pub use search::SearchCode;

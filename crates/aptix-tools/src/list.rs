@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::confine::{Workspace, is_secret_name};
+use aptix_index::is_secret_path;
+
+use crate::confine::Workspace;
 use crate::{ToolError, arguments, result};
 
 /// The most files one call returns by default.
@@ -51,7 +53,7 @@ impl ListFiles {
             });
         }
         let keep = |path: &str| {
-            !path.split('/').any(is_secret_name)
+            !is_secret_path(path)
                 && glob.as_ref().is_none_or(|glob| {
                     glob.is_match(path)
                         || path
