@@ -48,15 +48,18 @@ impl std::fmt::Debug for StoreLocation {
 }
 
 impl StoreLocation {
-    /// The `store` setting read for `workspace`: a `postgres://` or `postgresql://` URL,
-    /// a `sqlite:` path, or a plain path (relative to the workspace); unset, the
-    /// workspace's `.aptix/sessions.db`.
+    /// The `store` setting read for `workspace`: a `postgres://` or `postgresql://` URL
+    /// or a libpq `key=value` connection string, a `sqlite:` path, or a plain path
+    /// (relative to the workspace); unset, the workspace's `.aptix/sessions.db`.
     pub(crate) fn of(workspace: &Path, settings: &Settings) -> Result<StoreLocation, Error> {
         let Some(StoreUrl(text)) = &settings.configured().store else {
             return Ok(StoreLocation::Sqlite(sessions_path(workspace)));
         };
         let lower = text.to_ascii_lowercase();
-        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        if lower.starts_with("postgres://")
+            || lower.starts_with("postgresql://")
+            || is_connection_string(&lower)
+        {
             return Ok(StoreLocation::Postgres(text.clone()));
         }
         let path = match lower.find("://") {
@@ -82,6 +85,39 @@ impl StoreLocation {
             StoreLocation::Sqlite(path) => path.display().to_string(),
         }
     }
+}
+
+/// Whether `text` (lower-cased) is a libpq `key=value` connection string
+/// (`host=db user=aptix dbname=aptix`), which PostgreSQL takes as well as a URL: its
+/// first word sets one of libpq's connection keywords. Read as a file path it would
+/// make a SQLite file named after it, password and all.
+fn is_connection_string(text: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "connect_timeout",
+        "options",
+        "application_name",
+        "sslmode",
+        "target_session_attrs",
+        "keepalives",
+        "keepalives_idle",
+        "channel_binding",
+        "load_balance_hosts",
+    ];
+    text.trim_start()
+        .split_once(|c: char| c == '=' || c.is_whitespace())
+        .is_some_and(|(key, _)| KEYWORDS.contains(&key))
+        && text
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            .trim_start()
+            .starts_with('=')
 }
 
 /// Opens the configured session store: the workspace's SQLite file (creating `.aptix/`,
@@ -323,6 +359,21 @@ mod tests {
         }
         let location = at(Some("postgres://u:hunter2@db/aptix")).unwrap();
         assert_eq!(location.shown(), "postgres://u:***@db/aptix");
+        // libpq's key=value form is PostgreSQL too, not a file named after it.
+        for text in [
+            "host=127.0.0.1 port=5432 user=aptix password=secret dbname=aptix",
+            "  dbname = aptix host=db",
+        ] {
+            let location = at(Some(text)).unwrap();
+            assert_eq!(location, StoreLocation::Postgres(text.to_owned()));
+            assert!(!location.shown().contains("secret"), "{}", location.shown());
+        }
+        for path in ["hostfile.db", "host", "data/user=me.db"] {
+            assert!(
+                matches!(at(Some(path)).unwrap(), StoreLocation::Sqlite(_)),
+                "{path}"
+            );
+        }
         assert!(!format!("{location:?}").contains("hunter2"));
         assert_eq!(
             at(Some("sqlite:state/s.db")).unwrap(),

@@ -8,10 +8,11 @@ pub fn redact_url(url: &str) -> String {
     let mut text = url.to_owned();
     if let Some(scheme_end) = text.find("://") {
         let rest_start = scheme_end + 3;
-        let authority_end = text[rest_start..]
-            .find(['/', '?', '#'])
-            .map_or(text.len(), |end| rest_start + end);
-        if let Some(at) = text[rest_start..authority_end].rfind('@') {
+        // The user-info ends at the last `@`, not at the first `/`, `?` or `#`: a
+        // password written with one of them unescaped (`hunter/2`) is still a password
+        // to the driver (tokio-postgres reads credentials up to an `@`). Where an `@`
+        // stands only in the query, a little more than a password is hidden; never less.
+        if let Some(at) = text[rest_start..].rfind('@') {
             let userinfo = &text[rest_start..rest_start + at];
             if let Some(colon) = userinfo.find(':') {
                 text.replace_range(rest_start + colon + 1..rest_start + at, "***");
@@ -118,6 +119,20 @@ mod tests {
             ),
             ("postgres://aptix@db/aptix", "postgres://aptix@db/aptix"),
             ("postgres://a:b:c@d@host/db", "postgres://a:***@host/db"),
+            // Unescaped `/`, `?` and `#` in a password.
+            (
+                "postgres://leaky:hunter/2@127.0.0.1:42022/nodb",
+                "postgres://leaky:***@127.0.0.1:42022/nodb",
+            ),
+            (
+                "postgres://leaky:hunter#2@127.0.0.1:1/aptix",
+                "postgres://leaky:***@127.0.0.1:1/aptix",
+            ),
+            (
+                "postgres://tracer:S3cr/et?Tr4ce@db/aptix?sslmode=disable",
+                "postgres://tracer:***@db/aptix?sslmode=disable",
+            ),
+            ("postgres://db:5432/aptix", "postgres://db:5432/aptix"),
         ] {
             assert_eq!(redact_url(url), expected, "{url}");
         }
@@ -140,6 +155,25 @@ mod tests {
             assert!(
                 !redacted.contains("ß") && !redacted.contains("é"),
                 "{redacted}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever a password holds but `@` (which ends it for every parser), it is
+        /// not in the shown text.
+        #[test]
+        fn no_password_survives_redaction(
+            user in "[a-z]{1,8}",
+            password in "[^@\\s]{6,24}",
+            host in "[a-z]{1,8}(:[0-9]{1,5})?",
+            rest in "(/[a-z]{0,8})?(\\?[a-z]+=[a-z0-9/]{0,8})?",
+        ) {
+            let url = format!("postgres://{user}:{password}@{host}{rest}");
+            let shown = redact_url(&url);
+            proptest::prop_assert!(
+                !shown.contains(&password) || format!("{user}{host}{rest}").contains(&password),
+                "{url} -> {shown}"
             );
         }
     }
