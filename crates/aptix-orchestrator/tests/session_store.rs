@@ -250,6 +250,45 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
     assert_eq!(page.next_cursor, None);
 }
 
+/// A delete that races a turn taking the session's lease never takes the lease away
+/// from the turn: either the delete goes first (the turn then runs on a new session) or
+/// it finds the session busy. Before, a PostgreSQL delete could check for a lease, see
+/// none, and delete the one a turn took meanwhile, so a second turn ran beside it.
+async fn check_deleting_races_lease_takers(store: Arc<dyn SessionStore>) {
+    for round in 0..40 {
+        let session = format!("race{round}");
+        store
+            .commit(
+                state(&session, None),
+                None,
+                turn("t1", Scenario::UserTurn, "a"),
+            )
+            .await
+            .unwrap();
+        let holder = format!("turn-{round}");
+        let (deleted, taken) = tokio::join!(
+            store.delete_session(&session),
+            store.acquire_lease(&session, &holder, Duration::from_secs(60))
+        );
+        let taken = taken.unwrap();
+        match deleted {
+            Ok(_) => {}
+            Err(OrchestratorError::SessionBusy { .. }) => {
+                assert!(taken, "busy, but nobody took the lease (round {round})");
+            }
+            Err(other) => panic!("round {round}: {other:?}"),
+        }
+        if taken {
+            let lease = store.lease(&session).await.unwrap();
+            assert_eq!(
+                lease.map(|lease| lease.holder),
+                Some(holder),
+                "round {round}: the running turn's lease was deleted"
+            );
+        }
+    }
+}
+
 /// A session's turns are listed most recent first, up to the limit; a turn committed
 /// again (its retry) is listed once; an unknown session has none.
 async fn check_turn_listing(store: Arc<dyn SessionStore>) {
@@ -411,6 +450,7 @@ async fn in_memory_store_conforms() {
     check_store(Arc::new(InMemorySessionStore::new())).await;
     check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
     check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
+    check_deleting_races_lease_takers(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
     check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
 }
@@ -422,6 +462,7 @@ async fn sqlite_store_conforms() {
     check_store(open("a.db")).await;
     check_racing_commits(open("b.db")).await;
     check_listing_and_deleting(open("c.db")).await;
+    check_deleting_races_lease_takers(open("f.db")).await;
     check_compacted_session(open("d.db")).await;
     check_turn_listing(open("e.db")).await;
 }
@@ -603,6 +644,8 @@ mod postgres {
         check_racing_commits(store).await;
         let (_c, store) = fresh().await;
         check_listing_and_deleting(store).await;
+        let (_f, store) = fresh().await;
+        check_deleting_races_lease_takers(store).await;
         let (_d, store) = fresh().await;
         check_compacted_session(store).await;
         let (_e, store) = fresh().await;
@@ -637,7 +680,7 @@ mod postgres {
         );
 
         let raw = connect_raw(&database).await;
-        assert_eq!(migrations_applied(&raw).await, 2);
+        assert_eq!(migrations_applied(&raw).await, 3);
 
         // Stored text that is not a session is reported as corrupt, not panicked on.
         raw.execute(
@@ -668,7 +711,7 @@ mod postgres {
             source = cause.source();
         }
         assert!(
-            message.contains("schema version 99") && message.contains("understands up to 2"),
+            message.contains("schema version 99") && message.contains("understands up to 3"),
             "{message}"
         );
     }
@@ -705,8 +748,60 @@ mod postgres {
         .unwrap();
 
         let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
-        assert_eq!(migrations_applied(&raw).await, 2);
+        assert_eq!(migrations_applied(&raw).await, 3);
         check_version_1_session(&store, old).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_made_again_after_a_delete_never_takes_a_stale_commit() {
+        let (_database, store) = fresh().await;
+        store
+            .commit(
+                state("s", None),
+                None,
+                turn("t1", Scenario::UserTurn, "old"),
+            )
+            .await
+            .unwrap();
+        // A replica loaded version 1 and stalled past its lease; meanwhile the session
+        // is deleted and made again under the same id.
+        let stale = store.load("s").await.unwrap().unwrap();
+        assert_eq!(stale.version, 1);
+        assert!(store.delete_session("s").await.unwrap());
+        let made_again = store
+            .commit(
+                state("s", None),
+                None,
+                turn("t-new", Scenario::UserTurn, "new"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            made_again, 2,
+            "the new session goes on from the deleted one's version"
+        );
+        // The stalled turn comes back: its commit finds no session at version 1.
+        let error = store
+            .commit(
+                stale.value.clone(),
+                Some(stale.version),
+                turn("t-stale", Scenario::UserTurn, "stale"),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, OrchestratorError::Conflict { .. }),
+            "{error:?}"
+        );
+        let now = store.load("s").await.unwrap().unwrap();
+        assert_eq!(now.version, 2);
+        assert!(
+            store
+                .stored_turn(&key("s", "t-stale", Scenario::UserTurn))
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[tokio::test]

@@ -69,6 +69,16 @@ CREATE TABLE aptix_compactions (
     PRIMARY KEY (session_id, seq)
 );
 ",
+    // The last version of each deleted session: a session made again under the same id
+    // goes on from it, so a turn prepared against the deleted one (on a replica that
+    // stalled past its lease) cannot commit over the new one by finding the version it
+    // expects there again.
+    "
+CREATE TABLE aptix_deleted_sessions (
+    session_id TEXT PRIMARY KEY,
+    version    BIGINT NOT NULL
+);
+",
 ];
 
 /// The key of the advisory lock that serialises migrations ("aptix" in ASCII).
@@ -113,7 +123,9 @@ macro_rules! log_compactions {
 const COMMIT_NEW: &str = concat!(
     "WITH written AS (
          INSERT INTO aptix_sessions (session_id, version, state, updated_us)
-         SELECT $1, 1, $2::TEXT::JSON, ",
+         SELECT $1,
+             COALESCE((SELECT version FROM aptix_deleted_sessions WHERE session_id = $1), 0) + 1,
+             $2::TEXT::JSON, ",
     now_us!(),
     " WHERE $3::BIGINT = 0
          ON CONFLICT (session_id) DO NOTHING
@@ -710,24 +722,39 @@ impl SessionStore for PgSessionStore {
         let fail = failed("delete session");
         let mut client = self.client("delete session").await?;
         let transaction = client.transaction().await.map_err(&fail)?;
-        // Lock the lease row (if any) so a turn cannot start between the check and the
-        // delete.
-        let leased = transaction
-            .query_opt(
-                "SELECT expires_at > clock_timestamp() FROM aptix_leases
-                 WHERE session_id = $1 FOR UPDATE",
+        // Take the session's lease for the delete, as a turn takes it: a live holder
+        // keeps it (the session is busy), and the row stays locked until the delete
+        // commits, so no turn can take it in between (a `SELECT … FOR UPDATE` locks
+        // nothing where there is no lease row yet, and a turn could take one between
+        // that check and the delete, which then removed the running turn's lease).
+        let taken = transaction
+            .execute(
+                "INSERT INTO aptix_leases (session_id, holder, expires_at)
+                 VALUES ($1, 'aptix:delete', clock_timestamp() + interval '1 minute')
+                 ON CONFLICT (session_id) DO UPDATE
+                     SET holder = excluded.holder, expires_at = excluded.expires_at
+                     WHERE aptix_leases.expires_at <= clock_timestamp()",
                 &[&session_id],
             )
             .await
-            .map_err(&fail)?
-            .is_some_and(|row| row.get::<_, bool>(0));
-        if leased {
+            .map_err(&fail)?;
+        if taken == 0 {
             return Err(OrchestratorError::SessionBusy {
                 session_id: session_id.to_owned(),
                 holder: None,
                 expires_in: None,
             });
         }
+        // Its version is kept, for a session made again under this id to go on from.
+        transaction
+            .execute(
+                "INSERT INTO aptix_deleted_sessions (session_id, version)
+                 SELECT session_id, version FROM aptix_sessions WHERE session_id = $1
+                 ON CONFLICT (session_id) DO UPDATE SET version = excluded.version",
+                &[&session_id],
+            )
+            .await
+            .map_err(&fail)?;
         let deleted = transaction
             .execute(
                 "DELETE FROM aptix_sessions WHERE session_id = $1",
