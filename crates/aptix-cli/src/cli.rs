@@ -111,7 +111,7 @@ pub(crate) struct AskArgs {
     pub(crate) scopes: Vec<String>,
 
     /// Do not offer the model the built-in tools (search_code, read_file, list_files);
-    /// the same as `--tools false`
+    /// the same as `--tools=false`
     #[arg(long, conflicts_with = "tools")]
     pub(crate) no_tools: bool,
 

@@ -298,3 +298,38 @@ fn the_instruction_can_come_from_stdin() {
     assert_eq!(code(&empty), 2);
     assert!(stderr(&empty).contains("the instruction is empty"));
 }
+
+#[test]
+fn a_bare_switch_before_the_instruction_is_on_and_leaves_the_instruction_alone() {
+    // `--stateless "question"` once read the question as the switch's value and failed:
+    // "invalid value 'How does spawn work' for '--stateless [<BOOL>]'".
+    let sandbox = Sandbox::new();
+    for switch in [
+        "--stateless",
+        "--background",
+        "--tools",
+        "--stateless=false",
+    ] {
+        let output = sandbox
+            .aptix()
+            .args(["ask", "--dry-run", "--workspace", &sandbox.workspace_arg()])
+            .args([switch, "How does spawn work"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{switch}: {}", stderr(&output));
+        let body = stdout_json(&output).to_string();
+        assert!(body.contains("How does spawn work"), "{switch}: {body}");
+    }
+    // A value is given with `=`; a wrong one names the switch.
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--stateless=maybe", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("--stateless"),
+        "{}",
+        stderr(&output)
+    );
+}

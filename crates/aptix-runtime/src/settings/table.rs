@@ -133,8 +133,9 @@ settings! {
     api: ApiKind, arg(value_name = "API");
     /// Replay the session's history on every turn instead of chaining
     /// previous_response_id (servers that keep no state, such as llama-server); a bare
-    /// `--stateless` is `true` [config: stateless, env: APTIX_STATELESS]
-    stateless: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// `--stateless` is `true`, `--stateless=false` turns it off [config: stateless,
+    /// env: APTIX_STATELESS]
+    stateless: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
     /// Sampling temperature, 0 to 2 [config: temperature, env: APTIX_TEMPERATURE]
     temperature: f64, arg(value_name = "T");
     /// Upper bound on generated tokens [config: max_output_tokens, env:
@@ -167,8 +168,9 @@ settings! {
     stream_max_attempts: u32, arg(value_name = "N");
     /// Stream in background mode (OpenAI only: the response is stored), so a cut
     /// stream resumes where it stopped instead of being sent again; a bare
-    /// `--background` is `true` [config: background, env: APTIX_BACKGROUND]
-    background: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// `--background` is `true`, `--background=false` turns it off [config:
+    /// background, env: APTIX_BACKGROUND]
+    background: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
     /// The model's context window in tokens, for a server or model Aptix does not know;
     /// default from the model id (e.g. 128000 for gpt-4o, 32768 for an unknown model)
     /// [config: context_window, env: APTIX_CONTEXT_WINDOW]
@@ -182,9 +184,9 @@ settings! {
     /// lease_ttl, env: APTIX_LEASE_TTL]
     lease_ttl: HumanDuration, arg(value_name = "DURATION");
     /// Offer the model the built-in read-only tools (search_code, read_file,
-    /// list_files) over the workspace; `--no-tools` or `false` turns them off [config:
-    /// tools, env: APTIX_TOOLS]
-    tools: bool, arg(value_name = "BOOL", num_args = 0..=1, default_missing_value = "true");
+    /// list_files) over the workspace; `--no-tools` or `--tools=false` turns them off
+    /// [config: tools, env: APTIX_TOOLS]
+    tools: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
     /// Do not offer this built-in tool (search_code, read_file or list_files); repeat
     /// it or separate names with commas [config: disabled_tools, env:
     /// APTIX_DISABLED_TOOLS]
