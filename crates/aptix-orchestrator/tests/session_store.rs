@@ -250,6 +250,53 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
     assert_eq!(page.next_cursor, None);
 }
 
+/// A session whose texts hold a NUL (an instruction, or a model's answer, may) is
+/// stored, read back and listed like any other. On PostgreSQL, listing read the mode out
+/// of the state's JSON, which fails on `\u0000`, and every page holding the session
+/// answered 503.
+async fn check_nul_in_texts(store: Arc<dyn SessionStore>) {
+    let mut nul = state("nul", None);
+    nul.history.push(InputItem::Message(InputMessage::new(
+        Role::User,
+        vec![ContentPart::input_text("hi \u{0} there")],
+    )));
+    store
+        .commit(
+            nul,
+            None,
+            turn("t1", Scenario::UserTurn, "answer \u{0} with a NUL"),
+        )
+        .await
+        .unwrap();
+    store
+        .commit(
+            state("plain", None),
+            None,
+            turn("t1", Scenario::UserTurn, "a"),
+        )
+        .await
+        .unwrap();
+    let loaded = store.load("nul").await.unwrap().unwrap();
+    assert_eq!(loaded.value.history.len(), 1);
+    let page = store.list_sessions(10, None).await.unwrap();
+    let mut listed: Vec<(String, String)> = page
+        .sessions
+        .into_iter()
+        .map(|summary| (summary.session_id, summary.mode))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [("nul".into(), "QA".into()), ("plain".into(), "QA".into())]
+    );
+    let stored = store
+        .stored_turn(&key("nul", "t1", Scenario::UserTurn))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.turn_id, "t1");
+}
+
 /// A delete that races a turn taking the session's lease never takes the lease away
 /// from the turn: either the delete goes first (the turn then runs on a new session) or
 /// it finds the session busy. Before, a PostgreSQL delete could check for a lease, see
@@ -451,6 +498,7 @@ async fn in_memory_store_conforms() {
     check_racing_commits(Arc::new(InMemorySessionStore::new())).await;
     check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
     check_deleting_races_lease_takers(Arc::new(InMemorySessionStore::new())).await;
+    check_nul_in_texts(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
     check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
 }
@@ -463,6 +511,7 @@ async fn sqlite_store_conforms() {
     check_racing_commits(open("b.db")).await;
     check_listing_and_deleting(open("c.db")).await;
     check_deleting_races_lease_takers(open("f.db")).await;
+    check_nul_in_texts(open("g.db")).await;
     check_compacted_session(open("d.db")).await;
     check_turn_listing(open("e.db")).await;
 }
@@ -646,6 +695,8 @@ mod postgres {
         check_listing_and_deleting(store).await;
         let (_f, store) = fresh().await;
         check_deleting_races_lease_takers(store).await;
+        let (_g, store) = fresh().await;
+        check_nul_in_texts(store).await;
         let (_d, store) = fresh().await;
         check_compacted_session(store).await;
         let (_e, store) = fresh().await;

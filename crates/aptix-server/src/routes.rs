@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest};
+use aptix_model::contract::{
+    AgentExecuteResponse, FinishReason, Kind, LlmUsage, SessionId, ValidatedRequest,
+};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -288,13 +290,17 @@ fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
     )
 }
 
-/// The session id of a `/v1/sessions/{id}` path, or the `400` when it does not read.
+/// The session id of a `/v1/sessions/{id}` path, or the `400` when it does not read or
+/// is not a session id (a control character, such as a NUL, which PostgreSQL refuses).
 fn session_id(
     id: Result<Path<String>, PathRejection>,
     request_id: &str,
 ) -> Result<String, ApiError> {
-    id.map(|Path(id)| id)
-        .map_err(|rejection| unreadable("path", &rejection.body_text(), request_id))
+    let Path(id) =
+        id.map_err(|rejection| unreadable("path", &rejection.body_text(), request_id))?;
+    SessionId::new(id)
+        .map(SessionId::into_string)
+        .map_err(|violation| unreadable("path", &violation.message, request_id))
 }
 
 /// The token of an `Authorization` value of the Bearer scheme. The scheme's name is

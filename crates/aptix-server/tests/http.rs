@@ -1054,7 +1054,7 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
     let server = start(Arc::new(FakeProvider::new()), ServerConfig::default()).await;
     // Each refusal: the JSON error shape with its code, the request id, and the detail a
     // client needs to fix the call.
-    let cases: [(&str, &str, u16, &str, &str); 8] = [
+    let cases: [(&str, &str, u16, &str, &str); 11] = [
         (
             "GET",
             "/v1/sessions?limit=abc",
@@ -1096,6 +1096,29 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
             400,
             "invalid_request",
             "UTF-8",
+        ),
+        // A NUL (or any control character) is no session id: PostgreSQL refuses it in
+        // text, which was a 503 `store_unavailable` for the client's mistake.
+        (
+            "GET",
+            "/v1/sessions/a%00b",
+            400,
+            "invalid_request",
+            "control character",
+        ),
+        (
+            "DELETE",
+            "/v1/sessions/a%0Ab",
+            400,
+            "invalid_request",
+            "control character",
+        ),
+        (
+            "GET",
+            "/v1/sessions?cursor=1%3Aa%00b",
+            400,
+            "invalid_request",
+            "not a session list cursor",
         ),
         (
             "GET",

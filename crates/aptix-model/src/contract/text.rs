@@ -22,6 +22,20 @@ pub(crate) fn check_text(field: &str, text: &str, max: usize) -> Result<(), Prob
     check_size(field, text.len(), max)
 }
 
+/// Checks an id: a text that says something, without control characters (NUL, line
+/// breaks, tabs), which no id needs and which logs, URL paths and databases (PostgreSQL
+/// refuses NUL in text) do not take as they are.
+pub(crate) fn check_id(field: &str, text: &str, max: usize) -> Result<(), Problem> {
+    check_text(field, text, max)?;
+    if let Some(found) = text.chars().find(|c| c.is_control()) {
+        return Err(Problem::new(
+            ViolationCode::InvalidId,
+            format!("{field} holds the control character {found:?}; ids are printable text"),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a size in bytes against its limit.
 pub(crate) fn check_size(field: &str, bytes: usize, max: usize) -> Result<(), Problem> {
     if bytes > max {
@@ -36,16 +50,16 @@ pub(crate) fn check_size(field: &str, bytes: usize, max: usize) -> Result<(), Pr
 /// Declares a checked text newtype: constructor, accessors, `Display`, serde as a plain
 /// JSON string whose decoding runs the check, and (feature `openapi`) its schema.
 macro_rules! checked_text {
-    ($(#[doc = $doc:literal])* $name:ident, field = $field:literal, max = $max:expr) => {
+    ($(#[doc = $doc:literal])* $name:ident, field = $field:literal, max = $max:expr, check = $check:ident) => {
         $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(String);
 
         impl $name {
-            #[doc = concat!("Checks and wraps a `", $field, "`: not empty or only whitespace, at most [`", stringify!($max), "`](super::limits::", stringify!($max), ") bytes.")]
+            #[doc = concat!("Checks and wraps a `", $field, "`: not empty or only whitespace, at most [`", stringify!($max), "`](super::limits::", stringify!($max), ") bytes (`", stringify!($check), "`: an id holds no control character).")]
             pub fn new(text: impl Into<String>) -> Result<Self, Violation> {
                 let text = text.into();
-                check_text($field, &text, $max).map_err(|problem| problem.at($field))?;
+                $check($field, &text, $max).map_err(|problem| problem.at($field))?;
                 Ok($name(text))
             }
 
@@ -115,7 +129,8 @@ checked_text!(
     /// history and pending tool calls under it.
     SessionId,
     field = "sessionId",
-    max = MAX_ID_BYTES
+    max = MAX_ID_BYTES,
+    check = check_id
 );
 
 checked_text!(
@@ -124,7 +139,8 @@ checked_text!(
     /// stored result instead of a second model call.
     TurnId,
     field = "turnId",
-    max = MAX_ID_BYTES
+    max = MAX_ID_BYTES,
+    check = check_id
 );
 
 checked_text!(
@@ -132,21 +148,24 @@ checked_text!(
     /// which a tool result answers.
     ToolCallId,
     field = "toolCallId",
-    max = MAX_ID_BYTES
+    max = MAX_ID_BYTES,
+    check = check_id
 );
 
 checked_text!(
     /// The developer's instruction: UTF-8 Markdown, passed to the model as written.
     Instruction,
     field = "instruction",
-    max = MAX_INSTRUCTION_BYTES
+    max = MAX_INSTRUCTION_BYTES,
+    check = check_text
 );
 
 checked_text!(
     /// Why a tool failed (`errorMessage`), shown to the model as the tool's output.
     ToolErrorMessage,
     field = "errorMessage",
-    max = MAX_TOOL_OUTPUT_BYTES
+    max = MAX_TOOL_OUTPUT_BYTES,
+    check = check_text
 );
 
 #[cfg(test)]
@@ -164,6 +183,19 @@ mod tests {
         let long = ToolCallId::new("x".repeat(MAX_ID_BYTES + 1)).unwrap_err();
         assert_eq!(long.code, ViolationCode::TooLarge);
         assert!(ToolCallId::new("x".repeat(MAX_ID_BYTES)).is_ok());
+        // Control characters: PostgreSQL refuses NUL in text (a 503 for a 400 before),
+        // and a line break in an id forges log lines.
+        for id in ["s-\u{0}", "a\nb", "tab\there", "\u{1b}[31m"] {
+            let error = SessionId::new(id).unwrap_err();
+            assert_eq!(
+                (error.path.as_str(), error.code),
+                ("sessionId", ViolationCode::InvalidId),
+                "{id:?}"
+            );
+        }
+        assert!(SessionId::new("ünïcödé id with spaces/and?punctuation#").is_ok());
+        // Texts that are not ids keep their control characters.
+        assert!(Instruction::new("line one\nline two\twith a tab").is_ok());
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub enum ViolationCode {
     InvalidNumber,
     /// A path that is not relative to the workspace: absolute, `..`, a drive letter, empty.
     InvalidPath,
+    /// An id (`sessionId`, `turnId`, `toolCallId`) holding a control character (NUL, a
+    /// line break, a tab): ids go into logs, URL paths and databases as they are.
+    InvalidId,
     /// An attachment carries both inline text `content` and `contentBase64`.
     ConflictingContent,
     /// `contentBase64` is not standard padded base64.
@@ -76,6 +79,7 @@ impl ViolationCode {
             ViolationCode::MissingOutcome => "missing_outcome",
             ViolationCode::InvalidNumber => "invalid_number",
             ViolationCode::InvalidPath => "invalid_path",
+            ViolationCode::InvalidId => "invalid_id",
             ViolationCode::ConflictingContent => "conflicting_content",
             ViolationCode::InvalidBase64 => "invalid_base64",
             ViolationCode::InvalidMediaType => "invalid_media_type",

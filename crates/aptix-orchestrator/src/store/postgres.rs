@@ -73,11 +73,18 @@ CREATE TABLE aptix_compactions (
     // goes on from it, so a turn prepared against the deleted one (on a replica that
     // stalled past its lease) cannot commit over the new one by finding the version it
     // expects there again.
+    //
+    // A session's mode in a column of its own, for listing: `state->>'mode'` parses the
+    // whole state, and fails on a state holding a NUL anywhere (`\u0000` in an
+    // instruction or an answer cannot be made text), which took every page of the list
+    // down with it. A row whose state holds one gets its mode at its next commit.
     "
 CREATE TABLE aptix_deleted_sessions (
     session_id TEXT PRIMARY KEY,
     version    BIGINT NOT NULL
 );
+ALTER TABLE aptix_sessions ADD COLUMN mode TEXT;
+UPDATE aptix_sessions SET mode = state->>'mode' WHERE strpos(state::TEXT, '\\u0000') = 0;
 ",
 ];
 
@@ -118,14 +125,14 @@ macro_rules! log_compactions {
 
 /// Records the turn of a session's first commit: `$1` session, `$2` state, `$3` unused
 /// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope,
-/// `$7` replaced items. Returns the new version, or no row when the session exists
+/// `$7` replaced items, `$8` the state's mode. Returns the new version, or no row when the session exists
 /// already.
 const COMMIT_NEW: &str = concat!(
     "WITH written AS (
-         INSERT INTO aptix_sessions (session_id, version, state, updated_us)
+         INSERT INTO aptix_sessions (session_id, version, state, mode, updated_us)
          SELECT $1,
              COALESCE((SELECT version FROM aptix_deleted_sessions WHERE session_id = $1), 0) + 1,
-             $2::TEXT::JSON, ",
+             $2::TEXT::JSON, $8, ",
     now_us!(),
     " WHERE $3::BIGINT = 0
          ON CONFLICT (session_id) DO NOTHING
@@ -141,7 +148,7 @@ const COMMIT_NEW: &str = concat!(
 /// version, or no row when the session is not at version `$3`.
 const COMMIT_NEXT: &str = concat!(
     "WITH written AS (
-         UPDATE aptix_sessions SET version = version + 1, state = $2::TEXT::JSON,
+         UPDATE aptix_sessions SET version = version + 1, state = $2::TEXT::JSON, mode = $8,
              updated_us = ",
     now_us!(),
     " WHERE session_id = $1 AND version = $3::BIGINT
@@ -555,6 +562,7 @@ impl SessionStore for PgSessionStore {
                     &turn.scenario.as_str(),
                     &envelope_json,
                     &replaced_json,
+                    &state.mode,
                 ],
             )
             .await
@@ -682,25 +690,28 @@ impl SessionStore for PgSessionStore {
         let after = cursor.map(parse_cursor).transpose()?;
         let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
         let client = self.client("list sessions").await?;
-        let rows =
-            match &after {
-                None => client
+        let rows = match &after {
+            None => {
+                client
                     .query(
-                        "SELECT session_id, version, state->>'mode', updated_us FROM aptix_sessions
+                        "SELECT session_id, version, mode, updated_us FROM aptix_sessions
                          ORDER BY updated_us DESC, session_id DESC LIMIT $1",
                         &[&limit.saturating_add(1)],
                     )
-                    .await,
-                Some((us, id)) => client
+                    .await
+            }
+            Some((us, id)) => {
+                client
                     .query(
-                        "SELECT session_id, version, state->>'mode', updated_us FROM aptix_sessions
+                        "SELECT session_id, version, mode, updated_us FROM aptix_sessions
                          WHERE (updated_us, session_id) <= ($1, $2)
                          ORDER BY updated_us DESC, session_id DESC LIMIT $3",
                         &[us, id, &limit.saturating_add(1)],
                     )
-                    .await,
+                    .await
             }
-            .map_err(failed("list sessions"))?;
+        }
+        .map_err(failed("list sessions"))?;
         let mut page = SessionPage::default();
         for row in rows {
             let session_id: String = row.get(0);

@@ -42,6 +42,7 @@ const SERVER_ONLY: &[ViolationCode] = &[
     MissingOutcome,
     DuplicateToolCallId,
     InvalidPath,
+    InvalidId,
     InvalidResultJson,
 ];
 
