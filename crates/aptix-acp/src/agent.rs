@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
     PromptCapabilities, PromptRequest, PromptResponse, SessionNotification, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Stdio};
+use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Lines};
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind};
 use aptix_orchestrator::{Orchestrator, SessionStore};
@@ -129,8 +129,42 @@ impl AcpAgent {
 
     /// Serves ACP on this process's stdin and stdout until the editor closes stdin.
     /// Stdout carries nothing but ACP messages; log to stderr.
+    ///
+    /// A line of bytes that are not UTF-8 (an editor passing a Latin-1 buffer through)
+    /// is read with U+FFFD in their place, and a warning logged: the SDK's own stdio
+    /// transport ended the whole connection on one, with every session and turn in it.
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        ConnectTo::<Client>::connect_to(self, Stdio::new())
+        use futures_util::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        // Blocking reads and writes on threads of their own, as the SDK's transport does:
+        // a read of stdin cannot be cancelled, and a detached thread does not hold the
+        // process open at exit.
+        let incoming = futures_util::stream::unfold(
+            Some(futures_util::io::BufReader::new(blocking::Unblock::new(
+                std::io::stdin(),
+            ))),
+            |reader| async move {
+                let mut reader = reader?;
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line).await {
+                    Ok(0) => None,
+                    Ok(_) => Some((Ok(line_text(line)), Some(reader))),
+                    // Reported once; the stream ends after it.
+                    Err(error) => Some((Err(error), None)),
+                }
+            },
+        );
+        let outgoing = futures_util::sink::unfold(
+            blocking::Unblock::new(std::io::stdout()),
+            |mut stdout, line: String| async move {
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                stdout.write_all(&bytes).await?;
+                stdout.flush().await?;
+                Ok::<_, std::io::Error>(stdout)
+            },
+        );
+        let lines = Lines::new(Box::pin(outgoing), Box::pin(incoming));
+        ConnectTo::<Client>::connect_to(self, lines)
             .await
             .map_err(AcpError::from)
     }
@@ -545,6 +579,26 @@ fn log_turn(session_id: &str, envelope: &AgentExecuteResponse) {
     );
     for warning in &envelope.warnings {
         tracing::warn!(session = %session_id, "{warning}");
+    }
+}
+
+/// One line read from the editor, without its line break (`\n` or `\r\n`); bytes that
+/// are not UTF-8 become U+FFFD.
+fn line_text(mut line: Vec<u8>) -> String {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    }
+    match String::from_utf8(line) {
+        Ok(text) => text,
+        Err(error) => {
+            tracing::warn!(
+                "a message from the editor holds bytes that are not UTF-8; they are read as U+FFFD"
+            );
+            String::from_utf8_lossy(error.as_bytes()).into_owned()
+        }
     }
 }
 

@@ -411,8 +411,13 @@ impl Agent {
     }
 
     fn send(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    /// One line of bytes, UTF-8 or not.
+    fn send_bytes(&mut self, line: &[u8]) {
         let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(line).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
@@ -842,6 +847,53 @@ async fn a_cut_stream_answered_anew_is_never_shown_spliced_and_no_call_is_left_r
         .position(|update| update["sessionUpdate"] == "agent_message_chunk")
         .unwrap_or_else(|| panic!("no answer: {updates:#?}"));
     assert!(refused < answer, "{updates:#?}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_that_is_not_utf8_is_answered_and_the_agent_keeps_serving() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![
+        text("resp_1", &["Read it."]),
+        text("resp_2", &["Still here."]),
+    ])
+    .await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        // "café" as Latin-1, as an editor passing a buffer's bytes through may send it:
+        // the SDK's transport ended the connection, and every session, on such a line.
+        let mut line = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "caf@"}]}})
+        .to_string()
+        .into_bytes();
+        let at = line.iter().position(|byte| *byte == b'@').unwrap();
+        line[at] = 0xE9;
+        agent.send_bytes(&line);
+        let first = agent.until_response(json!(3));
+        let second = agent.prompt(4, &session_id, "Are you there?");
+        (first, second, server.requests(), agent.finish())
+    })
+    .await;
+    let (first, second, requests, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(
+        first.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{first:#?}"
+    );
+    assert_eq!(
+        second.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{second:#?}"
+    );
+    // The byte reached the model as U+FFFD; the rest of the text as sent.
+    let sent = serde_json::to_string(&requests[0].json()).unwrap();
+    assert!(sent.contains("caf\u{fffd}"), "{sent}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
 }
