@@ -4,14 +4,19 @@
 //! started in the editor is continued by `aptix ask --session` and the reverse.
 //!
 //! Each ACP session's workspace is the editor's folder (`cwd` of `session/new`) unless
-//! `--workspace` pins one: its `aptix.toml`, its `.aptix/` store and index. Stdout
+//! `--workspace` pins one: its `aptix.toml`, its `.aptix/` store and index. The
+//! sessions of one workspace share its store, index and provider (opened by the first
+//! session, kept while the settings stay the same): an editor opens a session per
+//! thread, and each used to hold a copy of them. Stdout
 //! carries only ACP messages; notes, warnings, logs and the index's progress go to
 //! stderr. See docs/acp.md.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
+use aptix_client::ResponsesProvider;
 use aptix_runtime::{SettingsLayer, Workspace, process_env};
 use aptix_tools::FileReader;
 use clap::Args;
@@ -43,6 +48,7 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
     let opener = CliWorkspaces {
         pinned,
         flags: args.settings.clone(),
+        opened: Mutex::default(),
     };
     tracing::info!("serving ACP on stdio");
     runtime.block_on(AcpAgent::new(Arc::new(opener)).serve_stdio())?;
@@ -53,30 +59,55 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
 struct CliWorkspaces {
     pinned: Option<PathBuf>,
     flags: SettingsLayer,
+    /// Each workspace opened, with its provider (or why there is none), by root: the
+    /// sessions on it share them while its settings stay the same.
+    opened: Mutex<HashMap<PathBuf, (Workspace, Result<Arc<dyn ResponsesProvider>, String>)>>,
 }
 
 impl CliWorkspaces {
+    /// The workspace at `root` with its settings as they are now (a session opened
+    /// after `aptix.toml` changed takes the change), and its provider: the ones
+    /// already open when the settings are the same.
+    fn workspace(
+        &self,
+        root: &Path,
+    ) -> Result<(Workspace, Result<Arc<dyn ResponsesProvider>, String>), aptix_runtime::Error> {
+        let loaded = Workspace::load(root, &self.flags, &process_env)?;
+        let mut opened = self
+            .opened
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(open) = opened.get(root)
+            && open.0.settings() == loaded.settings()
+        {
+            return Ok(open.clone());
+        }
+        // No key is not a reason to refuse the session: each prompt says how to set one.
+        let provider = loaded
+            .provider(&process_env)
+            .map_err(|error| shown(&error.into()));
+        let open = (loaded, provider);
+        opened.insert(root.to_path_buf(), open.clone());
+        Ok(open)
+    }
+
     fn open_workspace(
         &self,
         root: &Path,
         reader: Option<Arc<dyn FileReader>>,
     ) -> Result<OpenedWorkspace, aptix_runtime::Error> {
-        let workspace = Workspace::load(root, &self.flags, &process_env)?;
+        let (workspace, provider) = self.workspace(root)?;
         // `open` runs on a blocking thread of the runtime (the ACP agent's
         // `spawn_blocking`), where waiting on the runtime's async work is allowed.
         let handle = tokio::runtime::Handle::current();
-        // No key is not a reason to refuse the session: each prompt says how to set one.
-        let (orchestrator, store) = match workspace.provider(&process_env) {
+        let (orchestrator, store) = match provider {
             Ok(provider) => {
                 let orchestrator =
                     handle.block_on(workspace.orchestrator(provider, reader, &StderrReporter))?;
                 let store = Arc::clone(orchestrator.store());
                 (Ok(orchestrator), store)
             }
-            Err(error) => (
-                Err(shown(&error.into())),
-                handle.block_on(workspace.open_store())?,
-            ),
+            Err(reason) => (Err(reason), handle.block_on(workspace.open_store())?),
         };
         Ok(OpenedWorkspace {
             root: root.to_path_buf(),

@@ -64,6 +64,18 @@ pub fn refresh_index(index: &WorkspaceIndex, reporter: &dyn Reporter) -> Result<
 pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<WorkspaceIndex, Error> {
     let first = !exists(workspace);
     let index = open_index(workspace)?;
+    refresh_if_stale(workspace, &index, first, reporter);
+    Ok(index)
+}
+
+/// Refreshes `index` when it is stale (or cannot tell); a failed refresh is a warning,
+/// and the index is used as it is.
+fn refresh_if_stale(
+    workspace: &Path,
+    index: &WorkspaceIndex,
+    first: bool,
+    reporter: &dyn Reporter,
+) {
     match index.is_stale() {
         Ok(false) => {}
         Ok(true) | Err(_) => {
@@ -73,7 +85,7 @@ pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<Workspac
                     workspace.display()
                 ));
             }
-            match refresh_index(&index, reporter) {
+            match refresh_index(index, reporter) {
                 Ok(stats) => tracing::info!(
                     files_indexed = stats.files_indexed,
                     files_unchanged = stats.files_unchanged,
@@ -88,7 +100,31 @@ pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<Workspac
             }
         }
     }
-    Ok(index)
+}
+
+/// The workspace's index as [`fresh_index`] gives it, opened once into `opened` and
+/// shared by every turn made from it after (a front end serving many sessions on one
+/// workspace, such as `aptix acp`, holds one index, not one per session); refreshed
+/// when stale each time.
+pub(crate) fn shared_index(
+    workspace: &Path,
+    opened: &std::sync::Mutex<Option<WorkspaceIndex>>,
+    reporter: &dyn Reporter,
+) -> Result<WorkspaceIndex, Error> {
+    let mut opened = opened
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match &*opened {
+        Some(index) => {
+            refresh_if_stale(workspace, index, false, reporter);
+            Ok(index.clone())
+        }
+        None => {
+            let index = fresh_index(workspace, reporter)?;
+            *opened = Some(index.clone());
+            Ok(index)
+        }
+    }
 }
 
 /// Whether `workspace` has an index already (without creating one).
@@ -115,10 +151,11 @@ pub(crate) struct IndexParts {
 pub(crate) fn turn_parts(
     workspace: &Path,
     settings: &Settings,
+    opened: &std::sync::Mutex<Option<WorkspaceIndex>>,
     reader: Option<Arc<dyn FileReader>>,
     reporter: &dyn Reporter,
 ) -> IndexParts {
-    let index = match fresh_index(workspace, reporter) {
+    let index = match shared_index(workspace, opened, reporter) {
         Ok(index) => index,
         Err(error) => {
             reporter.warn(&format!(

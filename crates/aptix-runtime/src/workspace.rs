@@ -18,10 +18,32 @@ use crate::{APTIX_DIR, Error};
 /// A workspace folder (where `aptix.toml`, the index and the sessions live) with the
 /// settings in force for it: the one place where settings become a provider, a session
 /// store, a retriever, tools and an [`Orchestrator`].
-#[derive(Debug, Clone)]
+///
+/// The session store and the index are opened once, by the first orchestrator made, and
+/// shared by every orchestrator made after from the same `Workspace` or its clones: a
+/// front end that serves many sessions of one workspace (an editor's threads in `aptix
+/// acp`) holds one store and one index, however many sessions it opens.
+#[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
     settings: Settings,
+    opened: Arc<Opened>,
+}
+
+/// What the orchestrators of one workspace share once opened.
+#[derive(Default)]
+struct Opened {
+    store: tokio::sync::OnceCell<Arc<dyn SessionStore>>,
+    index: std::sync::Mutex<Option<aptix_index::WorkspaceIndex>>,
+}
+
+impl std::fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace")
+            .field("root", &self.root)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Workspace {
@@ -30,6 +52,7 @@ impl Workspace {
         Workspace {
             root: root.into(),
             settings,
+            opened: Arc::default(),
         }
     }
 
@@ -67,20 +90,30 @@ impl Workspace {
         StoreLocation::of(&self.root, &self.settings)
     }
 
-    /// Opens the configured session store (creating `.aptix/` for the default one),
-    /// with the configured mode and model settings applied to every session it loads:
-    /// what is configured now applies to a continued session, and what is not keeps the
-    /// session's stored value.
+    /// The configured session store (creating `.aptix/` for the default one), with the
+    /// configured mode and model settings applied to every session it loads: what is
+    /// configured now applies to a continued session, and what is not keeps the
+    /// session's stored value. Opened by the first call, and shared by every later one
+    /// and by the workspace's orchestrators.
     pub async fn open_store(&self) -> Result<Arc<dyn SessionStore>, Error> {
-        let inner = store::open(&self.root, &self.settings).await?;
-        Ok(Arc::new(ConfiguredStore::new(inner, self.settings.clone())))
+        let store = self
+            .opened
+            .store
+            .get_or_try_init(|| async {
+                let inner = store::open(&self.root, &self.settings).await?;
+                Ok::<_, Error>(Arc::new(ConfiguredStore::new(inner, self.settings.clone()))
+                    as Arc<dyn SessionStore>)
+            })
+            .await?;
+        Ok(Arc::clone(store))
     }
 
     /// The orchestrator a front end runs turns on: `provider` (the one
     /// [`provider`](Self::provider) makes, or a wrapper of it), the configured session
     /// store, the workspace index as the retriever (refreshed first when stale) and the
     /// built-in read-only tools the settings offer, `read_file` reading through `reader`
-    /// when one is given (an editor's buffers).
+    /// when one is given (an editor's buffers). The store and the index are the ones
+    /// every orchestrator of this workspace shares (see [`Workspace`]).
     ///
     /// Blocking while the index refreshes: call it where blocking is allowed (a
     /// `block_on`, a blocking thread), not from a task on an async runtime's workers.
@@ -153,7 +186,13 @@ impl Workspace {
     ) -> Result<Orchestrator, Error> {
         let mut builder =
             Orchestrator::builder(provider, store).config(self.settings.orchestrator_config());
-        let parts = turn_parts(&self.root, &self.settings, reader, reporter);
+        let parts = turn_parts(
+            &self.root,
+            &self.settings,
+            &self.opened.index,
+            reader,
+            reporter,
+        );
         if let Some(retriever) = parts.retriever {
             builder = builder.retriever(retriever);
         }

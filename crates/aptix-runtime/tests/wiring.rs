@@ -155,3 +155,48 @@ async fn settings_that_cannot_run_turns_are_refused_before_anything_is_created()
         Workspace::load(root.path(), &SettingsLayer::default(), &env_of(LOCAL)).unwrap();
     assert!(workspace.provider(&|_| None).is_ok());
 }
+
+#[tokio::test]
+async fn the_orchestrators_of_one_workspace_share_its_store_and_index() {
+    // An editor opens a session per thread: each used to open the store and the index
+    // again (and hold them for as long as the agent ran).
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("src")).unwrap();
+    std::fs::write(root.path().join("src/a.rs"), "pub fn first_marker() {}\n").unwrap();
+    let workspace = Workspace::load(root.path(), &SettingsLayer::default(), &|_| None).unwrap();
+    let provider = Arc::new(FakeProvider::new());
+    let first = workspace
+        .orchestrator(provider.clone(), None, &Quiet)
+        .await
+        .unwrap();
+    let second = workspace
+        .clone()
+        .orchestrator(provider.clone(), None, &Quiet)
+        .await
+        .unwrap();
+    assert!(Arc::ptr_eq(first.store(), second.store()));
+    assert!(Arc::ptr_eq(
+        first.store(),
+        &workspace.open_store().await.unwrap()
+    ));
+    // The shared index is still refreshed for each new orchestrator: a file added
+    // between two sessions is found by the second.
+    std::fs::write(root.path().join("src/b.rs"), "pub fn later_marker() {}\n").unwrap();
+    let third = workspace
+        .orchestrator(provider.clone(), None, &Quiet)
+        .await
+        .unwrap();
+    provider.push_response(answer("resp_1", "Found."));
+    third
+        .execute(turn("t-1", "Where is later_marker?"))
+        .await
+        .unwrap();
+    let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
+    assert!(sent.contains("later_marker"), "{sent}");
+    // A workspace loaded anew (other settings) opens its own.
+    let other = Workspace::load(root.path(), &SettingsLayer::default(), &|_| None).unwrap();
+    assert!(!Arc::ptr_eq(
+        first.store(),
+        &other.open_store().await.unwrap()
+    ));
+}
