@@ -61,8 +61,11 @@ struct CliWorkspaces {
     flags: SettingsLayer,
     /// Each workspace opened, with its provider (or why there is none), by root: the
     /// sessions on it share them while its settings stay the same.
-    opened: Mutex<HashMap<PathBuf, (Workspace, Result<Arc<dyn ResponsesProvider>, String>)>>,
+    opened: Mutex<HashMap<PathBuf, OpenWorkspace>>,
 }
+
+/// A workspace and its provider, or why it has none (in words for the editor).
+type OpenWorkspace = (Workspace, Result<Arc<dyn ResponsesProvider>, String>);
 
 impl CliWorkspaces {
     /// The workspace at `root` with its settings as they are now (a session opened
@@ -71,7 +74,7 @@ impl CliWorkspaces {
     fn workspace(
         &self,
         root: &Path,
-    ) -> Result<(Workspace, Result<Arc<dyn ResponsesProvider>, String>), aptix_runtime::Error> {
+    ) -> Result<OpenWorkspace, aptix_runtime::Error> {
         let loaded = Workspace::load(root, &self.flags, &process_env)?;
         let mut opened = self
             .opened
