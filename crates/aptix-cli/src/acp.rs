@@ -71,10 +71,7 @@ impl CliWorkspaces {
     /// The workspace at `root` with its settings as they are now (a session opened
     /// after `aptix.toml` changed takes the change), and its provider: the ones
     /// already open when the settings are the same.
-    fn workspace(
-        &self,
-        root: &Path,
-    ) -> Result<OpenWorkspace, aptix_runtime::Error> {
+    fn workspace(&self, root: &Path) -> Result<OpenWorkspace, aptix_runtime::Error> {
         let loaded = Workspace::load(root, &self.flags, &process_env)?;
         let mut opened = self
             .opened

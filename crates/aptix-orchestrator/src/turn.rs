@@ -15,7 +15,7 @@ use aptix_model::wire::{
     ContentPart, CreateResponseRequest, ErrorBody, Input, InputItem, MessageContent, OutputItem,
     Response, Role,
 };
-use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, select_context};
+use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, cut_to_tokens, select_context};
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 
 use crate::OrchestratorError;
@@ -174,8 +174,16 @@ impl Orchestrator {
                         .with_tool_name(call.name.clone())
                     }));
                 }
-                let inputs = prepare_inputs(&turn.files, &turn.images);
-                warnings.extend(inputs.warnings);
+                let mut inputs = prepare_inputs(&turn.files, &turn.images);
+                warnings.extend(std::mem::take(&mut inputs.warnings));
+                let counter = TokenCounter::o200k().map_err(OrchestratorError::Context)?;
+                // Attached files always reach the model (the context budget is for what
+                // retrieval adds), cut only where together they would pass half of the
+                // model's context window.
+                let window = self.config.context_window(&state.model.model);
+                let attachment_tokens = usize::try_from(window / 2).unwrap_or(usize::MAX);
+                inputs.chunks =
+                    fit_attachments(inputs.chunks, attachment_tokens, &counter, &mut warnings);
                 let query = RetrievalQuery {
                     text: turn
                         .instruction
@@ -200,10 +208,7 @@ impl Orchestrator {
                 }
                 let attached = inputs.chunks.len();
                 let offered = attached + retrieved.len();
-                let packed = match TokenCounter::o200k() {
-                    Ok(counter) => select_context(inputs.chunks, retrieved, &query, &counter),
-                    Err(error) => return Err(OrchestratorError::Context(error)),
-                };
+                let packed = select_context(inputs.chunks, retrieved, &query, &counter);
                 let left_out = offered - packed.kept.len();
                 if left_out > 0 {
                     warnings.push(format!(
@@ -795,4 +800,42 @@ pub(crate) fn client_error_envelope(
         }
         other => map_transport_failure(&other.code(), &other.to_string(), &context).envelope,
     }
+}
+
+/// Attached text files within `max_tokens` together, in order: each whole while they
+/// fit, the one that passes the limit cut to its first lines (a warning says which
+/// lines the model got), any after it left out with a warning.
+fn fit_attachments(
+    attachments: Vec<ScoredChunk>,
+    max_tokens: usize,
+    counter: &TokenCounter,
+    warnings: &mut Vec<String>,
+) -> Vec<ScoredChunk> {
+    let mut used = 0usize;
+    let mut fitted = Vec::with_capacity(attachments.len());
+    for mut attachment in attachments {
+        let left = max_tokens.saturating_sub(used);
+        let whole = attachment.chunk.lines;
+        match cut_to_tokens(&attachment.chunk, left, counter) {
+            Some(cut) => {
+                if cut.lines != whole {
+                    warnings.push(format!(
+                        "file input {} was cut to lines {}-{} of {} to fit half of the model's context window ({max_tokens} tokens); the rest was left out",
+                        cut.path,
+                        cut.lines.start(),
+                        cut.lines.end(),
+                        whole.end()
+                    ));
+                }
+                used = used.saturating_add(counter.count(&cut.content));
+                attachment.chunk = cut;
+                fitted.push(attachment);
+            }
+            None => warnings.push(format!(
+                "file input {} was left out: it does not fit in what is left of half of the model's context window ({max_tokens} tokens)",
+                attachment.chunk.path
+            )),
+        }
+    }
+    fitted
 }

@@ -102,7 +102,7 @@ mod tokens;
 pub use chunk::{Chunk, ChunkId, LineSpan, ScoredChunk};
 pub use error::RagError;
 pub use language::language_for_path;
-pub use pack::{Packed, pack, select_context};
+pub use pack::{Packed, cut_to_tokens, pack, select_context};
 pub use render::{render_context_block, render_context_block_into};
 pub use retriever::{Retrieval, RetrievalQuery, Retriever};
 pub use select::dedupe_overlapping;

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use crate::render::{CONTEXT_HEADER, rendered_size_hint, write_section};
 use crate::select::{chunk_matches, dedupe_overlapping};
-use crate::{ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
+use crate::{Chunk, ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
 
 /// The outcome of [`pack`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -14,7 +14,8 @@ pub struct Packed {
     /// The ids of the chunks that did not fit, in rank order.
     pub dropped: Vec<ChunkId>,
     /// The o200k tokens of the `[CONTEXT]` block of [`kept`](Self::kept): at most the
-    /// budget, and 0 when nothing was kept (no block is rendered then).
+    /// budget (unless attachments alone pass it, see [`select_context`]), and 0 when
+    /// nothing was kept (no block is rendered then).
     pub tokens: usize,
     /// That block, rendered while packing: byte for byte what
     /// [`render_context_block`](crate::render_context_block) gives for
@@ -74,6 +75,17 @@ pub struct Packed {
 /// # Ok::<(), aptix_rag::RagError>(())
 /// ```
 pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> Packed {
+    pack_keeping(ranked, 0, budget, counter)
+}
+
+/// [`pack`], with the first `keep` chunks kept whatever they cost (their tokens count
+/// against the budget all the same, so the rest fill only what they leave).
+fn pack_keeping(
+    ranked: Vec<ScoredChunk>,
+    keep: usize,
+    budget: usize,
+    counter: &TokenCounter,
+) -> Packed {
     let mut packed = Packed::default();
     if ranked.is_empty() {
         return packed;
@@ -85,7 +97,7 @@ pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> 
     // token), so a retriever's thousand chunks do not reserve a megabyte.
     let mut block =
         String::with_capacity(rendered_size_hint(&ranked).min(budget.saturating_mul(16)));
-    for candidate in ranked {
+    for (rank, candidate) in ranked.into_iter().enumerate() {
         let start = block.len();
         let header = if packed.kept.is_empty() {
             block.push_str(CONTEXT_HEADER);
@@ -97,7 +109,7 @@ pub fn pack(ranked: Vec<ScoredChunk>, budget: usize, counter: &TokenCounter) -> 
         write_section(&mut block, packed.kept.len() + 1, &candidate.chunk);
         let cost = counter.count(&block[section..]).saturating_add(header);
         match packed.tokens.checked_add(cost) {
-            Some(total) if total <= budget => {
+            Some(total) if total <= budget || rank < keep => {
                 packed.tokens = total;
                 packed.kept.push(candidate);
             }
@@ -122,7 +134,10 @@ fn header_tokens(counter: &TokenCounter) -> usize {
 /// the scope, overlap, chunk-count and budget rules.
 ///
 /// `attachments` (files the user attached, already chunked) come first, in the order
-/// given, and count against the budget like everything else. `retrieved` is a
+/// given, and are always kept: the user chose them, and a file left out without a word
+/// is worse than a context over its budget (a front end cuts an attachment too large
+/// for the model with [`cut_to_tokens`] first). They count against the budget, so the
+/// retrieved chunks fill only what they leave. `retrieved` is a
 /// retriever's answer, best first; a retriever may already have applied any of these
 /// rules, and applying them again changes nothing, so a custom retriever that ignores
 /// the scope or returns far more than the budget is still held to it:
@@ -133,7 +148,8 @@ fn header_tokens(counter: &TokenCounter) -> usize {
 ///    and is ignored (the index warns about it);
 /// 2. chunks repeating lines of a better-placed one are dropped ([`dedupe_overlapping`]);
 /// 3. at most `query.max_chunks` retrieved chunks are considered;
-/// 4. the rest is [`pack`]ed into `query.token_budget` o200k tokens, rank order kept.
+/// 4. the rest is [`pack`]ed into `query.token_budget` o200k tokens, rank order kept,
+///    the attachments kept whatever they cost.
 ///
 /// ```
 /// use aptix_rag::{Chunk, ChunkId, LineSpan, RetrievalQuery, ScoredChunk, TokenCounter};
@@ -184,12 +200,57 @@ pub fn select_context(
         .into_iter()
         .filter(|scored| chunk_matches(&scored.chunk, &known))
         .collect();
+    let attached: std::collections::HashSet<ChunkId> = attachments
+        .iter()
+        .map(|scored| scored.chunk.id.clone())
+        .collect();
     let mut candidates = attachments;
-    let attached = candidates.len();
     candidates.extend(retrieved);
     let mut candidates = dedupe_overlapping(candidates);
-    candidates.truncate(attached.saturating_add(query.max_chunks));
-    pack(candidates, query.token_budget, counter)
+    // The attachments left (one repeating another's lines is dropped) lead, in order.
+    let kept = candidates
+        .iter()
+        .take_while(|scored| attached.contains(&scored.chunk.id))
+        .count();
+    candidates.truncate(kept.saturating_add(query.max_chunks));
+    pack_keeping(candidates, kept, query.token_budget, counter)
+}
+
+/// `chunk` cut to its first lines whose text fits in `max_tokens` o200k tokens, its line
+/// span cut to match; `None` when not even its first line fits. A chunk that fits is
+/// returned whole. For an attachment too large for the model: the lines kept are whole,
+/// and the span says which they are.
+pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -> Option<Chunk> {
+    if counter.count(&chunk.content) <= max_tokens {
+        return Some(chunk.clone());
+    }
+    // Byte offsets of each line's end (exclusive), in order.
+    let ends: Vec<usize> = chunk
+        .content
+        .match_indices('\n')
+        .map(|(at, _)| at)
+        .chain(std::iter::once(chunk.content.len()))
+        .collect();
+    // The most lines whose text fits: counts grow with the lines kept, so search.
+    let (mut fits, mut over) = (0usize, ends.len());
+    while over - fits > 1 {
+        let middle = fits + (over - fits) / 2;
+        if counter.count(&chunk.content[..ends[middle - 1]]) <= max_tokens {
+            fits = middle;
+        } else {
+            over = middle;
+        }
+    }
+    if fits == 0 {
+        return None;
+    }
+    let first = chunk.lines.start();
+    let last = first.checked_add(u32::try_from(fits - 1).ok()?)?;
+    Some(Chunk {
+        lines: crate::LineSpan::new(first, last).ok()?,
+        content: chunk.content[..ends[fits - 1]].to_owned(),
+        ..chunk.clone()
+    })
 }
 
 #[cfg(test)]
@@ -267,5 +328,65 @@ mod tests {
         let counter = TokenCounter::o200k().unwrap();
         let packed = pack(vec![scored("a", 1), scored("b", 1)], usize::MAX, &counter);
         assert_eq!(ids(&packed.kept), ["a", "b"]);
+    }
+
+    fn query(budget: usize) -> RetrievalQuery {
+        RetrievalQuery {
+            text: "compute".into(),
+            scope: Vec::new(),
+            token_budget: budget,
+            max_chunks: 40,
+        }
+    }
+
+    #[test]
+    fn attachments_are_kept_whatever_they_cost_and_retrieval_fills_what_is_left() {
+        // An attached file larger than the budget was left out without a word; an
+        // editor user's @-mention never reached the model.
+        let counter = TokenCounter::o200k().unwrap();
+        let attached = vec![scored("attached", 300)];
+        let retrieved = vec![scored("r1", 3), scored("r2", 3)];
+        let small_budget = block_tokens(&counter, &[scored("r1", 3)]);
+        let packed = select_context(
+            attached.clone(),
+            retrieved.clone(),
+            &query(small_budget),
+            &counter,
+        );
+        assert_eq!(ids(&packed.kept), ["attached"]);
+        assert_eq!(packed.tokens, block_tokens(&counter, &attached));
+        assert_eq!(packed.dropped, [ChunkId::new("r1"), ChunkId::new("r2")]);
+        // With room after the attachment, retrieved chunks fill it.
+        let room = block_tokens(&counter, &[scored("attached", 300), scored("r1", 3)]);
+        let packed = select_context(attached, retrieved, &query(room), &counter);
+        assert_eq!(ids(&packed.kept), ["attached", "r1"]);
+        assert_eq!(packed.dropped, [ChunkId::new("r2")]);
+    }
+
+    #[test]
+    fn a_chunk_is_cut_to_whole_lines_within_its_tokens() {
+        let counter = TokenCounter::o200k().unwrap();
+        let chunk = scored("big", 200).chunk;
+        assert_eq!(
+            cut_to_tokens(&chunk, usize::MAX, &counter),
+            Some(chunk.clone())
+        );
+        let whole = counter.count(&chunk.content);
+        for max in [whole - 1, whole / 2, 20, 12] {
+            let cut = cut_to_tokens(&chunk, max, &counter).unwrap();
+            assert!(counter.count(&cut.content) <= max, "{max}");
+            let lines = cut.content.lines().count();
+            // The most lines that fit: one more would not.
+            let more: Vec<&str> = chunk.content.lines().take(lines + 1).collect();
+            assert!(counter.count(&more.join("\n")) > max, "{max}");
+            assert_eq!((cut.lines.start(), cut.lines.end()), (1, lines as u32));
+            assert!(chunk.content.starts_with(&cut.content));
+            assert_eq!(
+                (cut.id.clone(), cut.path.clone()),
+                (chunk.id.clone(), chunk.path.clone())
+            );
+        }
+        // Not even the first line fits.
+        assert_eq!(cut_to_tokens(&chunk, 1, &counter), None);
     }
 }

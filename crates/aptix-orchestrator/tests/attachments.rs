@@ -1,0 +1,114 @@
+//! Files the user attaches always reach the model: the context budget is for what
+//! retrieval adds, and an attachment is cut (with a warning saying which lines the model
+//! got) only where the attachments together would pass half of the model's context
+//! window.
+
+use std::sync::Arc;
+
+use aptix_client::FakeProvider;
+use aptix_model::contract::AgentExecuteRequest;
+use aptix_model::wire::Response;
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator, OrchestratorConfig};
+
+fn answer() -> Response {
+    serde_json::from_value(serde_json::json!({
+        "id": "resp_1", "status": "completed", "model": "gpt-test",
+        "output": [{"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Read."}]}]
+    }))
+    .unwrap()
+}
+
+/// A file of `lines` numbered lines.
+fn file(lines: usize) -> String {
+    (1..=lines)
+        .map(|line| format!("let value_{line} = compute_something({line});"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn sent_with(config: OrchestratorConfig, files: serde_json::Value) -> (String, Vec<String>) {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer());
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .config(config)
+            .build()
+            .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        serde_json::json!({"sessionId": "s", "turnId": "t", "instruction": "Review these",
+                           "files": files})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    let envelope = orchestrator.execute(request).await.unwrap();
+    let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
+    (sent, envelope.warnings)
+}
+
+#[tokio::test]
+async fn an_attachment_larger_than_the_context_budget_is_sent_whole() {
+    // ~9,000 tokens against a 1,000-token budget: it used to be left out, with only
+    // "1 of 1 context chunk(s) were left out" to say so.
+    let config = OrchestratorConfig {
+        context_token_budget: 1_000,
+        ..OrchestratorConfig::default()
+    };
+    let big = file(600);
+    let (sent, warnings) = sent_with(
+        config,
+        serde_json::json!([{"path": "src/big.rs", "content": big}]),
+    )
+    .await;
+    assert!(sent.contains("let value_1 = "), "{warnings:?}");
+    assert!(sent.contains("let value_600 = "), "{warnings:?}");
+    assert!(sent.contains("Lines: 1-600"), "{sent:.400}");
+    assert!(
+        !warnings.iter().any(|warning| warning.contains("left out")),
+        "{warnings:?}"
+    );
+}
+
+#[tokio::test]
+async fn attachments_past_half_the_context_window_are_cut_at_a_line_and_said_so() {
+    let config = OrchestratorConfig {
+        context_window: Some(4_000),
+        ..OrchestratorConfig::default()
+    };
+    let (sent, warnings) = sent_with(
+        config,
+        serde_json::json!([
+            {"path": "src/first.rs", "content": file(600)},
+            {"path": "src/second.rs", "content": file(10)},
+        ]),
+    )
+    .await;
+    assert!(sent.contains("let value_1 = "));
+    assert!(!sent.contains("let value_600 = "));
+    let cut = warnings
+        .iter()
+        .find(|warning| warning.starts_with("file input src/first.rs was cut to lines 1-"))
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(
+        cut.contains("of 600") && cut.contains("2000 tokens"),
+        "{cut}"
+    );
+    // The lines the warning names are the ones sent, whole.
+    let last: usize = cut
+        .trim_start_matches("file input src/first.rs was cut to lines 1-")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sent.contains(&format!("let value_{last} = compute_something({last});")));
+    assert!(!sent.contains(&format!("let value_{} = ", last + 1)));
+    assert!(sent.contains(&format!("Lines: 1-{last}")));
+    assert!(
+        warnings
+            .iter()
+            .any(|warning| warning.starts_with("file input src/second.rs was left out")),
+        "{warnings:?}"
+    );
+}
