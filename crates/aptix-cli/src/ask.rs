@@ -186,6 +186,9 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
                 orchestrator.execute_streaming(request, &mut sink).await
             }
         };
+        // A request sent again (a 429, a 5xx, a lost connection) is told as a note,
+        // as a cut stream is (the client's own log line is for `-v`).
+        let turn = aptix_client::observe_retries(crate::output::note_request_retry, turn);
         runtime.block_on(until_signal(turn))
     };
     let result = match outcome {

@@ -152,9 +152,10 @@ pub(crate) struct SearchArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
-    /// The most chunks to show
-    #[arg(long, value_name = "N", default_value_t = 20)]
-    pub(crate) limit: usize,
+    /// The most chunks to show, 1 to 1000
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) limit: u16,
 
     /// A scope condition `KEY OP VALUE[,VALUE...]` (OP: ==, !=, contains,
     /// does_not_contain; keys: path, language, repo, extension, symbol, id, kind), e.g.

@@ -37,7 +37,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(message) = init_logging(cli.verbose, cli.log_format) {
+    // `aptix ask` tells a request sent again as a note of its own.
+    let notes_retries = matches!(cli.command, Command::Ask(_));
+    if let Err(message) = init_logging(cli.verbose, cli.log_format, notes_retries) {
         let _ = std::io::Write::write_fmt(
             &mut std::io::stderr().lock(),
             format_args!("error: {message}\n"),
@@ -99,10 +101,11 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
     }
 }
 
-/// Logs go to stderr: `RUST_LOG` when set, else warnings, and with `-v` info, `-vv`
+/// Logs go to stderr: `RUST_LOG` when set, else warnings (but the HTTP client's notice
+/// of a request sent again where the command notes it itself), and with `-v` info, `-vv`
 /// debug from the Aptix crates, `-vvv` trace from everything; as text, or as JSON lines
 /// with `--log-format json` or `APTIX_LOG_FORMAT=json`.
-fn init_logging(verbose: u8, format: Option<LogFormat>) -> Result<(), String> {
+fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> Result<(), String> {
     let format = match format {
         Some(format) => format,
         None => match std::env::var("APTIX_LOG_FORMAT") {
@@ -133,6 +136,10 @@ fn init_logging(verbose: u8, format: Option<LogFormat>) -> Result<(), String> {
                 "aptix_acp",
             ];
             let directives = match verbose {
+                // Where a request sent again is a note of the command's own (`aptix:
+                // rate limited (429); sending the request again in 2s ...`), the client's
+                // log line of it is for `-v`.
+                0 if notes_retries => "warn,aptix_client::transport=error".to_owned(),
                 0 => "warn".to_owned(),
                 1 | 2 => {
                     let level = if verbose == 1 { "info" } else { "debug" };

@@ -18,6 +18,18 @@ pub(crate) fn note(message: fmt::Arguments<'_>) {
     let _ = writeln!(io::stderr().lock(), "aptix: {message}");
 }
 
+/// Says on stderr that a request is sent again, and why: `aptix: rate limited (429);
+/// sending the request again in 2s (attempt 2 of 3)`.
+pub(crate) fn note_request_retry(notice: &aptix_client::RetryNotice) {
+    note(format_args!(
+        "{}; sending the request again in {} (attempt {} of {})",
+        notice.reason,
+        aptix_client::human_duration(notice.wait),
+        notice.attempt,
+        notice.max_attempts
+    ));
+}
+
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {message}");
@@ -163,13 +175,13 @@ impl AnswerPrinter {
             return;
         };
         let wait = aptix_client::human_duration(std::time::Duration::from_millis(*wait_ms));
-        let how = if *resumed {
-            "resuming the same response where it stopped"
+        let (how, after) = if *resumed {
+            ("resuming the same response where it stopped", "")
         } else {
-            "asking again; text already shown is not printed twice"
+            ("asking again", "; text already shown is not printed twice")
         };
         note(format_args!(
-            "the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts})"
+            "the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts}){after}"
         ));
     }
 

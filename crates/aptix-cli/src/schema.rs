@@ -76,7 +76,11 @@ pub(crate) fn run(
     match runtime.block_on(solve_value(provider, request)) {
         Ok(solution) => {
             for failure in &solution.failures {
-                warn(&format!("a rejected attempt was asked again: {failure:?}"));
+                warn(&format!(
+                    "attempt {} was rejected and asked again: {}",
+                    failure.attempt,
+                    failure.errors().join("; ")
+                ));
             }
             if json {
                 print_json(&json!({

@@ -31,7 +31,7 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
     let results = index.search(
         &SearchQuery::new(args.query.clone())
             .with_scope(scope)
-            .with_limit(args.limit.max(1)),
+            .with_limit(usize::from(args.limit)),
     )?;
     for warning in &results.warnings {
         warn(warning);

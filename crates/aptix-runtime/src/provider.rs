@@ -61,9 +61,17 @@ pub(crate) fn stand_in(settings: &Settings) -> Arc<dyn ResponsesProvider> {
     Arc::new(FakeProvider::new().with_capabilities(capabilities(settings)))
 }
 
-/// A provider configuration failure; a missing key says how to set one.
+/// A provider configuration failure; a missing key says how to set one. A key that is
+/// set but unusable (a line break pasted with it) is not a missing one: its reason is
+/// passed on, with the variable it came from.
 fn config_error(error: ClientError, settings: &Settings, env: Env<'_>) -> Error {
+    let key_set = env("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
     match error {
+        ClientError::Config { field, reason } if field == "api_key" && key_set => {
+            Error::config(format!(
+                "OPENAI_API_KEY is not usable: {reason} (a line break or a space pasted with it?)"
+            ))
+        }
         ClientError::Config { field, .. } if field == "api_key" => Error::MissingApiKey {
             base_url: settings.base_url().unwrap_or(DEFAULT_BASE_URL).to_owned(),
             user_file: user_config_path(env).map_or_else(

@@ -45,6 +45,23 @@ fn a_missing_key_says_how_to_set_one_and_exits_2() {
 }
 
 #[test]
+fn a_key_pasted_with_a_line_break_is_named_as_unusable_not_missing() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", "sk-proj-SECRETKEY-zz9876abcd\n")
+        .args(["ask", "--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("OPENAI_API_KEY is not usable"), "{text}");
+    assert!(text.contains("line break"), "{text}");
+    assert!(!text.contains("no api key"), "{text}");
+    assert!(!text.contains("SECRETKEY"), "{text}");
+}
+
+#[test]
 fn a_hosted_base_url_without_a_key_is_refused_too() {
     let sandbox = Sandbox::new();
     let output = sandbox

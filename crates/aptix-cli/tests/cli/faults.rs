@@ -344,11 +344,16 @@ async fn out_of_quota_is_said_once_and_a_rate_limit_is_retried_with_its_wait() {
     let output = ask(&sandbox, &server, &[]).await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(stdout(&output), format!("{TEXT}\n"));
+    // A note of the command's, not a log line (no timestamp, no module path, no
+    // second copy of the server's message).
+    let text = stderr(&output);
     assert!(
-        stderr(&output).contains("rate limited (429); retrying in 10ms (retry 1 of 2)"),
-        "{}",
-        stderr(&output)
+        text.contains(
+            "aptix: rate limited (429); sending the request again in 10ms (attempt 2 of 3)"
+        ),
+        "{text}"
     );
+    assert!(!text.contains("aptix_client::transport"), "{text}");
 }
 
 #[test]

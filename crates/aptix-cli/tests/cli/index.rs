@@ -199,6 +199,17 @@ fn search_shows_ranked_chunks_files_and_why() {
         .output()
         .unwrap();
     assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    // `--limit 0` showed one result; it is refused, naming the range.
+    for limit in ["0", "1001"] {
+        let bad = sandbox
+            .aptix()
+            .args(["search", "--workspace", &sandbox.workspace_arg()])
+            .args(["--limit", limit, "commit_turn"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+        assert!(stderr(&bad).contains("--limit"), "{}", stderr(&bad));
+    }
 }
 
 /// Every text part of the last input message.
