@@ -77,8 +77,9 @@ pub(crate) fn from_error_envelope(envelope: &AgentExecuteResponse) -> RpcError {
             " The account's credit or plan limit is used up; retrying will not help until billing is fixed."
         }
         "rate_limit_exceeded" | "429" => " The provider is rate limiting; try again shortly.",
+        // Both a provider never reached and a stream that kept breaking after it began.
         "transport_error" | "timeout" => {
-            " The provider could not be reached: check base_url (aptix.toml, OPENAI_BASE_URL) and the network."
+            " The connection to the provider failed or kept breaking: try again; if it goes on, check base_url (aptix.toml, OPENAI_BASE_URL) and the network."
         }
         _ => "",
     };
