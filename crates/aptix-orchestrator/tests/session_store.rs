@@ -855,6 +855,45 @@ mod postgres {
         );
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_operation_the_database_does_not_answer_fails_instead_of_waiting_forever() {
+        let (database, store) = fresh().await;
+        // A transaction that holds the lease row and never ends (a stuck client, or a
+        // database that stopped answering): the upsert waits on it.
+        let mut raw = connect_raw(&database).await;
+        let holder = raw.transaction().await.unwrap();
+        holder
+            .execute(
+                "INSERT INTO aptix_leases VALUES ('stuck', 'other', now() + interval '1 hour')",
+                &[],
+            )
+            .await
+            .unwrap();
+        let error = store
+            .acquire_lease("stuck", "me", Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        assert!(
+            matches!(error, OrchestratorError::Store { .. })
+                && text.contains("did not answer within 10 s"),
+            "{text}"
+        );
+        holder.rollback().await.unwrap();
+        // The store goes on once the database answers.
+        assert!(
+            store
+                .acquire_lease("stuck", "me", Duration::from_secs(60))
+                .await
+                .unwrap()
+        );
+    }
+
     #[tokio::test]
     async fn a_password_never_shows_in_errors_or_debug() {
         // Nothing listens on port 1: connecting fails, and neither the error chain nor

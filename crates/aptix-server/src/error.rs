@@ -195,6 +195,16 @@ impl ApiError {
     /// An orchestrator failure as its response.
     pub(crate) fn from_orchestrator(error: OrchestratorError, request_id: &str) -> ApiError {
         let message = error.to_string();
+        if matches!(
+            error,
+            OrchestratorError::Store { .. }
+                | OrchestratorError::CorruptState { .. }
+                | OrchestratorError::Context(_)
+        ) {
+            // The answer says what failed; the log says why, for the operator (a store's
+            // errors name its database without the password).
+            tracing::error!(request_id, cause = %causes(&error), "{message}");
+        }
         let code = match &error {
             OrchestratorError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             OrchestratorError::UnknownSession { .. } => ErrorCode::UnknownSession,
@@ -235,6 +245,28 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// `error` and its causes, joined by `: `.
+pub(crate) fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The last of `error`'s causes: what went wrong at the bottom (a refused connection, a
+/// deadline passed), without the layers that name where.
+pub(crate) fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut last = error;
+    while let Some(cause) = last.source() {
+        last = cause;
+    }
+    last.to_string()
 }
 
 #[cfg(test)]

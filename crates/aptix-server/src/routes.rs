@@ -1435,16 +1435,34 @@ pub(crate) async fn healthz() -> Response {
 )]
 pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> Response {
     let request_id = id_of(&request);
-    match state.orchestrator.store().load("aptix-readyz-probe").await {
-        Ok(_) => axum::Json(StatusView { status: "ready" }).into_response(),
-        Err(error) => ApiError::new(
-            ErrorCode::StoreUnavailable,
-            format!("the session store does not answer: {error}"),
-            &request_id,
-        )
-        .into_response(),
-    }
+    // A probe waits seconds at most: a load balancer asks again, and a store that takes
+    // longer than this to read one row is not ready for turns.
+    let probe = tokio::time::timeout(
+        READY_DEADLINE,
+        state.orchestrator.store().load("aptix-readyz-probe"),
+    )
+    .await;
+    let reason = match probe {
+        Ok(Ok(_)) => return axum::Json(StatusView { status: "ready" }).into_response(),
+        Ok(Err(error)) => {
+            tracing::warn!(%request_id, cause = %crate::error::causes(&error), "not ready");
+            format!("{error}: {}", crate::error::root_cause(&error))
+        }
+        Err(_) => {
+            tracing::warn!(%request_id, "not ready: the session store did not answer in time");
+            format!("no answer within {} s", READY_DEADLINE.as_secs())
+        }
+    };
+    ApiError::new(
+        ErrorCode::StoreUnavailable,
+        format!("the session store does not answer: {reason}"),
+        &request_id,
+    )
+    .into_response()
 }
+
+/// How long `/readyz` waits for the session store.
+const READY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `GET /metrics`: Prometheus (OpenMetrics) text; behind the bearer token when tokens are
 /// configured.

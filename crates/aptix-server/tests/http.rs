@@ -1685,3 +1685,103 @@ async fn a_session_shows_its_turns_and_their_usage_totals() {
     );
     assert_eq!(session["recentTurns"][0]["usage"]["totalTokens"], 13);
 }
+
+/// `cannot connect to <database>`, caused by the error it holds.
+#[derive(Debug)]
+struct At(std::io::Error);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cannot connect to postgres://aptix:***@db/aptix")
+    }
+}
+
+impl std::error::Error for At {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// A store that is down: every read fails with a refused connection, or (`hangs`) never
+/// answers.
+struct DownStore {
+    hangs: bool,
+}
+
+#[async_trait]
+impl aptix_orchestrator::SessionStore for DownStore {
+    async fn load(
+        &self,
+        _: &str,
+    ) -> Result<
+        Option<aptix_orchestrator::Versioned<aptix_orchestrator::SessionState>>,
+        aptix_orchestrator::OrchestratorError,
+    > {
+        if self.hangs {
+            std::future::pending::<()>().await;
+        }
+        // Shaped as the PostgreSQL store's: where, then why.
+        Err(aptix_orchestrator::OrchestratorError::Store {
+            operation: "load session",
+            source: Box::new(At(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "Connection refused (os error 111)",
+            ))),
+        })
+    }
+
+    async fn stored_turn(
+        &self,
+        _: &aptix_orchestrator::TurnKey,
+    ) -> Result<Option<aptix_orchestrator::StoredTurn>, aptix_orchestrator::OrchestratorError> {
+        Ok(None)
+    }
+
+    async fn commit(
+        &self,
+        _: aptix_orchestrator::SessionState,
+        _: Option<u64>,
+        _: aptix_orchestrator::StoredTurn,
+    ) -> Result<u64, aptix_orchestrator::OrchestratorError> {
+        Ok(1)
+    }
+
+    async fn acquire_lease(
+        &self,
+        _: &str,
+        _: &str,
+        _: Duration,
+    ) -> Result<bool, aptix_orchestrator::OrchestratorError> {
+        Ok(true)
+    }
+
+    async fn release_lease(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<(), aptix_orchestrator::OrchestratorError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn readyz_says_why_the_store_is_not_ready_and_never_waits_long() {
+    for (hangs, reason) in [
+        (false, "Connection refused (os error 111)"),
+        (true, "no answer within 2 s"),
+    ] {
+        let orchestrator =
+            Orchestrator::builder(Arc::new(FakeProvider::new()), Arc::new(DownStore { hangs }))
+                .build()
+                .unwrap();
+        let server = start_with(orchestrator, ServerConfig::default()).await;
+        let response = server.get("/readyz").await;
+        assert_eq!(response.status(), 503);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "store_unavailable");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{message}");
+        // The root cause, not where: the database's address stays in the log.
+        assert!(!message.contains("postgres://"), "{message}");
+    }
+}

@@ -165,11 +165,27 @@ const SELECT_VERSION: &str = "SELECT version FROM aptix_sessions WHERE session_i
 /// Connections a store opens at most, unless told otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
+/// How long one store operation may take before it fails as the store not answering: a
+/// healthy one takes milliseconds, and a database that stopped answering (frozen, or cut
+/// off by the network while its kernel still answers TCP) would otherwise hold the turn,
+/// its session and `/readyz` until it came back.
+const OPERATION_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Sessions in a PostgreSQL database.
 ///
-/// `Debug` shows where it connects without the password.
+/// Every operation has a deadline of 10 s: past it, it fails as the store not
+/// answering, as a connection refused does (a healthy one takes milliseconds; a
+/// database that stopped answering would otherwise hold the turn, its session and
+/// `/readyz` until it came back). `Debug` shows where it connects
+/// without the password.
 #[derive(Clone)]
 pub struct PgSessionStore {
+    inner: PgStore,
+}
+
+/// The store's operations, without their deadline.
+#[derive(Clone)]
+struct PgStore {
     pool: Pool,
     target: String,
 }
@@ -177,8 +193,152 @@ pub struct PgSessionStore {
 impl fmt::Debug for PgSessionStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgSessionStore")
-            .field("target", &self.target)
+            .field("target", &self.inner.target)
             .finish_non_exhaustive()
+    }
+}
+
+impl PgSessionStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or
+    /// libpq's `host=… dbname=…` form) with a pool of at most `pool_size` connections,
+    /// and brings its schema up to date. Fails if the database cannot be reached or its
+    /// schema is newer than this build understands.
+    ///
+    /// TLS is not built in: connect over a Unix socket, a private network, or a
+    /// TLS-terminating proxy; a URL that requires TLS (`sslmode=require`) is refused
+    /// with an error that says so.
+    pub async fn connect(url: &str, pool_size: usize) -> Result<PgSessionStore, OrchestratorError> {
+        Ok(PgSessionStore {
+            inner: PgStore::connect(url, pool_size).await?,
+        })
+    }
+
+    /// Where this store connects, with the password replaced by `***`.
+    pub fn target(&self) -> &str {
+        &self.inner.target
+    }
+
+    /// `work`, or the store not answering once [`OPERATION_DEADLINE`] has passed.
+    async fn within<T>(
+        &self,
+        operation: &'static str,
+        work: impl std::future::Future<Output = Result<T, OrchestratorError>>,
+    ) -> Result<T, OrchestratorError> {
+        match tokio::time::timeout(OPERATION_DEADLINE, work).await {
+            Ok(done) => done,
+            Err(_) => Err(OrchestratorError::store(
+                operation,
+                AtTarget {
+                    what: "no answer in time from",
+                    target: self.inner.target.clone(),
+                    source: format!(
+                        "the database did not answer within {} s",
+                        OPERATION_DEADLINE.as_secs()
+                    )
+                    .into(),
+                },
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl SessionStore for PgSessionStore {
+    async fn load(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        self.within("load session", self.inner.load(session_id))
+            .await
+    }
+
+    async fn load_full(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Versioned<SessionState>>, OrchestratorError> {
+        self.within("load session", self.inner.load_full(session_id))
+            .await
+    }
+
+    async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
+        self.within("load turn", self.inner.stored_turn(key)).await
+    }
+
+    async fn commit(
+        &self,
+        state: SessionState,
+        expected_version: Option<u64>,
+        turn: StoredTurn,
+    ) -> Result<u64, OrchestratorError> {
+        self.within(
+            "commit turn",
+            self.inner.commit(state, expected_version, turn),
+        )
+        .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        self.within(
+            "take lease",
+            self.inner.acquire_lease(session_id, holder, ttl),
+        )
+        .await
+    }
+
+    async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError> {
+        self.within(
+            "release lease",
+            self.inner.release_lease(session_id, holder),
+        )
+        .await
+    }
+
+    async fn lease(&self, session_id: &str) -> Result<Option<LeaseInfo>, OrchestratorError> {
+        self.within("read lease", self.inner.lease(session_id))
+            .await
+    }
+
+    async fn list_turns(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTurn>, OrchestratorError> {
+        self.within("list turns", self.inner.list_turns(session_id, limit))
+            .await
+    }
+
+    async fn list_sessions(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, OrchestratorError> {
+        self.within("list sessions", self.inner.list_sessions(limit, cursor))
+            .await
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<bool, OrchestratorError> {
+        self.within("delete session", self.inner.delete_session(session_id))
+            .await
+    }
+
+    async fn take_over_lease(
+        &self,
+        session_id: &str,
+        stale_holder: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, OrchestratorError> {
+        self.within(
+            "take over lease",
+            self.inner
+                .take_over_lease(session_id, stale_holder, holder, ttl),
+        )
+        .await
     }
 }
 
@@ -192,16 +352,9 @@ struct AtTarget {
     source: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
-impl PgSessionStore {
-    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or
-    /// libpq's `host=… dbname=…` form) with a pool of at most `pool_size` connections,
-    /// and brings its schema up to date. Fails if the database cannot be reached or its
-    /// schema is newer than this build understands.
-    ///
-    /// TLS is not built in: connect over a Unix socket, a private network, or a
-    /// TLS-terminating proxy; a URL that requires TLS (`sslmode=require`) is refused
-    /// with an error that says so.
-    pub async fn connect(url: &str, pool_size: usize) -> Result<PgSessionStore, OrchestratorError> {
+impl PgStore {
+    /// See [`PgSessionStore::connect`].
+    async fn connect(url: &str, pool_size: usize) -> Result<PgStore, OrchestratorError> {
         let target = redact_url(url);
         let config = tokio_postgres::Config::from_str(url).map_err(|error| {
             OrchestratorError::store(
@@ -249,14 +402,9 @@ impl PgSessionStore {
                     },
                 )
             })?;
-        let store = PgSessionStore { pool, target };
+        let store = PgStore { pool, target };
         store.migrate().await?;
         Ok(store)
-    }
-
-    /// Where this store connects, with the password replaced by `***`.
-    pub fn target(&self) -> &str {
-        &self.target
     }
 
     /// Applies the migrations this database lacks, under an advisory lock.
@@ -400,7 +548,7 @@ fn failed(operation: &'static str) -> impl Fn(tokio_postgres::Error) -> Orchestr
 }
 
 #[async_trait]
-impl SessionStore for PgSessionStore {
+impl SessionStore for PgStore {
     async fn load(
         &self,
         session_id: &str,
