@@ -316,10 +316,44 @@ impl Orchestrator {
             .holding_lease(&session_id, Box::pin(self.run_leased(&request, &key, sink)))
             .await;
         if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
-            // The lease expires on its own; the turn's outcome matters more.
-            tracing::warn!(session = %session_id, %error, "could not release the session lease");
+            // The turn's outcome matters more; the lease is given back later.
+            tracing::warn!(session = %session_id, %error, "could not release the session lease; trying again in the background");
+            self.release_later(session_id);
         }
         result
+    }
+
+    /// Gives a lease back in the background, for a release that failed (the store was
+    /// away for a moment): tried again after 1, 2, 4 ... seconds until it succeeds or the
+    /// lease has expired anyway. Otherwise the session stayed busy on every replica for
+    /// the rest of its TTL (5 minutes by default) after a store outage of seconds.
+    fn release_later(&self, session_id: String) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = Arc::clone(&self.store);
+        let holder = self.instance.clone();
+        let expires = tokio::time::Instant::now() + self.config.lease_ttl;
+        runtime.spawn(async move {
+            let mut wait = std::time::Duration::from_secs(1);
+            loop {
+                let next = tokio::time::Instant::now() + wait;
+                if next >= expires {
+                    return;
+                }
+                tokio::time::sleep_until(next).await;
+                match store.release_lease(&session_id, &holder).await {
+                    Ok(()) => {
+                        tracing::info!(session = %session_id, "session lease released");
+                        return;
+                    }
+                    Err(error) => {
+                        tracing::debug!(session = %session_id, %error, "the session lease could not be released yet");
+                    }
+                }
+                wait = (wait * 2).min(std::time::Duration::from_secs(30));
+            }
+        });
     }
 
     /// Gives back this instance's lease on a session, for a caller that dropped a

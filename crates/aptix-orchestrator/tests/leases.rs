@@ -169,10 +169,12 @@ impl ResponsesProvider for Slow {
     }
 }
 
-/// A store that counts lease acquisitions, over the in-memory store.
+/// A store that counts lease acquisitions, over the in-memory store, and fails the first
+/// `refused_releases` releases (a store away for a moment).
 struct CountingLeases {
     inner: aptix_orchestrator::InMemorySessionStore,
     acquired: std::sync::atomic::AtomicUsize,
+    refused_releases: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait]
@@ -215,7 +217,25 @@ impl SessionStore for CountingLeases {
     }
 
     async fn release_lease(&self, session_id: &str, holder: &str) -> Result<(), OrchestratorError> {
+        let refused = self.refused_releases.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |left| left.checked_sub(1),
+        );
+        if refused.is_ok() {
+            return Err(OrchestratorError::Store {
+                operation: "release lease",
+                source: "connection refused".into(),
+            });
+        }
         self.inner.release_lease(session_id, holder).await
+    }
+
+    async fn lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<aptix_orchestrator::LeaseInfo>, OrchestratorError> {
+        self.inner.lease(session_id).await
     }
 }
 
@@ -229,6 +249,7 @@ async fn a_turn_longer_than_the_lease_ttl_renews_its_lease() {
     let store = Arc::new(CountingLeases {
         inner: aptix_orchestrator::InMemorySessionStore::new(),
         acquired: std::sync::atomic::AtomicUsize::new(0),
+        refused_releases: std::sync::atomic::AtomicUsize::new(0),
     });
     let config = OrchestratorConfig {
         lease_ttl: Duration::from_secs(3),
@@ -251,5 +272,33 @@ async fn a_turn_longer_than_the_lease_ttl_renews_its_lease() {
     assert_eq!(
         store.acquired.load(std::sync::atomic::Ordering::SeqCst),
         acquired
+    );
+}
+
+/// A release that fails (the store away for a moment as the turn ends) is tried again in
+/// the background: the session was busy on every replica for the rest of the lease's TTL
+/// (5 minutes by default) after an outage of seconds.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_release_that_fails_is_tried_again_until_the_lease_is_given_back() {
+    let store = Arc::new(CountingLeases {
+        inner: aptix_orchestrator::InMemorySessionStore::new(),
+        acquired: std::sync::atomic::AtomicUsize::new(0),
+        refused_releases: std::sync::atomic::AtomicUsize::new(2),
+    });
+    let orchestrator = Orchestrator::builder(answering(), store.clone())
+        .build()
+        .unwrap();
+    let envelope = orchestrator.execute(turn("t-1")).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok);
+    // The release failed: the lease is still there...
+    assert!(store.lease("s-1").await.unwrap().is_some());
+    // ...and is given back by the second retry (after 1 s, then 2 s more).
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    assert_eq!(store.lease("s-1").await.unwrap(), None);
+    assert_eq!(
+        store
+            .refused_releases
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
     );
 }
