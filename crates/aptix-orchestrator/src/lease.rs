@@ -1,11 +1,16 @@
 //! Who holds a session lease, and whether that holder still exists.
 //!
-//! A holder id names its host and process: `aptix:<host>:<pid>:<start>:<n>-<nanos>`,
+//! A holder id names its host and process: `aptix:<host>@<space>:<pid>:<start>:<n>-<nanos>`,
 //! where `<start>` is the process's start time in clock ticks since boot (Linux
 //! `/proc/<pid>/stat`, field 22; `-` elsewhere) so that a reused pid is not mistaken for
-//! the holder. A lease whose holder ran on this host and whose process is gone (killed
-//! with `kill -9`, crashed) is taken over at once instead of waiting for its TTL. A
-//! holder on another host, or one this platform cannot check, is waited for.
+//! the holder, and `<space>` names the process space the pid is a number of: the boot
+//! (`/proc/sys/kernel/random/boot_id`) and the PID namespace (`/proc/self/ns/pid`). Two
+//! machines can share a host name, and two containers a host name and a boot, each
+//! with its own pid 2: only a holder of this very process space is looked up. A lease
+//! whose holder ran in it and whose process is gone (killed with `kill -9`, crashed) is
+//! taken over at once instead of waiting for its TTL. Any other holder (another host,
+//! another container, a platform that cannot tell, an id of an older Aptix without a
+//! space) is waited for.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,23 +28,34 @@ pub struct LeaseInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Holder {
     pub(crate) host: String,
+    /// The process space of its pid; `None` in an id of an older Aptix.
+    pub(crate) space: Option<String>,
     pub(crate) pid: u32,
     pub(crate) start: Option<u64>,
 }
 
 impl Holder {
-    /// Parses `aptix:<host>:<pid>:<start>:<rest>`; `None` for any other id (a holder
-    /// of another library, an older Aptix).
+    /// Parses `aptix:<host>[@<space>]:<pid>:<start>:<rest>`; `None` for any other id (a
+    /// holder of another library).
     pub(crate) fn parse(id: &str) -> Option<Holder> {
         let mut parts = id.split(':');
         if parts.next()? != "aptix" {
             return None;
         }
-        let host = parts.next()?.to_owned();
+        let named = parts.next()?;
+        let (host, space) = match named.split_once('@') {
+            Some((host, space)) => (host.to_owned(), Some(space.to_owned())),
+            None => (named.to_owned(), None),
+        };
         let pid = parts.next()?.parse().ok()?;
         let start = parts.next()?.parse().ok();
         parts.next()?;
-        Some(Holder { host, pid, start })
+        Some(Holder {
+            host,
+            space,
+            pid,
+            start,
+        })
     }
 
     /// "pid 1234 on build-box", for messages.
@@ -55,6 +71,26 @@ fn host_name() -> Option<String> {
         .or_else(|| std::env::var("HOSTNAME").ok())?;
     let name = name.trim().replace(':', "_");
     (!name.is_empty()).then_some(name)
+}
+
+/// The process space this process's pids are numbers of: the boot's id and the PID
+/// namespace's inode, e.g. `3f2a9c1b4d5e6f70-4026531836`; `None` where either is
+/// unknown (no `/proc`).
+fn process_space() -> Option<String> {
+    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()?
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    // `pid:[4026531836]`
+    let inode: String = namespace
+        .to_str()?
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    (!boot.is_empty() && !inode.is_empty()).then(|| format!("{boot}-{inode}"))
 }
 
 /// The start time of process `pid` in clock ticks since boot (Linux), `None` when the
@@ -75,9 +111,13 @@ pub(crate) fn new_holder_id() -> String {
         .map_or(0, |elapsed| elapsed.as_nanos());
     let pid = std::process::id();
     let start = start_time(pid).map_or_else(|| "-".to_owned(), |ticks| ticks.to_string());
+    let host = host_name().unwrap_or_else(|| "unknown-host".to_owned());
+    let named = match process_space() {
+        Some(space) => format!("{host}@{space}"),
+        None => host,
+    };
     format!(
-        "aptix:{}:{pid}:{start}:{}-{nanos:x}",
-        host_name().unwrap_or_else(|| "unknown-host".to_owned()),
+        "aptix:{named}:{pid}:{start}:{}-{nanos:x}",
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -89,6 +129,10 @@ pub(crate) fn holder_is_gone(id: &str) -> bool {
         return false;
     };
     if host_name().as_deref() != Some(holder.host.as_str()) || holder.host == "unknown-host" {
+        return false;
+    }
+    // Its pid is a number of this process space, or it cannot be looked up here.
+    if holder.space.is_none() || holder.space != process_space() {
         return false;
     }
     if !std::path::Path::new("/proc/self/stat").exists() {
@@ -111,13 +155,22 @@ mod tests {
         let holder = Holder::parse(&id).unwrap();
         assert_eq!(holder.pid, std::process::id());
         assert!(!holder_is_gone(&id), "{id}");
-        if start_time(holder.pid).is_some() {
+        if let (Some(_), Some(space)) = (start_time(holder.pid), process_space()) {
+            assert_eq!(holder.space.as_deref(), Some(space.as_str()));
+            let here = format!("{}@{space}", holder.host);
             // A pid above the kernel's maximum (4194304) never exists.
-            let dead = format!("aptix:{}:4999999:1:0-0", holder.host);
+            let dead = format!("aptix:{here}:4999999:1:0-0");
             assert!(holder_is_gone(&dead));
             // Our pid with another start time: the pid was reused.
-            let reused = format!("aptix:{}:{}:1:0-0", holder.host, holder.pid);
+            let reused = format!("aptix:{here}:{}:1:0-0", holder.pid);
             assert!(holder_is_gone(&reused));
+            // The same host name in another PID namespace (a container on the host's
+            // network) or another machine: its pid 4999999 is not ours to look up.
+            let other_space = format!("aptix:{}@0-1:4999999:1:0-0", holder.host);
+            assert!(!holder_is_gone(&other_space));
+            // An id of an older Aptix, without its space: waited for.
+            let older = format!("aptix:{}:4999999:1:0-0", holder.host);
+            assert!(!holder_is_gone(&older));
         }
         assert!(!holder_is_gone("aptix:elsewhere:4999999:1:0-0"));
         assert!(!holder_is_gone("someone-else"));

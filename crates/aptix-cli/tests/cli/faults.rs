@@ -213,10 +213,25 @@ async fn a_stall_past_the_configured_idle_timeout_is_recovered() {
     );
 }
 
+/// This process's host and process space, as a holder id names them (`<host>@<boot
+/// id>-<pid namespace>`): a dead pid of another space is not looked up.
 fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().replace(':', "_"))
+        .unwrap_or_default();
+    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    let namespace: String = std::fs::read_link("/proc/self/ns/pid")
+        .map(|link| link.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    format!("{name}@{boot}-{namespace}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
