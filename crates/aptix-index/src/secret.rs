@@ -3,7 +3,7 @@
 
 /// Whether a `/`-separated workspace path may hold secrets: one of its parts is a
 /// secret-looking name (`.env` files, keys and certificates, SSH keys, package-manager
-/// and cloud credentials; see [`is_secret_name`]). The workspace index skips such files
+/// and cloud credentials). The workspace index skips such files
 /// and folders (listed with [`SkipReason::MayHoldSecrets`](crate::SkipReason::MayHoldSecrets)),
 /// so their text never reaches a model as context or a search hit, and the tools refuse
 /// to read or list them.
