@@ -4,8 +4,9 @@
 //! Nothing here panics on a closed pipe: `aptix ask ... | head -1` stops writing when
 //! `head` exits, the turn still finishes and is stored, and the process exits quietly.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::io::{self, Write as _};
+use std::io::{self, IsTerminal as _, Write as _};
 
 use aptix_index::IndexProgress;
 use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
@@ -73,6 +74,37 @@ pub(crate) fn print_line(text: &str) -> Result<(), anyhow::Error> {
     Ok(())
 }
 
+/// Model text as a terminal may show it: a control character other than a line break
+/// or a tab is shown as its symbol (ESC as `␛`, BEL as `␇`), not obeyed. An answer is
+/// the model's, and the model reads the workspace: a file with an escape sequence in it
+/// could otherwise set the terminal's title, write the clipboard (OSC 52) or hide text
+/// (`\r`). A `\r` before a `\n` is a line ending and stays.
+fn for_terminal(text: &str) -> Cow<'_, str> {
+    let obeyed = |c: char| c.is_control() && c != '\n' && c != '\t' && c != '\r';
+    let lone_return = text
+        .char_indices()
+        .any(|(at, c)| c == '\r' && !text[at + 1..].starts_with('\n') && at + 1 < text.len());
+    if !text.chars().any(obeyed) && !lone_return {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek().is_none_or(|next| *next == '\n') => shown.push(c),
+            '\n' | '\t' => shown.push(c),
+            // C0 controls have pictures at U+2400 + code; DEL at U+2421.
+            c if u32::from(c) < 0x20 => {
+                shown.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{FFFD}'));
+            }
+            '\u{7f}' => shown.push('\u{2421}'),
+            c if c.is_control() => shown.push('\u{FFFD}'),
+            c => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
+}
+
 /// Whether an error is stdout closing under us (the reader went away).
 pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -101,6 +133,8 @@ pub(crate) struct AnswerPrinter {
     /// Notices already written on stderr as they happened (a compaction), which the
     /// envelope also carries as warnings: not written twice.
     noted: Vec<String>,
+    /// Stdout is a terminal: the answer's control characters are shown, not obeyed.
+    terminal: bool,
 }
 
 impl AnswerPrinter {
@@ -108,6 +142,7 @@ impl AnswerPrinter {
     pub(crate) fn new() -> AnswerPrinter {
         AnswerPrinter {
             ends_with_newline: true,
+            terminal: io::stdout().is_terminal(),
             ..AnswerPrinter::default()
         }
     }
@@ -207,6 +242,12 @@ impl AnswerPrinter {
         if text.is_empty() || self.error.is_some() {
             return;
         }
+        let shown = if self.terminal {
+            for_terminal(text)
+        } else {
+            Cow::Borrowed(text)
+        };
+        let text = shown.as_ref();
         let mut out = io::stdout().lock();
         match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             Ok(()) => {
@@ -225,6 +266,35 @@ impl AnswerPrinter {
         match self.error {
             Some(error) => Err(error.into()),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_terminal;
+
+    #[test]
+    fn a_terminal_is_shown_control_characters_not_told_to_obey_them() {
+        // A title change, a clipboard write (OSC 52), a bell and a line hidden by `\r`.
+        let hostile = "ok\u{1b}]0;PWNED\u{7}\u{1b}]52;c;ZXZpbA==\u{7}done\rX\u{9b}31m";
+        let shown = for_terminal(hostile);
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown:?}");
+        assert_eq!(
+            shown,
+            "ok\u{241b}]0;PWNED\u{2407}\u{241b}]52;c;ZXZpbA==\u{2407}done\u{240d}X\u{fffd}31m"
+        );
+        // Plain text, line endings and tabs pass as they are, without a copy.
+        for plain in [
+            "line one\nline two",
+            "a\tb\r\nc",
+            "ünïcödé ✓",
+            "ends with\r",
+        ] {
+            assert!(
+                matches!(for_terminal(plain), std::borrow::Cow::Borrowed(_)),
+                "{plain:?}"
+            );
         }
     }
 }
