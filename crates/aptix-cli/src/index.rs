@@ -14,12 +14,26 @@ use aptix_index::{FileOutcome, IndexProgress, IndexStats};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit::SUCCESS;
-use crate::output::{StderrReporter, print_line};
+use crate::output::{StderrReporter, note, print_line};
 use crate::workspace;
 
 /// Runs `aptix index`; returns the exit code.
 pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
     let workspace = workspace::resolve(path)?;
+    // A folder inside a project gets an index of its own, which the project's commands
+    // do not use: say so, for someone who meant the project.
+    if path.is_some() {
+        let enclosing = aptix_runtime::find_workspace(&workspace);
+        if enclosing != workspace {
+            note(format_args!(
+                "{} is inside the workspace {}, whose commands use that workspace's index; this indexes {} alone (run `aptix index` in {} for the workspace)",
+                workspace.display(),
+                enclosing.display(),
+                workspace.display(),
+                enclosing.display()
+            ));
+        }
+    }
     let index = aptix_runtime::open_index(&workspace)?;
     let stats = aptix_runtime::refresh_index(&index, &StderrReporter)?;
     print_line(&summary(&stats))?;

@@ -1,9 +1,9 @@
 //! Which folder is the workspace: where `aptix.toml`, the index and the sessions live.
 //!
 //! `--workspace DIR` (or `aptix index PATH`) names it. Otherwise it is the nearest
-//! folder, from the current one upwards, that holds `aptix.toml`, `.aptix/` or `.git`,
-//! the way git finds its repository (`aptix_runtime::find_workspace`); with none of
-//! them it is the current folder.
+//! folder, from the current one upwards, that holds `aptix.toml` or `.git`, the way git
+//! finds its repository; else the nearest that holds an index (`.aptix/`); else the
+//! current folder (`aptix_runtime::find_workspace`).
 
 use std::path::{Path, PathBuf};
 

@@ -205,16 +205,25 @@ impl Workspace {
     }
 }
 
-/// The entries that mark a workspace root, checked in each folder going up.
-const MARKERS: &[&str] = &[WORKSPACE_FILE, APTIX_DIR, ".git"];
+/// The entries that mark a project's root, checked in each folder going up.
+const MARKERS: &[&str] = &[WORKSPACE_FILE, ".git"];
 
 /// The workspace a front end started in `start` works in: the nearest folder from
-/// `start` upwards that holds `aptix.toml`, `.aptix/` or `.git` (the way git finds its
-/// repository), else `start` itself.
+/// `start` upwards that holds `aptix.toml` or `.git` (the way git finds its
+/// repository); else the nearest that holds an index (`.aptix/`, a folder indexed with
+/// `aptix index` that is no project's); else `start` itself.
+///
+/// An `.aptix/` alone does not mark a workspace inside a project: `aptix index` run on
+/// a subfolder leaves one there, and it used to take the subfolder out of its project
+/// (its `aptix.toml`, its sessions) for every later command.
 pub fn find_workspace(start: &Path) -> PathBuf {
-    start
-        .ancestors()
-        .find(|dir| MARKERS.iter().any(|marker| dir.join(marker).exists()))
+    let marked = |markers: &[&str]| {
+        start
+            .ancestors()
+            .find(|dir| markers.iter().any(|marker| dir.join(marker).exists()))
+    };
+    marked(MARKERS)
+        .or_else(|| marked(&[APTIX_DIR]))
         .unwrap_or(start)
         .to_path_buf()
 }
@@ -232,5 +241,16 @@ mod tests {
         assert_eq!(find_workspace(&nested), root.path().join("a"));
         std::fs::create_dir(root.path().join("a/b/.git")).unwrap();
         assert_eq!(find_workspace(&nested), root.path().join("a/b"));
+        // An index alone (`aptix index` run on a subfolder) does not take the
+        // subfolder out of its project...
+        std::fs::create_dir(nested.join(APTIX_DIR)).unwrap();
+        assert_eq!(find_workspace(&nested), root.path().join("a/b"));
+        // ...but marks a folder that is no project's.
+        let loose = tempfile::tempdir().unwrap();
+        let inner = loose.path().join("x/y");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::create_dir(loose.path().join("x").join(APTIX_DIR)).unwrap();
+        assert_eq!(find_workspace(&inner), loose.path().join("x"));
+        assert_eq!(find_workspace(loose.path()), loose.path());
     }
 }

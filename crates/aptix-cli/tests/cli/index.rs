@@ -223,3 +223,34 @@ pub(crate) fn user_text(body: &Value) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[test]
+fn indexing_a_subfolder_does_not_take_it_out_of_its_project() {
+    // `aptix index src/task` left an `.aptix/` there, which then marked src/task as a
+    // workspace of its own: the project's aptix.toml and sessions were ignored there.
+    let sandbox = code_workspace();
+    sandbox.write_workspace_file("aptix.toml", "model = \"from-the-project\"\n");
+    sandbox.write_workspace_file("src/task/spawn.rs", "pub fn spawn_task() {}\n");
+    let sub = sandbox.workspace.path().join("src/task");
+    let indexed = sandbox
+        .aptix()
+        .current_dir(&sub)
+        .args(["index", "."])
+        .output()
+        .unwrap();
+    assert_eq!(code(&indexed), 0, "{}", stderr(&indexed));
+    assert!(
+        stderr(&indexed).contains("is inside the workspace"),
+        "{}",
+        stderr(&indexed)
+    );
+    assert!(sub.join(".aptix").is_dir());
+    let asked = sandbox
+        .aptix()
+        .current_dir(&sub)
+        .args(["ask", "--dry-run", "where is spawn_task?"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&asked), 0, "{}", stderr(&asked));
+    assert_eq!(stdout_json(&asked)["model"], "from-the-project");
+}
