@@ -894,6 +894,56 @@ mod postgres {
         );
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_runtime_role_that_cannot_create_tables_uses_an_up_to_date_database() {
+        // Operators migrate with an owner role and run replicas with one that may only
+        // read and write rows; the store used to create its migrations table on every
+        // start, and such a role could not start at all.
+        let (database, owner_store) = fresh().await;
+        drop(owner_store);
+        let raw = connect_raw(&database).await;
+        let role = format!("rt_{}", std::process::id());
+        raw.batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role};
+             CREATE ROLE {role} LOGIN;
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+             GRANT USAGE ON SCHEMA public TO {role};
+             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};"
+        ))
+        .await
+        .unwrap();
+        let (user, rest) = database.url().split_once('@').unwrap();
+        let scheme = &user[..user.find("://").unwrap() + 3];
+        let url = format!("{scheme}{role}@{rest}");
+        let store = PgSessionStore::connect(&url, 2)
+            .await
+            .unwrap_or_else(|error| panic!("{error}: {:?}", std::error::Error::source(&error)));
+        store
+            .commit(state("s", None), None, turn("t1", Scenario::UserTurn, "a"))
+            .await
+            .unwrap();
+        assert_eq!(store.load("s").await.unwrap().unwrap().version, 1);
+        // Its connections are named, for whoever reads pg_stat_activity.
+        let named: i64 = raw
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'aptix' AND datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(named >= 1);
+        drop(store);
+        raw.batch_execute(&format!(
+            "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role};
+             REVOKE USAGE ON SCHEMA public FROM {role};
+             DROP ROLE {role};"
+        ))
+        .await
+        .unwrap();
+    }
+
     #[tokio::test]
     async fn a_password_never_shows_in_errors_or_debug() {
         // Nothing listens on port 1: connecting fails, and neither the error chain nor
@@ -909,10 +959,14 @@ mod postgres {
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("aptix:***@127.0.0.1:1"), "{text}");
 
-        let error = PgSessionStore::connect("postgres://a:hunter2@db/x?sslmode=require", 1)
-            .await
-            .unwrap_err();
-        let text = format!("{error:?}");
-        assert!(!text.contains("hunter2") && text.contains("TLS"), "{text}");
+        for mode in ["require", "verify-ca", "VERIFY-FULL"] {
+            let url = format!("postgres://a:hunter2@db/x?sslmode={mode}");
+            let error = PgSessionStore::connect(&url, 1).await.unwrap_err();
+            let text = format!("{error:?}");
+            assert!(
+                !text.contains("hunter2") && text.contains("TLS"),
+                "{mode}: {text}"
+            );
+        }
     }
 }

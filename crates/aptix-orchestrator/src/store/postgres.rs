@@ -342,6 +342,21 @@ impl SessionStore for PgSessionStore {
     }
 }
 
+/// The refusal of a URL that requires TLS, which this build does not include.
+fn no_tls(target: String) -> OrchestratorError {
+    OrchestratorError::store(
+        "open",
+        AtTarget {
+            what: "cannot connect to",
+            target,
+            source: "the URL requires TLS (sslmode=require, verify-ca or verify-full), which \
+                     this build does not include; connect through a Unix socket, a private \
+                     network or a TLS-terminating proxy with sslmode=disable"
+                .into(),
+        },
+    )
+}
+
 /// A failure that names the database by its URL without the password.
 #[derive(Debug, thiserror::Error)]
 #[error("{what} {target}")]
@@ -356,7 +371,12 @@ impl PgStore {
     /// See [`PgSessionStore::connect`].
     async fn connect(url: &str, pool_size: usize) -> Result<PgStore, OrchestratorError> {
         let target = redact_url(url);
-        let config = tokio_postgres::Config::from_str(url).map_err(|error| {
+        // `verify-ca` and `verify-full` do not even parse without TLS built in: say why.
+        let lower = url.to_ascii_lowercase();
+        if lower.contains("sslmode=verify-ca") || lower.contains("sslmode=verify-full") {
+            return Err(no_tls(target));
+        }
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|error| {
             OrchestratorError::store(
                 "open",
                 AtTarget {
@@ -367,17 +387,11 @@ impl PgStore {
             )
         })?;
         if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            return Err(OrchestratorError::store(
-                "open",
-                AtTarget {
-                    what: "cannot connect to",
-                    target,
-                    source: "the URL requires TLS (sslmode=require), which this build does not \
-                             include; connect through a Unix socket, a private network or a \
-                             TLS-terminating proxy with sslmode=disable"
-                        .into(),
-                },
-            ));
+            return Err(no_tls(target));
+        }
+        // Named in `pg_stat_activity`, so a DBA can tell Aptix's connections apart.
+        if config.get_application_name().is_none() {
+            config.application_name("aptix");
         }
         let manager = Manager::from_config(
             config,
@@ -407,7 +421,9 @@ impl PgStore {
         Ok(store)
     }
 
-    /// Applies the migrations this database lacks, under an advisory lock.
+    /// Applies the migrations this database lacks, under an advisory lock. A database
+    /// whose schema is up to date is only read: a role with no right to create tables
+    /// (an operator's least-privilege runtime role) can use it.
     async fn migrate(&self) -> Result<(), OrchestratorError> {
         let mut client = self.client("open").await?;
         let fail = |error: tokio_postgres::Error| {
@@ -420,6 +436,28 @@ impl PgStore {
                 },
             )
         };
+        let supported = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+        let recorded: bool = client
+            .query_one(
+                "SELECT to_regclass('aptix_schema_migrations') IS NOT NULL",
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        if recorded {
+            let current: i32 = client
+                .query_one(
+                    "SELECT COALESCE(MAX(version), 0) FROM aptix_schema_migrations",
+                    &[],
+                )
+                .await
+                .map_err(fail)?
+                .get(0);
+            if current == supported {
+                return Ok(());
+            }
+        }
         let transaction = client.transaction().await.map_err(fail)?;
         transaction
             .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -442,7 +480,6 @@ impl PgStore {
             .await
             .map_err(fail)?
             .get(0);
-        let supported = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
         if found > supported {
             return Err(OrchestratorError::store(
                 "open",
