@@ -79,8 +79,8 @@ pub(crate) struct AskArgs {
     pub(crate) instruction: String,
 
     /// The workspace: where aptix.toml, the index and the sessions live [default: the
-    /// nearest folder up from here holding aptix.toml, .aptix or .git, else the current
-    /// folder]
+    /// nearest folder up from here holding aptix.toml or .git, else one holding .aptix,
+    /// else the current folder]
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
 
@@ -125,8 +125,11 @@ pub(crate) struct AskArgs {
     pub(crate) dry_run: bool,
 
     /// Answer with JSON valid against this JSON Schema file and print it (a
-    /// self-contained schema Request: no session, no tools)
-    #[arg(long, value_name = "FILE", conflicts_with = "session")]
+    /// self-contained schema Request: no session, no attachments, no scope, no tools,
+    /// no mode or extra system prompt; those flags are refused with it)
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "session", "files", "images", "scopes", "no_tools", "tools", "mode", "system_prompt",
+    ])]
     pub(crate) schema: Option<PathBuf>,
 }
 

@@ -11,11 +11,13 @@ use std::path::Path;
 use anyhow::Context as _;
 use aptix_client::ResponsesProvider;
 use aptix_runtime::{Settings, Workspace};
-use aptix_schema::{HandlerRegistry, SchemaRequest, prepare, schema_support, solve_value};
+use aptix_schema::{
+    HandlerRegistry, SchemaError, SchemaRequest, prepare, schema_support, solve_value,
+};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-use crate::exit::{FAILURE, SUCCESS, usage};
+use crate::exit::{SUCCESS, usage};
 use crate::output::{note, print_json, warn};
 
 /// Reads a JSON Schema file, naming the file in every error.
@@ -95,14 +97,14 @@ pub(crate) fn run(
             }
             Ok(SUCCESS)
         }
-        Err(error) => {
-            warn(&format!("no valid solution: {error}"));
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                warn(&format!("  because: {cause}"));
-                source = cause.source();
-            }
-            Ok(FAILURE)
-        }
+        // An error, with its causes, as every command prints one: a schema that cannot
+        // be used is the caller's to fix (exit 2, as in a dry run); a provider that
+        // failed or attempts that ran out are failures (exit 1).
+        Err(
+            error @ (SchemaError::InvalidSchema { .. }
+            | SchemaError::NotStrict { .. }
+            | SchemaError::InvalidSchemaName { .. }),
+        ) => Err(usage(format!("the schema cannot be used: {error}"))),
+        Err(error) => Err(anyhow::Error::new(error).context("no valid solution")),
     }
 }

@@ -122,3 +122,55 @@ fn a_schema_file_that_is_not_json_is_a_usage_error_naming_it() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn a_failed_schema_request_is_an_error_and_flags_it_cannot_use_are_refused() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(401).set_body_raw(
+            read_fixture("error_401_invalid_api_key.json"),
+            "application/json",
+        ))
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let base_url = format!("{}/v1", server.uri());
+    // A rejected key: an error (exit 1), not a warning, and the key never shown.
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--base-url", &base_url, "--schema"])
+        .arg(&schema)
+        .arg("Five animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("error: no valid solution"), "{text}");
+    assert!(!text.contains("warning: no valid solution"), "{text}");
+    assert!(!text.contains(SECRET_KEY), "{text}");
+    // Flags a schema Request has no use for are refused, not dropped without a word.
+    for flag in [
+        &["--file", "schema.json"][..],
+        &["--scope", "kind == source"],
+        &["--system-prompt", "BE TERSE"],
+        &["--no-tools"],
+    ] {
+        let output = sandbox
+            .aptix()
+            .args(["ask", "--dry-run", "--schema"])
+            .arg(&schema)
+            .args(flag)
+            .arg("Five animals")
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{flag:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("cannot be used with"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}
