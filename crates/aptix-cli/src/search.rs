@@ -47,7 +47,14 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
 /// `key op value[,value...]`, e.g. `kind == source`, `path contains src/`: the model
 /// crate's parser, its error as a usage error naming the flag.
 pub(crate) fn parse_scope(text: &str) -> Result<ScopeCondition, anyhow::Error> {
-    ScopeCondition::parse(text).map_err(|error| usage(format!("--scope: {error}")))
+    let condition =
+        ScopeCondition::parse(text).map_err(|error| usage(format!("--scope: {error}")))?;
+    // A mistyped key or kind would widen the context, or empty it, without a word; a
+    // person typing it wants to hear (a service's clients get warnings instead).
+    match aptix_index::scope_problem(&condition) {
+        Some(problem) => Err(usage(format!("--scope {text:?}: {problem}"))),
+        None => Ok(condition),
+    }
 }
 
 /// Files in the order of their best chunk, with that chunk's score and their chunk count.

@@ -110,5 +110,5 @@ pub use files::{FileListing, WorkspaceFiles};
 pub use index::{APTIX_DIR, WorkspaceIndex};
 pub use kind::{FileKind, classify};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};
-pub use search::{HitMatch, SearchQuery, SearchResults};
+pub use search::{HitMatch, SearchQuery, SearchResults, scope_problem};
 pub use secret::is_secret_path;

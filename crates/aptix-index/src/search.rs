@@ -138,6 +138,39 @@ pub struct HitMatch {
     pub path: Vec<String>,
 }
 
+/// What is wrong with a scope condition, for the workspace index: a key it does not
+/// know (`pth contains x`), or a `kind` it never gives a chunk (`kind == sauce`). `None`
+/// for a condition it applies as written. A search warns of these (an unknown key's
+/// condition is ignored, as AGN-034 calls scope advisory); a front end that takes
+/// conditions from a person can refuse them instead.
+pub fn scope_problem(condition: &ScopeCondition) -> Option<String> {
+    if !SCOPE_KEYS.contains(&condition.key.as_str()) {
+        return Some(format!(
+            "scope key {:?} is not known to the workspace index (known: {})",
+            condition.key,
+            SCOPE_KEYS.join(", ")
+        ));
+    }
+    let exact = matches!(
+        condition.operator,
+        ScopeOperator::Equals | ScopeOperator::NotEquals
+    );
+    let unknown: Vec<&str> = condition
+        .values
+        .iter()
+        .filter(|value| condition.key == "kind" && exact && FileKind::parse(value).is_none())
+        .map(String::as_str)
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        let kinds: Vec<&str> = FileKind::ALL.iter().map(|kind| kind.as_str()).collect();
+        format!(
+            "scope kind {} is not a file kind (kinds: {})",
+            unknown.join(", "),
+            kinds.join(", ")
+        )
+    })
+}
+
 pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults, IndexError> {
     let mut warnings = Vec::new();
     inner.reader.reload().map_err(|e| inner.store_error(e))?;
@@ -164,11 +197,16 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         vec![(Occur::Must, text_query(&inner.fields, &chosen))];
     for condition in &query.scope {
         match store::scope_field(&inner.fields, &condition.key) {
-            Some(field) => clauses.extend(scope_clauses(field, condition)),
+            Some(field) => {
+                // A kind no chunk has matches nothing: said, and applied as asked.
+                if let Some(problem) = scope_problem(condition) {
+                    warnings.push(problem);
+                }
+                clauses.extend(scope_clauses(field, condition));
+            }
             None => warnings.push(format!(
-                "scope key {:?} is not known to the workspace index (known: {}); condition ignored",
-                condition.key,
-                SCOPE_KEYS.join(", ")
+                "{}; condition ignored",
+                scope_problem(condition).unwrap_or_default()
             )),
         }
     }

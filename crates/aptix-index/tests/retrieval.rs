@@ -247,6 +247,29 @@ fn an_unknown_key_is_a_warning_and_is_ignored() {
 }
 
 #[test]
+fn a_kind_no_chunk_has_is_a_warning_and_matches_nothing() {
+    let query = SearchQuery::new(BROAD)
+        .with_limit(100)
+        .with_scope(vec![condition("kind", ScopeOperator::Equals, &["sauce"])]);
+    let results = fixture().search(&query).unwrap();
+    assert!(results.hits.is_empty());
+    assert_eq!(results.warnings.len(), 1, "{:?}", results.warnings);
+    assert!(
+        results.warnings[0].starts_with("scope kind sauce is not a file kind (kinds: source,"),
+        "{}",
+        results.warnings[0]
+    );
+    // A real kind, or a substring test, is no problem.
+    for (operator, value) in [
+        (ScopeOperator::Equals, "source"),
+        (ScopeOperator::Contains, "sau"),
+    ] {
+        let query = SearchQuery::new(BROAD).with_scope(vec![condition("kind", operator, &[value])]);
+        assert!(fixture().search(&query).unwrap().warnings.is_empty());
+    }
+}
+
+#[test]
 fn a_query_without_words_warns_instead_of_failing() {
     let results = fixture().search(&SearchQuery::new("  ?! ")).unwrap();
     assert!(results.hits.is_empty());

@@ -80,6 +80,15 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
         (vec!["--file", "blob.bin"], "not UTF-8"),
         (vec!["--image", "blob.bin"], "--image blob.bin"),
         (vec!["--scope", "path resembles src"], "--scope"),
+        // A mistyped key or kind: the context would widen, or empty, without a word.
+        (
+            vec!["--scope", "pth contains x"],
+            "scope key \"pth\" is not known",
+        ),
+        (
+            vec!["--scope", "kind == sauce"],
+            "sauce is not a file kind (kinds: source, test",
+        ),
     ] {
         let output = sandbox
             .aptix()
