@@ -352,6 +352,22 @@ impl OpenAiConfigBuilder {
                 format!("{text:?} is not an absolute http or https url"),
             ));
         }
+        // The endpoint pasted whole: requests would go to /v1/responses/responses.
+        let path = base_url.path().trim_end_matches('/');
+        for endpoint in ["/responses", "/chat/completions"] {
+            if let Some(base) = path.strip_suffix(endpoint) {
+                return Err(ClientError::config(
+                    "base_url",
+                    format!(
+                        "{text:?} names the {endpoint} endpoint; the base URL is the part before it, e.g. {}://{}{base}",
+                        base_url.scheme_str().unwrap_or("https"),
+                        base_url
+                            .authority()
+                            .map_or("", |authority| authority.as_str()),
+                    ),
+                ));
+            }
+        }
         let api_key = self
             .api_key
             .filter(|key| !key.expose_secret().trim().is_empty());
@@ -514,6 +530,24 @@ mod tests {
                 .build()
                 .is_err()
         );
+        // The endpoint pasted as the base URL: the error says what the base URL is.
+        for (pasted, base) in [
+            (
+                "http://127.0.0.1:8080/v1/responses",
+                "http://127.0.0.1:8080/v1",
+            ),
+            (
+                "http://localhost/v1/chat/completions/",
+                "http://localhost/v1",
+            ),
+        ] {
+            let error = OpenAiConfig::builder()
+                .base_url(pasted)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(&format!("e.g. {base}")), "{error}");
+        }
         let error = OpenAiConfig::builder()
             .api_key("sk-bad\nkey")
             .build()

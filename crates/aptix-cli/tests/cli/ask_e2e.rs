@@ -371,3 +371,46 @@ async fn the_first_ask_indexes_the_workspace_and_sends_its_context() {
         .collect();
     assert!(sources.contains(&"src/session.rs"), "{sources:?}");
 }
+
+#[tokio::test]
+async fn a_base_url_without_its_v1_gets_a_hint_and_a_pasted_endpoint_is_refused() {
+    // Only /v1/responses exists: a base URL without /v1 posts to /responses, a 404.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let ask = |base_url: &str| {
+        sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", "sk-test")
+            .args(["ask", "--no-tools", "--base-url", base_url])
+            .args(["--workspace", &sandbox.workspace_arg(), "hi"])
+            .output()
+            .unwrap()
+    };
+    let missing_v1 = ask(&server.uri());
+    assert_eq!(code(&missing_v1), 1, "{}", stderr(&missing_v1));
+    assert!(
+        stderr(&missing_v1).contains("check base_url") && stderr(&missing_v1).contains("/v1"),
+        "{}",
+        stderr(&missing_v1)
+    );
+    let pasted = ask(&format!("{}/v1/responses", server.uri()));
+    assert_eq!(code(&pasted), 2, "{}", stderr(&pasted));
+    assert!(
+        stderr(&pasted).contains(&format!("e.g. {}/v1", server.uri())),
+        "{}",
+        stderr(&pasted)
+    );
+    assert!(
+        server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.url.path() != "/v1/responses/responses")
+    );
+}
