@@ -29,6 +29,52 @@ struct Turn {
     images: Vec<Value>,
 }
 
+impl Turn {
+    /// `path`, or when an attachment of this turn is shown under it already (two
+    /// `lib.rs` of two folders outside the workspace), the same with more of `uri`'s
+    /// folders before it, else a number: two attachments under one name were taken for
+    /// one, and the second left out.
+    fn unique(&self, path: String, uri: &str) -> String {
+        let taken = |candidate: &str| {
+            self.files
+                .iter()
+                .chain(&self.images)
+                .any(|entry| entry["path"].as_str() == Some(candidate))
+        };
+        if !taken(&path) {
+            return path;
+        }
+        let folders: Vec<String> = file_path(uri)
+            .map(|absolute| {
+                absolute
+                    .parent()
+                    .into_iter()
+                    .flat_map(Path::components)
+                    .filter_map(|part| match part {
+                        Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (name, lines) = match path.rsplit_once("#L") {
+            Some((name, lines)) => (name.to_owned(), format!("#L{lines}")),
+            None => (path.clone(), String::new()),
+        };
+        let mut candidate = name.clone();
+        for folder in folders.iter().rev() {
+            candidate = format!("{folder}/{candidate}");
+            if !taken(&format!("{candidate}{lines}")) {
+                return format!("{candidate}{lines}");
+            }
+        }
+        (2..)
+            .map(|n| format!("{n}-{name}{lines}"))
+            .find(|candidate| !taken(candidate))
+            .unwrap_or(path)
+    }
+}
+
 /// The AGN-034 user turn for `blocks`.
 pub(crate) async fn user_turn(
     session_id: &str,
@@ -44,13 +90,21 @@ pub(crate) async fn user_turn(
             ContentBlock::ResourceLink(link) => link_file(&mut turn, &link, cwd, editor).await?,
             ContentBlock::Resource(resource) => match resource.resource {
                 EmbeddedResourceResource::TextResourceContents(contents) => {
-                    let path = shown_path(&contents.uri, cwd, "resource.txt");
+                    // An editor's selection: its lines, and where they start.
+                    let path = format!(
+                        "{}{}",
+                        shown_path(&contents.uri, cwd, "resource.txt"),
+                        lines_of(&contents.uri)
+                            .map_or_else(String::new, |(a, b)| format!("#L{a}-{b}"))
+                    );
+                    let path = turn.unique(path, &contents.uri);
                     mention(&mut turn, &path);
                     turn.files
                         .push(json!({"path": path, "content": contents.text}));
                 }
                 EmbeddedResourceResource::BlobResourceContents(contents) => {
                     let path = shown_path(&contents.uri, cwd, "resource.bin");
+                    let path = turn.unique(path, &contents.uri);
                     mention(&mut turn, &path);
                     let media_type = contents
                         .mime_type
@@ -87,8 +141,12 @@ pub(crate) async fn user_turn(
         .map_err(|rejection| invalid_params(format!("the prompt is not a valid turn: {rejection}")))
 }
 
-/// Names an attachment in the instruction, where it stood among the text blocks.
+/// Names an attachment in the instruction, where it stood among the text blocks (apart
+/// from a mention right before it: two backticks together would end code spans wrong).
 fn mention(turn: &mut Turn, path: &str) {
+    if turn.instruction.ends_with('`') {
+        turn.instruction.push(' ');
+    }
     turn.instruction.push('`');
     turn.instruction.push_str(path);
     turn.instruction.push('`');
@@ -125,7 +183,12 @@ async fn link_file(
             .push_str(&format!("[{}]({})", link.name, link.uri));
         return Ok(());
     };
-    let path = shown_path(&link.uri, cwd, &link.name);
+    let mut path = shown_path(&link.uri, cwd, &link.name);
+    let range = lines_of(&link.uri);
+    if let Some((first, last)) = range {
+        path = format!("{path}#L{first}-{last}");
+    }
+    let path = turn.unique(path, &link.uri);
     mention(turn, &path);
     let text = match editor {
         Some(editor) => editor.read_text(&absolute).await.map_err(|message| {
@@ -143,8 +206,34 @@ async fn link_file(
             MAX_INLINE_ATTACHMENT_BYTES / (1024 * 1024)
         )));
     }
+    // A link to lines (`file:///…/lib.rs#L10-20`, a symbol's @-mention) attaches those
+    // lines, shown at their numbers; a link to a file, the whole file.
+    let text = match range {
+        Some((first, last)) => text
+            .lines()
+            .skip(usize::try_from(first - 1).unwrap_or(usize::MAX))
+            .take(usize::try_from(last - first + 1).unwrap_or(usize::MAX))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => text,
+    };
     turn.files.push(json!({"path": path, "content": text}));
     Ok(())
+}
+
+/// The lines a `file:` URI's fragment names, as editors write them: `#L10`, `#L10-20`,
+/// `#L10:20` (Zed), `#L10-L20` (GitHub); `None` for any other URI or a range that is
+/// not one (`#L0`, `#L9-3`).
+fn lines_of(uri: &str) -> Option<(u32, u32)> {
+    let (_, fragment) = uri.split_once('#')?;
+    let lines = fragment.strip_prefix('L')?;
+    let (first, last) = match lines.split_once(['-', ':']) {
+        Some((first, last)) => (first, last.strip_prefix('L').unwrap_or(last)),
+        None => (lines, lines),
+    };
+    let first: u32 = first.parse().ok()?;
+    let last: u32 = last.parse().ok()?;
+    (first >= 1 && last >= first).then_some((first, last))
 }
 
 async fn read_from_disk(absolute: &Path) -> Result<String, RpcError> {
@@ -288,7 +377,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             request["instruction"],
-            "Explain `src/lib.rs` and `notes v2.md``shot.png`"
+            "Explain `src/lib.rs` and `notes v2.md` `shot.png`"
         );
         assert_eq!(request["files"][0]["path"], "src/lib.rs");
         assert_eq!(request["files"][0]["content"], "pub fn main() {}\n");
@@ -315,6 +404,78 @@ mod tests {
         );
         let error = run(vec![ContentBlock::Text(TextContent::new("   "))], &dir).unwrap_err();
         assert!(error.message.contains("not a valid turn"), "{error:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn selections_keep_their_lines_and_two_files_of_one_name_stay_two() {
+        // Found by a review: two selections of one file were taken for one (the second
+        // left out), two lib.rs of two folders likewise, and a selection's lines were
+        // shown as 1-2.
+        let dir = tempfile_dir();
+        let five = dir.join("five.txt");
+        std::fs::write(&five, "line1\nline2\nline3\nline4\nline5\n").unwrap();
+        for folder in ["a", "b"] {
+            std::fs::create_dir_all(dir.join("out").join(folder)).unwrap();
+            std::fs::write(dir.join("out").join(folder).join("lib.rs"), folder).unwrap();
+        }
+        let workspace = dir.join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let selection = |uri: String, text: &str| {
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    text, uri,
+                )),
+            ))
+        };
+        let five_uri = format!("file://{}", five.display());
+        let request = run(
+            vec![
+                ContentBlock::Text(TextContent::new("Compare")),
+                selection(format!("{five_uri}#L3:4"), "line3\nline4"),
+                selection(format!("{five_uri}#L5"), "line5"),
+                ContentBlock::ResourceLink(ResourceLink::new(
+                    "lib.rs",
+                    format!("file://{}", dir.join("out/a/lib.rs").display()),
+                )),
+                ContentBlock::ResourceLink(ResourceLink::new(
+                    "lib.rs",
+                    format!("file://{}", dir.join("out/b/lib.rs").display()),
+                )),
+                ContentBlock::ResourceLink(ResourceLink::new(
+                    "five.txt",
+                    format!("{five_uri}#L2-L2"),
+                )),
+            ],
+            &workspace,
+        )
+        .unwrap();
+        let paths: Vec<&str> = request["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| file["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "five.txt#L3-4",
+                "five.txt#L5-5",
+                "lib.rs",
+                "b/lib.rs",
+                "five.txt#L2-2"
+            ]
+        );
+        assert_eq!(request["files"][3]["content"], "b");
+        // A link to lines attaches those lines.
+        assert_eq!(request["files"][4]["content"], "line2");
+        assert_eq!(
+            request["instruction"],
+            "Compare`five.txt#L3-4` `five.txt#L5-5` `lib.rs` `b/lib.rs` `five.txt#L2-2`"
+        );
+        assert_eq!(lines_of("file:///x#L9-3"), None);
+        assert_eq!(lines_of("file:///x#L0"), None);
+        assert_eq!(lines_of("file:///x#heading"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -19,6 +19,19 @@ pub(crate) struct PreparedInputs {
     pub warnings: Vec<String>,
 }
 
+/// A file input's path and the line its text starts at: `src/a.rs#L12-20` (GitHub's
+/// form, which an editor's selection is sent as) is lines 12 on of `src/a.rs`; any other
+/// path is the whole file, from line 1. The end is the text's own.
+fn selection(path: &str) -> (&str, u32) {
+    path.rsplit_once("#L")
+        .and_then(|(file, lines)| {
+            let start = lines.split_once('-').map_or(lines, |(start, _)| start);
+            let start: u32 = start.parse().ok().filter(|start| *start >= 1)?;
+            (!file.is_empty()).then_some((file, start))
+        })
+        .unwrap_or((path, 1))
+}
+
 pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> PreparedInputs {
     let mut prepared = PreparedInputs::default();
     for file in files {
@@ -28,11 +41,12 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
                 let normalised = text.replace("\r\n", "\n");
                 let content = normalised.strip_suffix('\n').unwrap_or(&normalised);
                 let lines = u32::try_from(content.lines().count().max(1)).unwrap_or(u32::MAX);
-                match LineSpan::new(1, lines) {
+                let (file, first) = selection(path);
+                match LineSpan::new(first, first.saturating_add(lines - 1)) {
                     Ok(span) => prepared.chunks.push(ScoredChunk {
                         chunk: Chunk {
                             id: ChunkId::new(format!("input:{path}")),
-                            path: path.to_owned(),
+                            path: file.to_owned(),
                             lines: span,
                             language: language_for_path(path).to_owned(),
                             content: content.to_owned(),
@@ -82,4 +96,24 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
         }
     }
     prepared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selection;
+
+    #[test]
+    fn a_selection_is_read_off_its_path() {
+        assert_eq!(selection("src/a.rs#L12-20"), ("src/a.rs", 12));
+        assert_eq!(selection("src/a.rs#L7"), ("src/a.rs", 7));
+        for whole in [
+            "src/a.rs",
+            "src/a.rs#L0-3",
+            "src/a.rs#Lx",
+            "#L3",
+            "notes#Lunch.md",
+        ] {
+            assert_eq!(selection(whole), (whole, 1), "{whole}");
+        }
+    }
 }

@@ -112,3 +112,30 @@ async fn attachments_past_half_the_context_window_are_cut_at_a_line_and_said_so(
         "{warnings:?}"
     );
 }
+
+#[tokio::test]
+async fn a_selection_is_shown_at_its_lines_and_two_of_one_file_are_both_sent() {
+    // An editor sends a selection as `path#L<start>-<end>` (GitHub's form).
+    let (sent, warnings) = sent_with(
+        OrchestratorConfig::default(),
+        serde_json::json!([
+            {"path": "src/five.rs#L3-4", "content": "let third = 3;\nlet fourth = 4;"},
+            {"path": "src/five.rs#L5-5", "content": "let fifth = 5;"},
+        ]),
+    )
+    .await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for expected in [
+        "Path: src/five.rs",
+        "Lines: 3-4",
+        "Lines: 5-5",
+        "let third = 3;",
+        "let fifth = 5;",
+    ] {
+        assert!(
+            sent.contains(expected),
+            "{expected} missing from {sent:.2000}"
+        );
+    }
+    assert!(!sent.contains("Path: src/five.rs#L"), "{sent:.2000}");
+}

@@ -29,7 +29,9 @@ use super::violation::{Problem, Violation, ViolationCode};
 /// because it is passed on as the payload of a `data:` URL without being decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileInput {
-    /// Where the file is (or would be) in the workspace.
+    /// Where the file is (or would be) in the workspace. A path ending in
+    /// `#L<start>-<end>` (GitHub's form: `src/a.rs#L12-20`) names a selection: the text
+    /// is those lines of the file, and is shown to the model at their numbers.
     pub path: RelativePath,
     /// Whether and how the content travels with the request.
     pub source: FileSource,
@@ -101,7 +103,9 @@ impl ImageInput {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 struct FileInputJson<'a> {
-    /// Where the file is (or would be) in the workspace.
+    /// Where the file is (or would be) in the workspace. A path ending in
+    /// `#L<start>-<end>` (GitHub's form: `src/a.rs#L12-20`) names a selection: the text
+    /// is those lines of the file, and is shown to the model at their numbers.
     path: &'a RelativePath,
     /// The file's content as UTF-8 text; may be empty, as files may be. At most 20 MiB.
     #[serde(skip_serializing_if = "Option::is_none")]
