@@ -11,10 +11,24 @@ use anyhow::Context as _;
 
 use crate::exit::usage;
 
-/// The workspace: `explicit` when given (it must be a folder), else found from the
-/// current folder.
+/// The workspace: `explicit` when given (it must be a folder; a leading `~/` is the
+/// home folder, as an editor's `args` are not expanded by a shell), else found from the
+/// current folder. Found, it is never the home folder or `/` by default: without a
+/// project there (`aptix.toml`, `.git`, an index), the first ask would index every file
+/// under it and send what it found as context.
 pub(crate) fn resolve(explicit: Option<&Path>) -> Result<PathBuf, anyhow::Error> {
+    let home = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
     if let Some(dir) = explicit {
+        let expanded;
+        let dir = match (dir.strip_prefix("~"), &home) {
+            (Ok(rest), Some(home)) => {
+                expanded = home.join(rest);
+                expanded.as_path()
+            }
+            _ => dir,
+        };
         if !dir.is_dir() {
             return Err(usage(format!(
                 "workspace {} is not a folder",
@@ -25,7 +39,17 @@ pub(crate) fn resolve(explicit: Option<&Path>) -> Result<PathBuf, anyhow::Error>
             .with_context(|| format!("could not resolve the workspace {}", dir.display()));
     }
     let current = std::env::current_dir().context("could not read the current folder")?;
-    Ok(aptix_runtime::find_workspace(&current))
+    let found = aptix_runtime::find_workspace(&current);
+    let too_wide = found.parent().is_none() || home.as_deref() == Some(found.as_path());
+    if too_wide && !aptix_runtime::is_marked_workspace(&found) {
+        return Err(usage(format!(
+            "{} holds no project (no aptix.toml or .git here or above), and is too wide a \
+             workspace: run aptix in a project folder, pass --workspace DIR, or create \
+             aptix.toml here to mean it",
+            found.display()
+        )));
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

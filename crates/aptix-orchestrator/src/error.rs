@@ -52,7 +52,8 @@ pub enum OrchestratorError {
     },
     /// The session changed between load and save (another writer won).
     #[error(
-        "session {session_id} was changed concurrently (expected version {expected:?}, found {found:?})"
+        "session {session_id} was changed by another turn while this one ran ({}); send the turn again",
+        version_change(*expected, *found)
     )]
     Conflict {
         /// The session.
@@ -119,5 +120,22 @@ fn busy_detail(holder: Option<&str>, expires_in: Option<std::time::Duration>) ->
         (Some(holder), None) => format!(" ({holder})"),
         (None, Some(expiry)) => format!(" ({expiry})"),
         (None, None) => String::new(),
+    }
+}
+
+/// A lost commit race in words: "it was at version 3, now at version 4", "it was new, now
+/// at version 1" (what the store found, where it knows).
+fn version_change(expected: Option<u64>, found: Option<u64>) -> String {
+    let version = |version: Option<u64>| {
+        version.map_or_else(
+            || "new".to_owned(),
+            |version| format!("at version {version}"),
+        )
+    };
+    match found {
+        Some(_) if found != expected => {
+            format!("it was {}, now {}", version(expected), version(found))
+        }
+        _ => format!("it was {}", version(expected)),
     }
 }

@@ -208,6 +208,16 @@ impl Workspace {
 /// The entries that mark a project's root, checked in each folder going up.
 const MARKERS: &[&str] = &[WORKSPACE_FILE, ".git"];
 
+/// Whether `dir` is marked as a workspace: it holds `aptix.toml`, `.git` or an index
+/// (`.aptix/`). [`find_workspace`] falls back to its start folder when no folder is; a
+/// front end may refuse a fallback too wide to index (the home folder, `/`).
+pub fn is_marked_workspace(dir: &Path) -> bool {
+    MARKERS
+        .iter()
+        .chain(&[APTIX_DIR])
+        .any(|marker| dir.join(marker).exists())
+}
+
 /// The workspace a front end started in `start` works in: the nearest folder from
 /// `start` upwards that holds `aptix.toml` or `.git` (the way git finds its
 /// repository); else the nearest that holds an index (`.aptix/`, a folder indexed with

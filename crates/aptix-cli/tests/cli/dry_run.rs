@@ -333,3 +333,34 @@ fn a_bare_switch_before_the_instruction_is_on_and_leaves_the_instruction_alone()
         stderr(&output)
     );
 }
+
+#[test]
+fn the_home_folder_is_no_workspace_by_default_and_a_tilde_workspace_is_home() {
+    // Run outside any project, from the home folder: the first ask indexed every file
+    // under it and sent what it found as context.
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.path().join("Downloads")).unwrap();
+    std::fs::write(sandbox.home.path().join("Downloads/notes.txt"), "private\n").unwrap();
+    let output = sandbox
+        .aptix()
+        .current_dir(sandbox.home.path())
+        .args(["ask", "--dry-run", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("too wide a workspace"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!sandbox.home.path().join(".aptix").exists());
+    // `~/…` in --workspace (an editor's args, which no shell expands) is the home folder.
+    std::fs::create_dir_all(sandbox.home.path().join("project")).unwrap();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--workspace", "~/project", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(sandbox.home.path().join("project/.aptix").exists());
+}
