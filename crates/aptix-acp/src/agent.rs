@@ -539,7 +539,7 @@ fn stop_reason(envelope: &AgentExecuteResponse) -> StopReason {
         _ if envelope.refusal.is_some() && no_text => StopReason::Refusal,
         // The model still wanted tools when the turn's bound on model calls was
         // reached; the last results go with the next prompt.
-        Some(FinishReason::ToolUse) if envelope.tool_calls.is_empty() => {
+        _ if aptix_orchestrator::stopped_at_model_call_bound(envelope) => {
             StopReason::MaxTurnRequests
         }
         _ => StopReason::EndTurn,

@@ -401,6 +401,14 @@ fn report(
             warn("the answer is incomplete: the provider's content filter stopped it");
             Ok(TRUNCATED)
         }
+        _ if aptix_orchestrator::stopped_at_model_call_bound(envelope) => {
+            // The orchestrator's warning says where it stopped; this says what next.
+            note(format_args!(
+                "the answer is not done: the model still wanted tools when the turn reached its bound on model calls; ask again with --session {} to go on",
+                envelope.conversation_id.as_deref().unwrap_or("ID")
+            ));
+            Ok(TRUNCATED)
+        }
         Kind::Empty if !json => {
             warn("the model returned no answer text");
             Ok(SUCCESS)

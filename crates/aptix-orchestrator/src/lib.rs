@@ -103,3 +103,4 @@ pub use store::{
     InMemorySessionStore, MemoryStoreLimits, SessionPage, SessionStore, SessionSummary, redact_url,
 };
 pub use tools::{ClientTool, ServerTool, Typed, TypedTool};
+pub use turn::stopped_at_model_call_bound;

@@ -754,7 +754,20 @@ fn append_to_user_message(body: &mut CreateResponseRequest, parts: Vec<ContentPa
 
 fn prepend_warnings(envelope: &mut AgentExecuteResponse, mut warnings: Vec<String>) {
     warnings.append(&mut envelope.warnings);
+    // One line per thing to say: a model that called a missing tool eight times got
+    // eight identical warnings.
+    let mut seen = std::collections::HashSet::new();
+    warnings.retain(|warning| seen.insert(warning.clone()));
     envelope.warnings = warnings;
+}
+
+/// Whether a turn's envelope is one that stopped at the bound on model calls per turn
+/// (`max_model_calls_per_turn`) while the model still wanted tools: its answer is not
+/// done, and the last tool results go to the model with the session's next turn. (A
+/// turn that waits for the client's tool results lists them in `toolCalls` instead.)
+pub fn stopped_at_model_call_bound(envelope: &AgentExecuteResponse) -> bool {
+    envelope.finish_reason == Some(aptix_model::contract::FinishReason::ToolUse)
+        && envelope.tool_calls.is_empty()
 }
 
 /// AGN-004 section 4, over what the client is asked to do: text, client tool calls.

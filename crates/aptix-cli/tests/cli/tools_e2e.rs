@@ -253,3 +253,41 @@ async fn a_model_searches_then_reads_then_answers() {
         "read past the range: {read}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_once() {
+    // A model that keeps calling a tool it does not have: the turn stops at its bound
+    // of model calls. It used to exit 0 with nothing on stdout and the same warning
+    // once per call.
+    let sandbox = Sandbox::new();
+    let replies = (0..20).map(|n| {
+        Reply::json(
+            200,
+            &call(
+                &format!("resp_{n}"),
+                &format!("call_{n}"),
+                "write_file",
+                json!({}),
+            ),
+        )
+    });
+    let server = FaultServer::start(replies.collect()).await;
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Change the file");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let text = stderr(&output);
+    assert_eq!(code(&output), 3, "{text}");
+    assert!(text.contains("the answer is not done"), "{text}");
+    assert!(text.contains("--session"), "{text}");
+    assert_eq!(
+        text.matches("which is not a tool of mode").count(),
+        1,
+        "one warning for one thing: {text}"
+    );
+}
