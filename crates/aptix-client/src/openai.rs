@@ -66,6 +66,9 @@ impl OpenAiProvider {
         response: reqwest::Response,
         meta: crate::provider::ReplyMeta,
     ) -> Result<EventStream, ClientError> {
+        if is_json(&response) {
+            return Ok(self.whole_reply(response, meta));
+        }
         check_event_stream(&response, &meta)?;
         let transport = Arc::clone(&self.transport);
         Ok(event_stream(
@@ -75,6 +78,55 @@ impl OpenAiProvider {
             ResponsesEvents,
             transport,
         ))
+    }
+
+    /// A server that ignored `stream: true` and answered with the whole response as
+    /// JSON (some proxies and local servers do): the reply as the one event a stream of
+    /// it would end with (`response.completed`, `.incomplete` or `.failed`, by its
+    /// status), so the turn goes on as if it had streamed, with no deltas before.
+    fn whole_reply(
+        &self,
+        response: reqwest::Response,
+        meta: crate::provider::ReplyMeta,
+    ) -> EventStream {
+        let secret = self.config().secret().map(str::to_owned);
+        let limit = self.config().timeouts().request;
+        let request_id = meta.request_id.clone();
+        tracing::debug!("a streamed request was answered with JSON; reading it whole");
+        let event = async move {
+            let read = response.bytes();
+            let bytes =
+                match limit {
+                    Some(limit) => tokio::time::timeout(limit, read).await.map_err(|_| {
+                        ClientError::Timeout {
+                            kind: crate::TimeoutKind::Request,
+                            after: limit,
+                        }
+                    })?,
+                    None => read.await,
+                }
+                .map_err(|error| ClientError::decode("reply", &[], 0, error.to_string()))?;
+            let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
+            let decoded: Response = serde_json::from_slice(&bytes).map_err(|error| {
+                json_decode_error("reply", &bytes, &error).with_request_id(request_id.as_deref())
+            })?;
+            let kind = match decoded.status.as_ref().map(|status| status.as_str()) {
+                Some("incomplete") => "response.incomplete",
+                Some("failed") => "response.failed",
+                _ => "response.completed",
+            };
+            let body = String::from_utf8_lossy(&bytes);
+            Ok(aptix_sse::SseEvent {
+                event: Some(kind.to_owned()),
+                data: format!(
+                    r#"{{"type":"{kind}","sequence_number":0,"response":{}}}"#,
+                    body.trim()
+                ),
+                id: None,
+                retry: None,
+            })
+        };
+        EventStream::new(meta, futures_util::stream::once(event))
     }
 
     fn body(&self, request: &CreateResponseRequest, stream: bool) -> Result<Bytes, ClientError> {
@@ -182,6 +234,20 @@ impl ResponsesProvider for OpenAiProvider {
             .capabilities()
             .unwrap_or_else(Capabilities::openai_responses)
     }
+}
+
+/// Whether a reply says it is JSON.
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
 }
 
 /// A 2xx reply to a streaming request must be an event stream; a server that ignored

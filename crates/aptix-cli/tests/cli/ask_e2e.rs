@@ -414,3 +414,41 @@ async fn a_base_url_without_its_v1_gets_a_hint_and_a_pasted_endpoint_is_refused(
             .all(|r| r.url.path() != "/v1/responses/responses")
     );
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_still_gets_its_answer_printed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(read_fixture("response_plain_text.json"), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", "sk-test")
+        .args([
+            "ask",
+            "--no-tools",
+            "--base-url",
+            &format!("{}/v1", server.uri()),
+        ])
+        .args(["--workspace", &sandbox.workspace_arg(), "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let expected: serde_json::Value =
+        serde_json::from_slice(&read_fixture("response_plain_text.json")).unwrap();
+    let text = expected["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    assert_eq!(stdout(&output).trim_end(), text.trim_end());
+}

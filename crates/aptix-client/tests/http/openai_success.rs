@@ -213,10 +213,26 @@ async fn an_error_event_is_judged_by_the_fold_with_the_failed_response_after_it(
 }
 
 #[tokio::test]
-async fn a_json_reply_to_a_stream_request_is_a_decode_error() {
+async fn a_json_reply_to_a_stream_request_is_read_as_its_final_event() {
+    // Some proxies and local servers ignore `stream: true` and answer with the whole
+    // response: the turn goes on as if it had streamed (no deltas, then the end).
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(json_reply("response_plain_text.json"))
+        .mount(&server)
+        .await;
+    let provider = OpenAiProvider::new(config(&server.uri()).build().unwrap()).unwrap();
+    let folded = crate::support::fold(provider.stream(&request()).await.unwrap())
+        .await
+        .unwrap();
+    let expected: Response =
+        serde_json::from_slice(&aptix_testkit::read_fixture("response_plain_text.json")).unwrap();
+    assert_eq!(folded.response, expected);
+
+    // Anything else that is no event stream is still a decode error naming the type.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>hello</html>", "text/html"))
         .mount(&server)
         .await;
     let provider = OpenAiProvider::new(config(&server.uri()).build().unwrap()).unwrap();
@@ -231,6 +247,7 @@ async fn a_json_reply_to_a_stream_request_is_a_decode_error() {
         ),
         "{error}"
     );
+    assert!(error.to_string().contains("text/html"), "{error}");
 }
 
 #[tokio::test]
