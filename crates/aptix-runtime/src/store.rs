@@ -126,10 +126,11 @@ fn is_connection_string(text: &str) -> bool {
 pub(crate) async fn open(
     workspace: &Path,
     settings: &Settings,
+    password: Option<&str>,
 ) -> Result<Arc<dyn SessionStore>, Error> {
     let location = StoreLocation::of(workspace, settings)?;
     match &location {
-        StoreLocation::Postgres(url) => open_postgres(url, &location).await,
+        StoreLocation::Postgres(url) => open_postgres(url, &location, password).await,
         StoreLocation::Sqlite(path) => {
             if *path == sessions_path(workspace) {
                 ensure_aptix_dir(workspace)?;
@@ -162,12 +163,17 @@ fn open_sqlite(_path: &Path, location: &StoreLocation) -> Result<Arc<dyn Session
 async fn open_postgres(
     url: &str,
     _location: &StoreLocation,
+    password: Option<&str>,
 ) -> Result<Arc<dyn SessionStore>, Error> {
+    use aptix_orchestrator::{DEFAULT_POOL_SIZE, PgSessionStore};
     // The store's own error names the database (password hidden) and the reason.
-    let store =
-        aptix_orchestrator::PgSessionStore::connect(url, aptix_orchestrator::DEFAULT_POOL_SIZE)
-            .await
-            .map_err(|error| Error::Store(Box::new(error)))?;
+    let store = match password {
+        Some(password) => {
+            PgSessionStore::connect_with_password(url, DEFAULT_POOL_SIZE, password).await
+        }
+        None => PgSessionStore::connect(url, DEFAULT_POOL_SIZE).await,
+    }
+    .map_err(|error| Error::Store(Box::new(error)))?;
     Ok(Arc::new(store))
 }
 
@@ -175,6 +181,7 @@ async fn open_postgres(
 async fn open_postgres(
     _url: &str,
     location: &StoreLocation,
+    _password: Option<&str>,
 ) -> Result<Arc<dyn SessionStore>, Error> {
     Err(Error::config(format!(
         "the session store {} is a PostgreSQL database, and this aptix was built without \
@@ -189,10 +196,11 @@ async fn open_postgres(
 pub(crate) async fn open_for_dry_run(
     workspace: &Path,
     settings: &Settings,
+    password: Option<&str>,
 ) -> Result<Arc<dyn SessionStore>, Error> {
     match StoreLocation::of(workspace, settings)? {
         StoreLocation::Sqlite(path) if !path.is_file() => Ok(Arc::new(InMemorySessionStore::new())),
-        _ => open(workspace, settings).await,
+        _ => open(workspace, settings, password).await,
     }
 }
 

@@ -27,6 +27,10 @@ use crate::{APTIX_DIR, Error};
 pub struct Workspace {
     root: PathBuf,
     settings: Settings,
+    /// `PGPASSWORD` when [`load`](Self::load) found one: the PostgreSQL store's password
+    /// for a URL that names none (libpq's variable, so the password stays off command
+    /// lines and out of config files).
+    store_password: Option<Arc<secrecy::SecretString>>,
     opened: Arc<Opened>,
 }
 
@@ -52,6 +56,7 @@ impl Workspace {
         Workspace {
             root: root.into(),
             settings,
+            store_password: None,
             opened: Arc::default(),
         }
     }
@@ -59,7 +64,18 @@ impl Workspace {
     /// The workspace at `root` with its settings loaded: `flags` over `env` over
     /// `root/aptix.toml` over the user's file (see [`Settings::load`]).
     pub fn load(root: &Path, flags: &SettingsLayer, env: Env<'_>) -> Result<Workspace, Error> {
-        Ok(Workspace::new(root, Settings::load(root, flags, env)?))
+        let mut workspace = Workspace::new(root, Settings::load(root, flags, env)?);
+        workspace.store_password = env("PGPASSWORD")
+            .filter(|password| !password.is_empty())
+            .map(|password| Arc::new(secrecy::SecretString::from(password)));
+        Ok(workspace)
+    }
+
+    /// The store's password from `PGPASSWORD`, when there was one.
+    fn store_password(&self) -> Option<&str> {
+        self.store_password
+            .as_deref()
+            .map(secrecy::ExposeSecret::expose_secret)
     }
 
     /// The workspace folder.
@@ -100,7 +116,7 @@ impl Workspace {
             .opened
             .store
             .get_or_try_init(|| async {
-                let inner = store::open(&self.root, &self.settings).await?;
+                let inner = store::open(&self.root, &self.settings, self.store_password()).await?;
                 Ok::<_, Error>(Arc::new(ConfiguredStore::new(inner, self.settings.clone()))
                     as Arc<dyn SessionStore>)
             })
@@ -149,7 +165,8 @@ impl Workspace {
         reporter: &dyn Reporter,
     ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
-        let inner = store::open_for_dry_run(&self.root, &self.settings).await?;
+        let inner =
+            store::open_for_dry_run(&self.root, &self.settings, self.store_password()).await?;
         let store = Arc::new(ConfiguredStore::new(inner, self.settings.clone()));
         self.build(provider::stand_in(&self.settings), store, None, reporter)
     }

@@ -220,6 +220,28 @@ fn an_unreachable_postgres_store_is_named_without_its_password_at_any_verbosity(
         assert!(!text.contains("hunter2"), "{text}");
         assert!(!String::from_utf8_lossy(&output.stdout).contains("hunter2"));
     }
+    // The password from PGPASSWORD, for a URL without one, is as secret at trace level.
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", "sk-test-key-never-printed")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+        .env("RUST_LOG", "trace")
+        .env("PGPASSWORD", "pgpassword-never-printed")
+        .args([
+            "ask",
+            "--store",
+            "postgres://aptix@127.0.0.1:1/aptix?connect_timeout=2",
+        ])
+        .args(["-vvv", "--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    let text = stderr(&output);
+    assert_ne!(code(&output), 0, "{text}");
+    assert!(
+        text.contains("postgres://aptix@127.0.0.1:1/aptix"),
+        "{text}"
+    );
+    assert!(!text.contains("pgpassword-never-printed"), "{text}");
 }
 
 #[test]

@@ -209,7 +209,20 @@ impl PgSessionStore {
     /// with an error that says so.
     pub async fn connect(url: &str, pool_size: usize) -> Result<PgSessionStore, OrchestratorError> {
         Ok(PgSessionStore {
-            inner: PgStore::connect(url, pool_size).await?,
+            inner: PgStore::connect(url, pool_size, None).await?,
+        })
+    }
+
+    /// [`connect`](Self::connect), with the password given apart from the URL (which
+    /// then names none): kept out of a command line, where `ps` shows it, and out of
+    /// config files. A password in the URL wins.
+    pub async fn connect_with_password(
+        url: &str,
+        pool_size: usize,
+        password: &str,
+    ) -> Result<PgSessionStore, OrchestratorError> {
+        Ok(PgSessionStore {
+            inner: PgStore::connect(url, pool_size, Some(password)).await?,
         })
     }
 
@@ -369,7 +382,11 @@ struct AtTarget {
 
 impl PgStore {
     /// See [`PgSessionStore::connect`].
-    async fn connect(url: &str, pool_size: usize) -> Result<PgStore, OrchestratorError> {
+    async fn connect(
+        url: &str,
+        pool_size: usize,
+        password: Option<&str>,
+    ) -> Result<PgStore, OrchestratorError> {
         let target = redact_url(url);
         // `verify-ca` and `verify-full` do not even parse without TLS built in: say why.
         let lower = url.to_ascii_lowercase();
@@ -388,6 +405,11 @@ impl PgStore {
         })?;
         if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
             return Err(no_tls(target));
+        }
+        if let Some(password) = password
+            && config.get_password().is_none()
+        {
+            config.password(password);
         }
         // Named in `pg_stat_activity`, so a DBA can tell Aptix's connections apart.
         if config.get_application_name().is_none() {
