@@ -54,27 +54,6 @@ impl ResponsesProvider for Forever {
     }
 }
 
-/// This process's host and process space, as a holder id names them (`<host>@<boot
-/// id>-<pid namespace>`): a dead pid of another space is not looked up.
-fn host() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().replace(':', "_"))
-        .unwrap_or_default();
-    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .unwrap_or_default()
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(16)
-        .collect();
-    let namespace: String = std::fs::read_link("/proc/self/ns/pid")
-        .map(|link| link.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    format!("{name}@{boot}-{namespace}")
-}
-
 fn store() -> (tempfile::TempDir, Arc<SqliteSessionStore>) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteSessionStore::open(dir.path().join("sessions.db")).unwrap());
@@ -88,7 +67,7 @@ async fn a_lease_left_by_a_dead_process_is_taken_over_at_once() {
     }
     let (_dir, store) = store();
     // As `kill -9` leaves it: a lease of a pid that does not exist, 5 minutes to go.
-    let dead = format!("aptix:{}:4999999:1:0-0", host());
+    let dead = aptix_testkit::dead_holder_id().expect("a /proc to tell a gone process by");
     assert!(
         store
             .acquire_lease("s-1", &dead, Duration::from_secs(300))
@@ -138,7 +117,9 @@ async fn a_live_holder_makes_the_session_busy_and_the_error_says_until_when() {
         panic!("{error:?}")
     };
     // This very process holds it, so it is alive and not taken over.
-    let name = host().split('@').next().unwrap_or_default().to_owned();
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().replace(':', "_"))
+        .unwrap_or_default();
     if !name.is_empty() {
         // The message names the host, not its process space.
         let expected = format!("pid {} on {name}", std::process::id());

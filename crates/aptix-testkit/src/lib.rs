@@ -24,6 +24,30 @@ pub mod fault_server;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 
+/// The lease holder id a process of this host, boot and PID namespace would have had
+/// as pid 4999999, which never exists (the kernel's maximum is 4194304): what a holder
+/// killed with `kill -9` leaves behind, in the form `aptix:<host>@<space>:<pid>:...` the
+/// orchestrator writes. `None` where there is no `/proc` to tell a gone process by.
+pub fn dead_holder_id() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()?
+        .trim()
+        .replace(':', "_");
+    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()?
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    let namespace: String = std::fs::read_link("/proc/self/ns/pid")
+        .ok()?
+        .to_string_lossy()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    Some(format!("aptix:{name}@{boot}-{namespace}:4999999:1:0-0"))
+}
+
 /// The repository root (the folder holding the workspace `Cargo.toml`).
 pub fn repository_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")

@@ -213,27 +213,6 @@ async fn a_stall_past_the_configured_idle_timeout_is_recovered() {
     );
 }
 
-/// This process's host and process space, as a holder id names them (`<host>@<boot
-/// id>-<pid namespace>`): a dead pid of another space is not looked up.
-fn host() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().replace(':', "_"))
-        .unwrap_or_default();
-    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .unwrap_or_default()
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(16)
-        .collect();
-    let namespace: String = std::fs::read_link("/proc/self/ns/pid")
-        .map(|link| link.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    format!("{name}@{boot}-{namespace}")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_left_by_a_killed_process_does_not_lock_the_session() {
     if !std::path::Path::new("/proc/self/stat").exists() {
@@ -243,7 +222,7 @@ async fn a_lease_left_by_a_killed_process_does_not_lock_the_session() {
     let aptix_dir = sandbox.workspace.path().join(".aptix");
     std::fs::create_dir_all(&aptix_dir).unwrap();
     let store = SqliteSessionStore::open(aptix_dir.join("sessions.db")).unwrap();
-    let dead = format!("aptix:{}:4999999:1:0-0", host());
+    let dead = aptix_testkit::dead_holder_id().expect("a /proc to tell a gone process by");
     assert!(
         store
             .acquire_lease("s-killed", &dead, Duration::from_secs(300))
