@@ -97,6 +97,12 @@ impl ShownAnswer {
                 }
                 None
             }
+            StreamDelta::Done { .. } => {
+                // The model call is over: a request sent again after this (the next
+                // call's, failed before its reply) repeats nothing of its text.
+                *self = ShownAnswer::default();
+                None
+            }
             StreamDelta::TextDelta { text, .. } | StreamDelta::RefusalDelta { text, .. } => {
                 if self.restarting {
                     self.restarting = false;
@@ -243,6 +249,27 @@ mod tests {
             text("Hello"),
         ];
         assert_eq!(show(&deltas), "Hello, worldHello");
+    }
+
+    #[test]
+    fn a_retry_of_the_next_model_call_does_not_replay_the_last_one() {
+        // After tools ran, the next model call's request fails before its reply (a 429)
+        // and is sent again: its text is new, even where it starts like the last one's.
+        let done = StreamDelta::Done {
+            response_id: "resp_1".into(),
+            status: Some("completed".into()),
+            finish_reason: None,
+        };
+        let deltas = [
+            started(),
+            text("Let me look."),
+            done,
+            retry(false),
+            started(),
+            text("Let me "),
+            text("explain."),
+        ];
+        assert_eq!(show(&deltas), "Let me look.Let me explain.");
     }
 
     #[test]
