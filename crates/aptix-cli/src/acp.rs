@@ -129,6 +129,16 @@ impl WorkspaceOpener for CliWorkspaces {
         reader: Option<Arc<dyn FileReader>>,
     ) -> Result<OpenedWorkspace, AcpError> {
         let root = self.pinned.clone().unwrap_or_else(|| cwd.to_path_buf());
+        if self.pinned.is_none()
+            && let Some(why) = workspace::too_wide(&root)
+        {
+            return Err(AcpError::Workspace {
+                path: root,
+                reason: format!(
+                    "{why}: open a project folder, or start `aptix acp --workspace DIR`"
+                ),
+            });
+        }
         self.open_workspace(&root, reader)
             .map_err(|error| AcpError::Workspace {
                 path: root.clone(),

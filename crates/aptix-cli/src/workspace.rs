@@ -40,16 +40,29 @@ pub(crate) fn resolve(explicit: Option<&Path>) -> Result<PathBuf, anyhow::Error>
     }
     let current = std::env::current_dir().context("could not read the current folder")?;
     let found = aptix_runtime::find_workspace(&current);
-    let too_wide = found.parent().is_none() || home.as_deref() == Some(found.as_path());
-    if too_wide && !aptix_runtime::is_marked_workspace(&found) {
+    if let Some(why) = too_wide(&found) {
         return Err(usage(format!(
-            "{} holds no project (no aptix.toml or .git here or above), and is too wide a \
-             workspace: run aptix in a project folder, pass --workspace DIR, or create \
-             aptix.toml here to mean it",
-            found.display()
+            "{why}: run aptix in a project folder, pass --workspace DIR, or create \
+             aptix.toml there to mean it"
         )));
     }
     Ok(found)
+}
+
+/// Why `dir` is too wide to be a workspace found by default (or an editor's folder):
+/// the home folder or `/` with no project marked in it, whose first ask would index
+/// every file under it and send what it found as context.
+pub(crate) fn too_wide(dir: &Path) -> Option<String> {
+    let home = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let wide = dir.parent().is_none() || home.as_deref() == Some(dir);
+    (wide && !aptix_runtime::is_marked_workspace(dir)).then(|| {
+        format!(
+            "{} holds no project (no aptix.toml, .git or index), and is too wide a workspace",
+            dir.display()
+        )
+    })
 }
 
 #[cfg(test)]

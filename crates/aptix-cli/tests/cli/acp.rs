@@ -897,3 +897,31 @@ async fn a_line_that_is_not_utf8_is_answered_and_the_agent_keeps_serving() {
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_on_the_home_folder_is_refused_rather_than_indexing_it() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.home.path().join("diary.txt"), "private\n").unwrap();
+    let server = FaultServer::start(Vec::new()).await;
+    let home = sandbox.home.path().to_string_lossy().into_owned();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let refused = agent.request(2, "session/new", json!({"cwd": home, "mcpServers": []}));
+        let indexed = sandbox.home.path().join(".aptix").exists();
+        (refused, indexed, agent.finish())
+    })
+    .await;
+    let (refused, indexed, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    let message = refused.last().unwrap()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("too wide a workspace"), "{refused:?}");
+    assert!(!indexed, "the home folder was indexed");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
