@@ -43,8 +43,9 @@ pub struct Orchestrator {
     /// This instance's lease holder name: unique per process and instance, so that a
     /// turn dropped mid-flight leaves a lease this instance can take again.
     instance: String,
-    /// Sessions with a turn running in this instance.
-    active: Mutex<HashSet<String>>,
+    /// Sessions with a turn running in this instance (or a lease being given back
+    /// in the background).
+    active: Arc<Mutex<HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -157,7 +158,7 @@ impl OrchestratorBuilder {
             client_tools: self.client_tools,
             config: self.config,
             instance: instance_name(),
-            active: Mutex::new(HashSet::new()),
+            active: Arc::new(Mutex::new(HashSet::new())),
         })
     }
 }
@@ -333,6 +334,7 @@ impl Orchestrator {
         };
         let store = Arc::clone(&self.store);
         let holder = self.instance.clone();
+        let active = Arc::clone(&self.active);
         let expires = tokio::time::Instant::now() + self.config.lease_ttl;
         runtime.spawn(async move {
             let mut wait = std::time::Duration::from_secs(1);
@@ -342,7 +344,23 @@ impl Orchestrator {
                     return;
                 }
                 tokio::time::sleep_until(next).await;
-                match store.release_lease(&session_id, &holder).await {
+                // Every turn of this instance holds the lease under one holder name: a
+                // turn started on the session since holds it now, and gives it back
+                // itself. Marked as running while the release is on its way, so none
+                // starts in between and has its lease taken away.
+                let claimed = active
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(session_id.clone());
+                if !claimed {
+                    return;
+                }
+                let released = store.release_lease(&session_id, &holder).await;
+                active
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .remove(&session_id);
+                match released {
                     Ok(()) => {
                         tracing::info!(session = %session_id, "session lease released");
                         return;

@@ -300,3 +300,33 @@ async fn a_release_that_fails_is_tried_again_until_the_lease_is_given_back() {
         0
     );
 }
+
+/// The background release never takes the lease of a turn started since: every turn of
+/// one orchestrator holds the lease under the same name, and a retry that came after a
+/// new turn began used to delete that turn's lease.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_background_release_leaves_a_later_turn_its_lease() {
+    let store = Arc::new(CountingLeases {
+        inner: aptix_orchestrator::InMemorySessionStore::new(),
+        acquired: std::sync::atomic::AtomicUsize::new(0),
+        refused_releases: std::sync::atomic::AtomicUsize::new(1),
+    });
+    // Each model call takes 3 s: the retry (after 1 s) comes while the second turn runs.
+    let orchestrator = Orchestrator::builder(Arc::new(Slow(Duration::from_secs(3))), store.clone())
+        .build()
+        .unwrap();
+    orchestrator.execute(turn("t-1")).await.unwrap();
+    let second = orchestrator.execute(turn("t-2"));
+    let check = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        store.lease("s-1").await.unwrap()
+    };
+    let (second, held) = tokio::join!(second, check);
+    second.unwrap();
+    assert!(
+        held.is_some(),
+        "the second turn's lease was taken away mid-turn"
+    );
+    // Once the second turn is over, its own release gave the lease back.
+    assert_eq!(store.lease("s-1").await.unwrap(), None);
+}
