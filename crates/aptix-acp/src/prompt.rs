@@ -27,51 +27,64 @@ struct Turn {
     instruction: String,
     files: Vec<Value>,
     images: Vec<Value>,
+    /// Each attachment's shown path and the URI it came from.
+    uris: Vec<(String, String)>,
 }
 
 impl Turn {
-    /// `path`, or when an attachment of this turn is shown under it already (two
-    /// `lib.rs` of two folders outside the workspace), the same with more of `uri`'s
-    /// folders before it, else a number: two attachments under one name were taken for
-    /// one, and the second left out.
-    fn unique(&self, path: String, uri: &str) -> String {
-        let taken = |candidate: &str| {
-            self.files
+    /// The name an attachment from `uri` is already attached under (one file, or one
+    /// selection, given twice): it is mentioned again, not sent twice.
+    fn attached(&self, uri: &str) -> Option<String> {
+        self.uris
+            .iter()
+            .find(|(_, from)| from == uri)
+            .map(|(shown, _)| shown.clone())
+    }
+
+    /// `path`, or when an attachment of another file is shown under it already (two
+    /// `lib.rs` of two folders outside the workspace), the same with the folders of its
+    /// own file before it (`b/lib.rs`), else a number: two attachments under one name
+    /// were taken for one, and the second left out.
+    fn unique(&mut self, path: String, uri: &str) -> String {
+        let taken = |turn: &Turn, candidate: &str| {
+            turn.files
                 .iter()
-                .chain(&self.images)
+                .chain(&turn.images)
                 .any(|entry| entry["path"].as_str() == Some(candidate))
         };
-        if !taken(&path) {
-            return path;
+        let mut chosen = path.clone();
+        if taken(self, &path) {
+            let (name, lines) = match path.rsplit_once("#L") {
+                Some((name, lines)) => (name.to_owned(), format!("#L{lines}")),
+                None => (path.clone(), String::new()),
+            };
+            // The file's own path, from its last part back: each candidate ends with
+            // the shown name's parts, so no folder is put in twice.
+            let parts: Vec<String> = file_path(uri)
+                .map(|absolute| {
+                    absolute
+                        .components()
+                        .filter_map(|part| match part {
+                            Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let shown_parts = name.split('/').count();
+            let longer = (shown_parts + 1..=parts.len())
+                .map(|count| format!("{}{lines}", parts[parts.len() - count..].join("/")))
+                .find(|candidate| !taken(self, candidate));
+            chosen = longer
+                .or_else(|| {
+                    (2..)
+                        .map(|n| format!("{n}-{name}{lines}"))
+                        .find(|candidate| !taken(self, candidate))
+                })
+                .unwrap_or(path);
         }
-        let folders: Vec<String> = file_path(uri)
-            .map(|absolute| {
-                absolute
-                    .parent()
-                    .into_iter()
-                    .flat_map(Path::components)
-                    .filter_map(|part| match part {
-                        Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (name, lines) = match path.rsplit_once("#L") {
-            Some((name, lines)) => (name.to_owned(), format!("#L{lines}")),
-            None => (path.clone(), String::new()),
-        };
-        let mut candidate = name.clone();
-        for folder in folders.iter().rev() {
-            candidate = format!("{folder}/{candidate}");
-            if !taken(&format!("{candidate}{lines}")) {
-                return format!("{candidate}{lines}");
-            }
-        }
-        (2..)
-            .map(|n| format!("{n}-{name}{lines}"))
-            .find(|candidate| !taken(candidate))
-            .unwrap_or(path)
+        self.uris.push((chosen.clone(), uri.to_owned()));
+        chosen
     }
 }
 
@@ -97,6 +110,10 @@ pub(crate) async fn user_turn(
                         lines_of(&contents.uri)
                             .map_or_else(String::new, |(a, b)| format!("#L{a}-{b}"))
                     );
+                    if let Some(shown) = turn.attached(&contents.uri) {
+                        mention(&mut turn, &shown);
+                        continue;
+                    }
                     let path = turn.unique(path, &contents.uri);
                     mention(&mut turn, &path);
                     turn.files
@@ -104,6 +121,10 @@ pub(crate) async fn user_turn(
                 }
                 EmbeddedResourceResource::BlobResourceContents(contents) => {
                     let path = shown_path(&contents.uri, cwd, "resource.bin");
+                    if let Some(shown) = turn.attached(&contents.uri) {
+                        mention(&mut turn, &shown);
+                        continue;
+                    }
                     let path = turn.unique(path, &contents.uri);
                     mention(&mut turn, &path);
                     let media_type = contents
@@ -187,6 +208,11 @@ async fn link_file(
     let range = lines_of(&link.uri);
     if let Some((first, last)) = range {
         path = format!("{path}#L{first}-{last}");
+    }
+    if let Some(shown) = turn.attached(&link.uri) {
+        // The same file (or lines) linked again: named again, sent once.
+        mention(turn, &shown);
+        return Ok(());
     }
     let path = turn.unique(path, &link.uri);
     mention(turn, &path);
@@ -476,6 +502,38 @@ mod tests {
         assert_eq!(lines_of("file:///x#L9-3"), None);
         assert_eq!(lines_of("file:///x#L0"), None);
         assert_eq!(lines_of("file:///x#heading"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn one_file_given_twice_is_sent_once_under_its_own_path() {
+        // It was sent twice, the second time as `src/src/lib.rs`, a path that does not
+        // exist (found in review).
+        let dir = tempfile_dir();
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        let link = || {
+            ContentBlock::ResourceLink(ResourceLink::new(
+                "lib.rs",
+                format!("file://{}", dir.join("src/lib.rs").display()),
+            ))
+        };
+        let request = run(
+            vec![
+                ContentBlock::Text(TextContent::new("Compare")),
+                link(),
+                ContentBlock::Text(TextContent::new(" with")),
+                link(),
+            ],
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(request["files"].as_array().unwrap().len(), 1, "{request}");
+        assert_eq!(request["files"][0]["path"], "src/lib.rs");
+        assert_eq!(
+            request["instruction"],
+            "Compare`src/lib.rs` with`src/lib.rs`"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

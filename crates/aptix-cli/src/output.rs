@@ -78,12 +78,13 @@ pub(crate) fn print_line(text: &str) -> Result<(), anyhow::Error> {
 /// or a tab is shown as its symbol (ESC as `␛`, BEL as `␇`), not obeyed. An answer is
 /// the model's, and the model reads the workspace: a file with an escape sequence in it
 /// could otherwise set the terminal's title, write the clipboard (OSC 52) or hide text
-/// (`\r`). A `\r` before a `\n` is a line ending and stays.
+/// (`\r`). A `\r` before a `\n` is a line ending and stays; one at the end of `text`
+/// is shown (the printer holds a chunk's last `\r` back until the next chunk).
 fn for_terminal(text: &str) -> Cow<'_, str> {
     let obeyed = |c: char| c.is_control() && c != '\n' && c != '\t' && c != '\r';
     let lone_return = text
         .char_indices()
-        .any(|(at, c)| c == '\r' && !text[at + 1..].starts_with('\n') && at + 1 < text.len());
+        .any(|(at, c)| c == '\r' && !text[at + 1..].starts_with('\n'));
     if !text.chars().any(obeyed) && !lone_return {
         return Cow::Borrowed(text);
     }
@@ -91,7 +92,7 @@ fn for_terminal(text: &str) -> Cow<'_, str> {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\r' if chars.peek().is_none_or(|next| *next == '\n') => shown.push(c),
+            '\r' if chars.peek() == Some(&'\n') => shown.push(c),
             '\n' | '\t' => shown.push(c),
             // C0 controls have pictures at U+2400 + code; DEL at U+2421.
             c if u32::from(c) < 0x20 => {
@@ -103,6 +104,19 @@ fn for_terminal(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(shown)
+}
+
+/// One streamed chunk of the answer as a terminal is shown it ([`for_terminal`]). A
+/// `\r` that ends a chunk is a line ending only if the next chunk starts with `\n`: it
+/// is held back in `held` until that chunk says which.
+fn terminal_chunk(held: &mut String, text: &str) -> String {
+    let mut chunk = std::mem::take(held);
+    chunk.push_str(text);
+    if chunk.ends_with('\r') {
+        chunk.pop();
+        held.push('\r');
+    }
+    for_terminal(&chunk).into_owned()
 }
 
 /// Whether an error is stdout closing under us (the reader went away).
@@ -135,6 +149,9 @@ pub(crate) struct AnswerPrinter {
     noted: Vec<String>,
     /// Stdout is a terminal: the answer's control characters are shown, not obeyed.
     terminal: bool,
+    /// On a terminal, a `\r` that ended the last chunk, until the next shows whether a
+    /// `\n` follows it.
+    held_return: String,
 }
 
 impl AnswerPrinter {
@@ -243,11 +260,14 @@ impl AnswerPrinter {
             return;
         }
         let shown = if self.terminal {
-            for_terminal(text)
+            Cow::Owned(terminal_chunk(&mut self.held_return, text))
         } else {
             Cow::Borrowed(text)
         };
         let text = shown.as_ref();
+        if text.is_empty() {
+            return;
+        }
         let mut out = io::stdout().lock();
         match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             Ok(()) => {
@@ -260,6 +280,11 @@ impl AnswerPrinter {
 
     /// Ends the answer with a newline and reports the first write error.
     pub(crate) fn finish(mut self) -> Result<(), anyhow::Error> {
+        if !self.held_return.is_empty() {
+            // A lone `\r` at the very end: shown, not obeyed.
+            self.held_return.clear();
+            self.write("\u{240d}");
+        }
         if self.wrote && !self.ends_with_newline {
             self.write("\n");
         }
@@ -285,16 +310,27 @@ mod tests {
             "ok\u{241b}]0;PWNED\u{2407}\u{241b}]52;c;ZXZpbA==\u{2407}done\u{240d}X\u{fffd}31m"
         );
         // Plain text, line endings and tabs pass as they are, without a copy.
-        for plain in [
-            "line one\nline two",
-            "a\tb\r\nc",
-            "ünïcödé ✓",
-            "ends with\r",
-        ] {
+        for plain in ["line one\nline two", "a\tb\r\nc", "ünïcödé ✓"] {
             assert!(
                 matches!(for_terminal(plain), std::borrow::Cow::Borrowed(_)),
                 "{plain:?}"
             );
         }
+        assert_eq!(for_terminal("ends with\r"), "ends with\u{240d}");
+    }
+
+    #[test]
+    fn a_return_that_ends_a_chunk_waits_for_the_next() {
+        // Deltas end anywhere: "done\r" then "rm -rf ~ is safe" would overwrite the line.
+        let mut held = String::new();
+        assert_eq!(super::terminal_chunk(&mut held, "done\r"), "done");
+        assert_eq!(
+            super::terminal_chunk(&mut held, "rm -rf ~ is safe"),
+            "\u{240d}rm -rf ~ is safe"
+        );
+        // A line ending split across two chunks stays one.
+        assert_eq!(super::terminal_chunk(&mut held, "line\r"), "line");
+        assert_eq!(super::terminal_chunk(&mut held, "\nnext"), "\r\nnext");
+        assert!(held.is_empty());
     }
 }

@@ -75,7 +75,12 @@ pub(crate) fn run(
     json: bool,
     runtime: &Runtime,
 ) -> Result<u8, anyhow::Error> {
-    match runtime.block_on(solve_value(provider, request)) {
+    // A request sent again is told as a note, as `aptix ask` tells it.
+    let solving = aptix_client::observe_retries(
+        crate::output::note_request_retry,
+        solve_value(provider, request),
+    );
+    match runtime.block_on(solving) {
         Ok(solution) => {
             for failure in &solution.failures {
                 warn(&format!(

@@ -41,6 +41,15 @@ pub(crate) fn resolve(explicit: Option<&Path>) -> Result<PathBuf, anyhow::Error>
     let current = std::env::current_dir().context("could not read the current folder")?;
     let found = aptix_runtime::find_workspace(&current);
     if let Some(why) = too_wide(&found) {
+        // A home folder that is a git repository (dotfiles) does not make every folder
+        // under it one workspace: an index nearer the current folder does.
+        if let Some(indexed) = current
+            .ancestors()
+            .take_while(|dir| *dir != found)
+            .find(|dir| dir.join(aptix_index::APTIX_DIR).is_dir())
+        {
+            return Ok(indexed.to_path_buf());
+        }
         return Err(usage(format!(
             "{why}: run aptix in a project folder, pass --workspace DIR, or create \
              aptix.toml there to mean it"
@@ -57,9 +66,11 @@ pub(crate) fn too_wide(dir: &Path) -> Option<String> {
         .filter(|home| !home.is_empty())
         .map(PathBuf::from);
     let wide = dir.parent().is_none() || home.as_deref() == Some(dir);
-    (wide && !aptix_runtime::is_marked_workspace(dir)).then(|| {
+    // Only an aptix.toml there says the folder is meant: a `.git` of dotfiles, or an
+    // index an older aptix left there, does not.
+    (wide && !aptix_runtime::has_workspace_file(dir)).then(|| {
         format!(
-            "{} holds no project (no aptix.toml, .git or index), and is too wide a workspace",
+            "{} holds no aptix.toml, and is too wide a workspace",
             dir.display()
         )
     })

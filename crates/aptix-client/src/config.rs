@@ -356,14 +356,18 @@ impl OpenAiConfigBuilder {
         let path = base_url.path().trim_end_matches('/');
         for endpoint in ["/responses", "/chat/completions"] {
             if let Some(base) = path.strip_suffix(endpoint) {
+                // Named without any user-info (`user:password@`) it holds.
+                let host = base_url
+                    .authority()
+                    .map_or("", |authority| authority.as_str())
+                    .rsplit('@')
+                    .next()
+                    .unwrap_or_default();
                 return Err(ClientError::config(
                     "base_url",
                     format!(
-                        "{text:?} names the {endpoint} endpoint; the base URL is the part before it, e.g. {}://{}{base}",
+                        "the base URL names the {endpoint} endpoint; it is the part before it, e.g. {}://{host}{base}",
                         base_url.scheme_str().unwrap_or("https"),
-                        base_url
-                            .authority()
-                            .map_or("", |authority| authority.as_str()),
                     ),
                 ));
             }
@@ -548,6 +552,13 @@ mod tests {
                 .to_string();
             assert!(error.contains(&format!("e.g. {base}")), "{error}");
         }
+        let error = OpenAiConfig::builder()
+            .base_url("https://u:hunter2@proxy.example/v1/responses")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("hunter2"), "{error}");
+        assert!(error.contains("e.g. https://proxy.example/v1"), "{error}");
         let error = OpenAiConfig::builder()
             .api_key("sk-bad\nkey")
             .build()

@@ -25,8 +25,11 @@ pub(crate) struct PreparedInputs {
 fn selection(path: &str) -> (&str, u32) {
     path.rsplit_once("#L")
         .and_then(|(file, lines)| {
-            let start = lines.split_once('-').map_or(lines, |(start, _)| start);
+            let (start, end) = lines.split_once('-').unwrap_or((lines, lines));
             let start: u32 = start.parse().ok().filter(|start| *start >= 1)?;
+            // The end is the text's own; one that is not a line number after the start
+            // makes this no selection.
+            end.parse::<u32>().ok().filter(|end| *end >= start)?;
             (!file.is_empty()).then_some((file, start))
         })
         .unwrap_or((path, 1))
@@ -48,7 +51,7 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
                             id: ChunkId::new(format!("input:{path}")),
                             path: file.to_owned(),
                             lines: span,
-                            language: language_for_path(path).to_owned(),
+                            language: language_for_path(file).to_owned(),
                             content: content.to_owned(),
                             metadata: Default::default(),
                         },

@@ -816,8 +816,9 @@ pub(crate) fn client_error_envelope(
 }
 
 /// Attached text files within `max_tokens` together, in order: each whole while they
-/// fit, the one that passes the limit cut to its first lines (a warning says which
-/// lines the model got), any after it left out with a warning.
+/// fit, one that passes the limit cut to its first lines (a warning says which lines
+/// the model got), and each after it kept as far as what is left allows (left out, with
+/// a warning, where not even its first line fits).
 fn fit_attachments(
     attachments: Vec<ScoredChunk>,
     max_tokens: usize,

@@ -139,3 +139,23 @@ async fn a_selection_is_shown_at_its_lines_and_two_of_one_file_are_both_sent() {
     }
     assert!(!sent.contains("Path: src/five.rs#L"), "{sent:.2000}");
 }
+
+#[tokio::test]
+async fn overlapping_selections_of_one_file_are_both_sent() {
+    // Two selections sharing a line were deduplicated as retrieved chunks are, and the
+    // second was dropped with a warning blaming the budget (found in review).
+    let (sent, warnings) = sent_with(
+        OrchestratorConfig::default(),
+        serde_json::json!([
+            {"path": "src/five.rs#L3-5", "content": "let third = 3;\nlet fourth = 4;\nlet fifth = 5;"},
+            {"path": "src/five.rs#L4-6", "content": "let fourth = 4;\nlet fifth = 5;\nlet sixth = 6;"},
+        ]),
+    )
+    .await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        sent.contains("Lines: 3-5") && sent.contains("Lines: 4-6"),
+        "{sent:.2000}"
+    );
+    assert!(sent.contains("let sixth = 6;"));
+}

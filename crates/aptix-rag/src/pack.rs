@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use crate::render::{CONTEXT_HEADER, rendered_size_hint, write_section};
-use crate::select::{chunk_matches, dedupe_overlapping};
+use crate::select::{chunk_matches, dedupe_keeping};
 use crate::{Chunk, ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
 
 /// The outcome of [`pack`].
@@ -146,7 +146,9 @@ fn header_tokens(counter: &TokenCounter) -> usize {
 ///    ([`ScopeCondition::accepts`](aptix_model::contract::ScopeCondition::accepts)); a
 ///    condition on a key that no retrieved chunk carries is one the store does not know,
 ///    and is ignored (the index warns about it);
-/// 2. chunks repeating lines of a better-placed one are dropped ([`dedupe_overlapping`]);
+/// 2. retrieved chunks repeating lines of a better-placed one (an attachment included)
+///    are dropped ([`dedupe_overlapping`](crate::dedupe_overlapping)); attachments are
+///    not, even where two selections of one file share lines;
 /// 3. at most `query.max_chunks` retrieved chunks are considered;
 /// 4. the rest is [`pack`]ed into `query.token_budget` o200k tokens, rank order kept,
 ///    the attachments kept whatever they cost.
@@ -205,9 +207,10 @@ pub fn select_context(
         .map(|scored| scored.chunk.id.clone())
         .collect();
     let mut candidates = attachments;
+    let chosen = candidates.len();
     candidates.extend(retrieved);
-    let mut candidates = dedupe_overlapping(candidates);
-    // The attachments left (one repeating another's lines is dropped) lead, in order.
+    let mut candidates = dedupe_keeping(candidates, chosen);
+    // The attachments left (one given twice is sent once) lead, in order.
     let kept = candidates
         .iter()
         .take_while(|scored| attached.contains(&scored.chunk.id))
@@ -221,7 +224,8 @@ pub fn select_context(
 /// returned whole. For an attachment too large for the model: the lines kept are whole,
 /// and the span says which they are.
 pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -> Option<Chunk> {
-    if counter.count(&chunk.content) <= max_tokens {
+    let whole = counter.count(&chunk.content);
+    if whole <= max_tokens {
         return Some(chunk.clone());
     }
     // Byte offsets of each line's end (exclusive), in order.
@@ -231,11 +235,26 @@ pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -
         .map(|(at, _)| at)
         .chain(std::iter::once(chunk.content.len()))
         .collect();
-    // The most lines whose text fits: counts grow with the lines kept, so search.
+    let fits_in = |lines: usize| counter.count(&chunk.content[..ends[lines - 1]]) <= max_tokens;
+    // The most lines whose text fits: counts grow with the lines kept, so search. The
+    // bounds start near the share of the text the budget buys, so that no count reads
+    // much more than the budget's worth of a file that may be megabytes.
+    let share = |factor: f64| {
+        let bytes = chunk.content.len() as f64 * max_tokens as f64 / whole as f64 * factor;
+        ends.partition_point(|end| (*end as f64) <= bytes)
+    };
     let (mut fits, mut over) = (0usize, ends.len());
+    let above = share(2.0);
+    if above >= 1 && above < over && !fits_in(above) {
+        over = above;
+    }
+    let below = share(0.5);
+    if below >= 1 && below < over && fits_in(below) {
+        fits = below;
+    }
     while over - fits > 1 {
         let middle = fits + (over - fits) / 2;
-        if counter.count(&chunk.content[..ends[middle - 1]]) <= max_tokens {
+        if fits_in(middle) {
             fits = middle;
         } else {
             over = middle;

@@ -38,6 +38,14 @@ pub(crate) fn chunk_matches(chunk: &Chunk, scope: &[ScopeCondition]) -> bool {
 /// stays a valid source reference and its line span stays exact (AGN-002 asks the model
 /// to treat each chunk as authoritative for its span).
 pub fn dedupe_overlapping(ranked: Vec<ScoredChunk>) -> Vec<ScoredChunk> {
+    dedupe_keeping(ranked, 0)
+}
+
+/// [`dedupe_overlapping`], with the first `chosen` chunks (a user's attachments) kept
+/// even where they overlap one another (two selections of one file that share lines),
+/// unless one repeats another's id exactly; the chunks after them are judged against
+/// them as usual.
+pub(crate) fn dedupe_keeping(ranked: Vec<ScoredChunk>, chosen: usize) -> Vec<ScoredChunk> {
     // Which to keep, judged on borrowed paths and ids (nothing is copied); spans kept
     // so far, per path. Retrievals return tens of chunks, a handful per file, so a
     // linear scan of one path's spans beats anything cleverer.
@@ -48,12 +56,13 @@ pub fn dedupe_overlapping(ranked: Vec<ScoredChunk>) -> Vec<ScoredChunk> {
             HashSet::with_capacity_and_hasher(ranked.len(), RandomState::default());
         ranked
             .iter()
-            .map(|candidate| {
+            .enumerate()
+            .map(|(rank, candidate)| {
                 let chunk = &candidate.chunk;
                 let kept_spans = spans.entry(chunk.path.as_str()).or_default();
-                if kept_spans.iter().any(|span| span.overlaps(chunk.lines))
-                    || !ids.insert(&chunk.id)
-                {
+                let overlaps =
+                    rank >= chosen && kept_spans.iter().any(|span| span.overlaps(chunk.lines));
+                if overlaps || !ids.insert(&chunk.id) {
                     return false;
                 }
                 kept_spans.push(chunk.lines);

@@ -113,4 +113,4 @@ pub use settings::{
     misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
-pub use workspace::{Workspace, find_workspace, is_marked_workspace};
+pub use workspace::{Workspace, find_workspace, has_workspace_file};

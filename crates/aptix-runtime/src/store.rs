@@ -109,6 +109,22 @@ fn is_connection_string(text: &str) -> bool {
         "keepalives_idle",
         "channel_binding",
         "load_balance_hosts",
+        "keepalives_interval",
+        "keepalives_retries",
+        "tcp_user_timeout",
+        "sslnegotiation",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "sslpassword",
+        "sslcrl",
+        "requiressl",
+        "gssencmode",
+        "krbsrvname",
+        "service",
+        "client_encoding",
+        "replication",
+        "fallback_application_name",
     ];
     text.trim_start()
         .split_once(|c: char| c == '=' || c.is_whitespace())
@@ -371,6 +387,7 @@ mod tests {
         for text in [
             "host=127.0.0.1 port=5432 user=aptix password=secret dbname=aptix",
             "  dbname = aptix host=db",
+            "tcp_user_timeout=10 host=db password=secret",
         ] {
             let location = at(Some(text)).unwrap();
             assert_eq!(location, StoreLocation::Postgres(text.to_owned()));

@@ -225,14 +225,11 @@ impl Workspace {
 /// The entries that mark a project's root, checked in each folder going up.
 const MARKERS: &[&str] = &[WORKSPACE_FILE, ".git"];
 
-/// Whether `dir` is marked as a workspace: it holds `aptix.toml`, `.git` or an index
-/// (`.aptix/`). [`find_workspace`] falls back to its start folder when no folder is; a
-/// front end may refuse a fallback too wide to index (the home folder, `/`).
-pub fn is_marked_workspace(dir: &Path) -> bool {
-    MARKERS
-        .iter()
-        .chain(&[APTIX_DIR])
-        .any(|marker| dir.join(marker).exists())
+/// Whether `dir` holds an `aptix.toml`: the one marker that says a folder is meant as a
+/// workspace, where a front end would otherwise refuse one too wide to index (the home
+/// folder, `/`; a `.git` there may be dotfiles).
+pub fn has_workspace_file(dir: &Path) -> bool {
+    dir.join(WORKSPACE_FILE).is_file()
 }
 
 /// The workspace a front end started in `start` works in: the nearest folder from

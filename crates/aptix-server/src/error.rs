@@ -259,14 +259,17 @@ pub(crate) fn causes(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// The last of `error`'s causes: what went wrong at the bottom (a refused connection, a
-/// deadline passed), without the layers that name where.
-pub(crate) fn root_cause(error: &dyn std::error::Error) -> String {
+/// What went wrong at the bottom of `error`, when it is a plain I/O failure (a refused
+/// connection, an unreachable host) that tells a caller nothing about the database: a
+/// database's own words (a user name in "password authentication failed for user",
+/// a database name) stay in the log.
+pub(crate) fn io_cause(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut last = error;
     while let Some(cause) = last.source() {
         last = cause;
     }
-    last.to_string()
+    last.downcast_ref::<std::io::Error>()
+        .map(ToString::to_string)
 }
 
 #[cfg(test)]

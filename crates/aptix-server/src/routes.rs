@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{
-    AgentExecuteResponse, FinishReason, Kind, LlmUsage, SessionId, ValidatedRequest,
-};
+use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -291,16 +289,23 @@ fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
 }
 
 /// The session id of a `/v1/sessions/{id}` path, or the `400` when it does not read or
-/// is not a session id (a control character, such as a NUL, which PostgreSQL refuses).
+/// holds a NUL, which no store keeps (PostgreSQL refuses it in text). Other control
+/// characters are no longer given to new sessions (`invalid_id`), but a session stored
+/// with one before can still be read and deleted.
 fn session_id(
     id: Result<Path<String>, PathRejection>,
     request_id: &str,
 ) -> Result<String, ApiError> {
     let Path(id) =
         id.map_err(|rejection| unreadable("path", &rejection.body_text(), request_id))?;
-    SessionId::new(id)
-        .map(SessionId::into_string)
-        .map_err(|violation| unreadable("path", &violation.message, request_id))
+    if id.contains('\0') {
+        return Err(unreadable(
+            "path",
+            "the session id holds the control character '\\0', which no session id has",
+            request_id,
+        ));
+    }
+    Ok(id)
 }
 
 /// The token of an `Authorization` value of the Bearer scheme. The scheme's name is
@@ -1446,7 +1451,11 @@ pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> R
         Ok(Ok(_)) => return axum::Json(StatusView { status: "ready" }).into_response(),
         Ok(Err(error)) => {
             tracing::warn!(%request_id, cause = %crate::error::causes(&error), "not ready");
-            format!("{error}: {}", crate::error::root_cause(&error))
+            // The probe is open to anyone: the database's own words stay in the log.
+            match crate::error::io_cause(&error) {
+                Some(cause) => format!("{error}: {cause}"),
+                None => format!("{error} (the service's log says why, request {request_id})"),
+            }
         }
         Err(_) => {
             tracing::warn!(%request_id, "not ready: the session store did not answer in time");

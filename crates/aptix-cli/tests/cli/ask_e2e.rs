@@ -451,4 +451,10 @@ async fn a_server_that_ignores_stream_true_still_gets_its_answer_printed() {
         .collect::<Vec<_>>()
         .join("\n\n");
     assert_eq!(stdout(&output).trim_end(), text.trim_end());
+    // Nothing streamed, so nothing differs from the final response.
+    assert!(
+        !stderr(&output).contains("differs from the final response"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -363,4 +363,22 @@ fn the_home_folder_is_no_workspace_by_default_and_a_tilde_workspace_is_home() {
         .unwrap();
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(sandbox.home.path().join("project/.aptix").exists());
+    // A home folder kept in git (dotfiles), or holding an index an older aptix left
+    // there, is still too wide; an index nearer the current folder is the workspace.
+    std::fs::create_dir_all(sandbox.home.path().join(".git")).unwrap();
+    std::fs::create_dir_all(sandbox.home.path().join(".aptix")).unwrap();
+    let output = sandbox
+        .aptix()
+        .current_dir(sandbox.home.path().join("Downloads"))
+        .args(["ask", "--dry-run", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let output = sandbox
+        .aptix()
+        .current_dir(sandbox.home.path().join("project"))
+        .args(["ask", "--dry-run", "-v", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
 }

@@ -14,7 +14,9 @@ use super::delta::StreamDelta;
 /// departs from what was shown, the new answer is given whole
 /// ([`AnswerText::Restarted`]), so that the reader never shows a sentence the model
 /// did not write (the shown beginning of one answer joined to the end of another).
-/// The final envelope holds the new answer.
+/// The final envelope holds the new answer. Text a cut attempt showed that the new
+/// answer ends without repeating stays where it was shown (a reader cannot take back
+/// what it printed); the envelope tells the answer.
 ///
 /// Refusal text counts as answer text (it is the model's answer in words).
 ///
