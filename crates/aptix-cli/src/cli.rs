@@ -18,8 +18,8 @@ built-in defaults. The API key is read only from OPENAI_API_KEY.
 
 Exit codes: 0 success, 1 the model or the provider failed (error envelope) or another
 runtime failure, 2 bad usage or configuration (including a missing API key), 3 the
-answer is incomplete (output token limit or content filter), 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM).
+answer is incomplete (output token limit, content filter, or the turn's bound on model
+calls), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 
 See docs/cli.md for every flag, config key and environment variable.";
 
