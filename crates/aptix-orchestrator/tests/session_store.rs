@@ -297,6 +297,60 @@ async fn check_nul_in_texts(store: Arc<dyn SessionStore>) {
     assert_eq!(stored.turn_id, "t1");
 }
 
+/// A session made again under a deleted one's id goes on from its version, so a turn
+/// prepared against the deleted one (a process stalled past its lease) cannot commit over
+/// the new one by finding the version it expects there again. For the stores several
+/// processes share (SQLite on one machine, PostgreSQL across replicas).
+async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
+    store
+        .commit(
+            state("s", None),
+            None,
+            turn("t1", Scenario::UserTurn, "old"),
+        )
+        .await
+        .unwrap();
+    // A replica loaded version 1 and stalled past its lease; meanwhile the session
+    // is deleted and made again under the same id.
+    let stale = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stale.version, 1);
+    assert!(store.delete_session("s").await.unwrap());
+    let made_again = store
+        .commit(
+            state("s", None),
+            None,
+            turn("t-new", Scenario::UserTurn, "new"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        made_again, 2,
+        "the new session goes on from the deleted one's version"
+    );
+    // The stalled turn comes back: its commit finds no session at version 1.
+    let error = store
+        .commit(
+            stale.value.clone(),
+            Some(stale.version),
+            turn("t-stale", Scenario::UserTurn, "stale"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OrchestratorError::Conflict { .. }),
+        "{error:?}"
+    );
+    let now = store.load("s").await.unwrap().unwrap();
+    assert_eq!(now.version, 2);
+    assert!(
+        store
+            .stored_turn(&key("s", "t-stale", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
 /// A delete that races a turn taking the session's lease never takes the lease away
 /// from the turn: either the delete goes first (the turn then runs on a new session) or
 /// it finds the session busy. Before, a PostgreSQL delete could check for a lease, see
@@ -512,6 +566,7 @@ async fn sqlite_store_conforms() {
     check_listing_and_deleting(open("c.db")).await;
     check_deleting_races_lease_takers(open("f.db")).await;
     check_nul_in_texts(open("g.db")).await;
+    check_no_stale_commit_after_a_delete(open("h.db")).await;
     check_compacted_session(open("d.db")).await;
     check_turn_listing(open("e.db")).await;
 }
@@ -806,53 +861,7 @@ mod postgres {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_session_made_again_after_a_delete_never_takes_a_stale_commit() {
         let (_database, store) = fresh().await;
-        store
-            .commit(
-                state("s", None),
-                None,
-                turn("t1", Scenario::UserTurn, "old"),
-            )
-            .await
-            .unwrap();
-        // A replica loaded version 1 and stalled past its lease; meanwhile the session
-        // is deleted and made again under the same id.
-        let stale = store.load("s").await.unwrap().unwrap();
-        assert_eq!(stale.version, 1);
-        assert!(store.delete_session("s").await.unwrap());
-        let made_again = store
-            .commit(
-                state("s", None),
-                None,
-                turn("t-new", Scenario::UserTurn, "new"),
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            made_again, 2,
-            "the new session goes on from the deleted one's version"
-        );
-        // The stalled turn comes back: its commit finds no session at version 1.
-        let error = store
-            .commit(
-                stale.value.clone(),
-                Some(stale.version),
-                turn("t-stale", Scenario::UserTurn, "stale"),
-            )
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(error, OrchestratorError::Conflict { .. }),
-            "{error:?}"
-        );
-        let now = store.load("s").await.unwrap().unwrap();
-        assert_eq!(now.version, 2);
-        assert!(
-            store
-                .stored_turn(&key("s", "t-stale", Scenario::UserTurn))
-                .await
-                .unwrap()
-                .is_none()
-        );
+        check_no_stale_commit_after_a_delete(store).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,8 +20,11 @@ use crate::session::{KeptApartItems, SessionState, StoredTurn, TurnKey, Versione
 
 /// The schema version this code writes; a file with a newer one is refused rather than
 /// misread. 2 added `compactions`; a session stored by version 1 keeps its compactions'
-/// items in its state until its next commit moves them there.
-const SCHEMA_VERSION: i64 = 2;
+/// items in its state until its next commit moves them there. 3 added
+/// `deleted_sessions`: the last version of each deleted session, which a session made
+/// again under its id goes on from, so that a process stalled past its lease cannot
+/// commit over the new session by finding the version it expects there again.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -48,6 +51,10 @@ CREATE TABLE IF NOT EXISTS compactions (
     seq        INTEGER NOT NULL,
     items      TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS deleted_sessions (
+    session_id TEXT PRIMARY KEY,
+    version    INTEGER NOT NULL
 );
 ";
 
@@ -333,7 +340,21 @@ impl SessionStore for SqliteSessionStore {
                     found,
                 });
             }
-            let version = found.map_or(1, |version| version + 1);
+            let version = match found {
+                Some(version) => version + 1,
+                // A session made again under a deleted one's id goes on from its version.
+                None => {
+                    let deleted: Option<i64> = transaction
+                        .query_row(
+                            "SELECT version FROM deleted_sessions WHERE session_id = ?1",
+                            params![session_id],
+                            |row| row.get(0),
+                        )
+                        .optional()
+                        .map_err(fail)?;
+                    deleted.map_or(0, to_version) + 1
+                }
+            };
             let now = now_ms();
             transaction
                 .execute(
@@ -527,6 +548,15 @@ impl SessionStore for SqliteSessionStore {
                     expires_in: None,
                 });
             }
+            // Its version is kept, for a session made again under this id to go on from.
+            transaction
+                .execute(
+                    "INSERT INTO deleted_sessions (session_id, version)
+                     SELECT session_id, version FROM sessions WHERE session_id = ?1
+                     ON CONFLICT (session_id) DO UPDATE SET version = excluded.version",
+                    params![session_id],
+                )
+                .map_err(|error| OrchestratorError::store("delete session", error))?;
             let deleted = transaction
                 .execute("DELETE FROM sessions WHERE session_id = ?1", params![session_id])
                 .map_err(|error| OrchestratorError::store("delete session", error))?;
