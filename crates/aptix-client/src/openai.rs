@@ -107,10 +107,16 @@ impl OpenAiProvider {
                 }
                 .map_err(|error| ClientError::decode("reply", &[], 0, error.to_string()))?;
             let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
-            let decoded: Response = serde_json::from_slice(&bytes).map_err(|error| {
+            // Read for its status only: the fold decodes the response itself, once.
+            #[derive(serde::Deserialize)]
+            struct Status {
+                #[serde(default)]
+                status: Option<String>,
+            }
+            let decoded: Status = serde_json::from_slice(&bytes).map_err(|error| {
                 json_decode_error("reply", &bytes, &error).with_request_id(request_id.as_deref())
             })?;
-            let kind = match decoded.status.as_ref().map(|status| status.as_str()) {
+            let kind = match decoded.status.as_deref() {
                 Some("incomplete") => "response.incomplete",
                 Some("failed") => "response.failed",
                 _ => "response.completed",

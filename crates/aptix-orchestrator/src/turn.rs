@@ -827,11 +827,12 @@ fn fit_attachments(
 ) -> Vec<ScoredChunk> {
     let mut used = 0usize;
     let mut fitted = Vec::with_capacity(attachments.len());
-    for mut attachment in attachments {
+    for attachment in attachments {
         let left = max_tokens.saturating_sub(used);
         let whole = attachment.chunk.lines;
-        match cut_to_tokens(&attachment.chunk, left, counter) {
-            Some(cut) => {
+        let path = attachment.chunk.path.clone();
+        match cut_to_tokens(attachment.chunk, left, counter) {
+            Some((cut, tokens)) => {
                 if cut.lines != whole {
                     warnings.push(format!(
                         "file input {} was cut to lines {}-{} of {} to fit half of the model's context window ({max_tokens} tokens); the rest was left out",
@@ -841,13 +842,14 @@ fn fit_attachments(
                         whole.end()
                     ));
                 }
-                used = used.saturating_add(counter.count(&cut.content));
-                attachment.chunk = cut;
-                fitted.push(attachment);
+                used = used.saturating_add(tokens);
+                fitted.push(ScoredChunk {
+                    chunk: cut,
+                    score: attachment.score,
+                });
             }
             None => warnings.push(format!(
-                "file input {} was left out: it does not fit in what is left of half of the model's context window ({max_tokens} tokens)",
-                attachment.chunk.path
+                "file input {path} was left out: it does not fit in what is left of half of the model's context window ({max_tokens} tokens)"
             )),
         }
     }

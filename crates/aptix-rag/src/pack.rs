@@ -202,31 +202,28 @@ pub fn select_context(
         .into_iter()
         .filter(|scored| chunk_matches(&scored.chunk, &known))
         .collect();
-    let attached: std::collections::HashSet<ChunkId> = attachments
-        .iter()
-        .map(|scored| scored.chunk.id.clone())
-        .collect();
     let mut candidates = attachments;
     let chosen = candidates.len();
     candidates.extend(retrieved);
-    let mut candidates = dedupe_keeping(candidates, chosen);
     // The attachments left (one given twice is sent once) lead, in order.
-    let kept = candidates
-        .iter()
-        .take_while(|scored| attached.contains(&scored.chunk.id))
-        .count();
+    let (mut candidates, kept) = dedupe_keeping(candidates, chosen);
     candidates.truncate(kept.saturating_add(query.max_chunks));
     pack_keeping(candidates, kept, query.token_budget, counter)
 }
 
 /// `chunk` cut to its first lines whose text fits in `max_tokens` o200k tokens, its line
-/// span cut to match; `None` when not even its first line fits. A chunk that fits is
-/// returned whole. For an attachment too large for the model: the lines kept are whole,
-/// and the span says which they are.
-pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -> Option<Chunk> {
+/// span cut to match, with the tokens of the text kept; `None` when not even its first
+/// line fits. A chunk that fits is returned whole. For an attachment too large for the
+/// model: the lines kept are whole, and the span says which they are. Taken by value,
+/// as an attachment may be megabytes: it is neither copied nor counted twice.
+pub fn cut_to_tokens(
+    mut chunk: Chunk,
+    max_tokens: usize,
+    counter: &TokenCounter,
+) -> Option<(Chunk, usize)> {
     let whole = counter.count(&chunk.content);
     if whole <= max_tokens {
-        return Some(chunk.clone());
+        return Some((chunk, whole));
     }
     // Byte offsets of each line's end (exclusive), in order.
     let ends: Vec<usize> = chunk
@@ -235,7 +232,11 @@ pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -
         .map(|(at, _)| at)
         .chain(std::iter::once(chunk.content.len()))
         .collect();
-    let fits_in = |lines: usize| counter.count(&chunk.content[..ends[lines - 1]]) <= max_tokens;
+    // The tokens of the first `lines` lines, when they fit.
+    let fitting = |lines: usize| {
+        let tokens = counter.count(&chunk.content[..ends[lines - 1]]);
+        (tokens <= max_tokens).then_some(tokens)
+    };
     // The most lines whose text fits: counts grow with the lines kept, so search. The
     // bounds start near the share of the text the budget buys, so that no count reads
     // much more than the budget's worth of a file that may be megabytes.
@@ -243,21 +244,23 @@ pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -
         let bytes = chunk.content.len() as f64 * max_tokens as f64 / whole as f64 * factor;
         ends.partition_point(|end| (*end as f64) <= bytes)
     };
-    let (mut fits, mut over) = (0usize, ends.len());
+    let (mut fits, mut over, mut tokens) = (0usize, ends.len(), 0usize);
     let above = share(2.0);
-    if above >= 1 && above < over && !fits_in(above) {
+    if above >= 1 && above < over && fitting(above).is_none() {
         over = above;
     }
     let below = share(0.5);
-    if below >= 1 && below < over && fits_in(below) {
-        fits = below;
+    if below >= 1
+        && below < over
+        && let Some(counted) = fitting(below)
+    {
+        (fits, tokens) = (below, counted);
     }
     while over - fits > 1 {
         let middle = fits + (over - fits) / 2;
-        if fits_in(middle) {
-            fits = middle;
-        } else {
-            over = middle;
+        match fitting(middle) {
+            Some(counted) => (fits, tokens) = (middle, counted),
+            None => over = middle,
         }
     }
     if fits == 0 {
@@ -265,11 +268,9 @@ pub fn cut_to_tokens(chunk: &Chunk, max_tokens: usize, counter: &TokenCounter) -
     }
     let first = chunk.lines.start();
     let last = first.checked_add(u32::try_from(fits - 1).ok()?)?;
-    Some(Chunk {
-        lines: crate::LineSpan::new(first, last).ok()?,
-        content: chunk.content[..ends[fits - 1]].to_owned(),
-        ..chunk.clone()
-    })
+    chunk.lines = crate::LineSpan::new(first, last).ok()?;
+    chunk.content.truncate(ends[fits - 1]);
+    Some((chunk, tokens))
 }
 
 #[cfg(test)]
@@ -387,12 +388,13 @@ mod tests {
         let counter = TokenCounter::o200k().unwrap();
         let chunk = scored("big", 200).chunk;
         assert_eq!(
-            cut_to_tokens(&chunk, usize::MAX, &counter),
+            cut_to_tokens(chunk.clone(), usize::MAX, &counter).map(|(cut, _)| cut),
             Some(chunk.clone())
         );
         let whole = counter.count(&chunk.content);
         for max in [whole - 1, whole / 2, 20, 12] {
-            let cut = cut_to_tokens(&chunk, max, &counter).unwrap();
+            let (cut, tokens) = cut_to_tokens(chunk.clone(), max, &counter).unwrap();
+            assert_eq!(tokens, counter.count(&cut.content), "{max}");
             assert!(counter.count(&cut.content) <= max, "{max}");
             let lines = cut.content.lines().count();
             // The most lines that fit: one more would not.
@@ -406,6 +408,6 @@ mod tests {
             );
         }
         // Not even the first line fits.
-        assert_eq!(cut_to_tokens(&chunk, 1, &counter), None);
+        assert_eq!(cut_to_tokens(chunk, 1, &counter), None);
     }
 }

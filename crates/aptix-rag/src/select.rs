@@ -38,14 +38,14 @@ pub(crate) fn chunk_matches(chunk: &Chunk, scope: &[ScopeCondition]) -> bool {
 /// stays a valid source reference and its line span stays exact (AGN-002 asks the model
 /// to treat each chunk as authoritative for its span).
 pub fn dedupe_overlapping(ranked: Vec<ScoredChunk>) -> Vec<ScoredChunk> {
-    dedupe_keeping(ranked, 0)
+    dedupe_keeping(ranked, 0).0
 }
 
 /// [`dedupe_overlapping`], with the first `chosen` chunks (a user's attachments) kept
 /// even where they overlap one another (two selections of one file that share lines),
 /// unless one repeats another's id exactly; the chunks after them are judged against
-/// them as usual.
-pub(crate) fn dedupe_keeping(ranked: Vec<ScoredChunk>, chosen: usize) -> Vec<ScoredChunk> {
+/// them as usual. Also returns how many of the chosen stayed (they lead the result).
+pub(crate) fn dedupe_keeping(ranked: Vec<ScoredChunk>, chosen: usize) -> (Vec<ScoredChunk>, usize) {
     // Which to keep, judged on borrowed paths and ids (nothing is copied); spans kept
     // so far, per path. Retrievals return tens of chunks, a handful per file, so a
     // linear scan of one path's spans beats anything cleverer.
@@ -70,11 +70,13 @@ pub(crate) fn dedupe_keeping(ranked: Vec<ScoredChunk>, chosen: usize) -> Vec<Sco
             })
             .collect()
     };
-    ranked
+    let chosen_kept = keep.iter().take(chosen).filter(|kept| **kept).count();
+    let kept = ranked
         .into_iter()
         .zip(keep)
         .filter_map(|(candidate, keep)| keep.then_some(candidate))
-        .collect()
+        .collect();
+    (kept, chosen_kept)
 }
 
 #[cfg(test)]
