@@ -486,17 +486,7 @@ fn decode_error_body(body: &[u8]) -> Option<ApiError> {
 /// The error and its sources as one line, scrubbed of the key. Kept as text rather
 /// than as a boxed source because the HTTP stack's errors are not ours to vouch for.
 fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    scrub(&text, secret)
+    scrub(&aptix_model::error_chain(error), secret)
 }
 
 /// `text` with every occurrence of the secret replaced, and with the masked forms a

@@ -74,6 +74,28 @@ mod openapi;
 
 pub use error::ModelError;
 
+/// `error` and its causes on one line, joined by `: `, as Aptix prints and logs an
+/// error. A cause whose text the line already holds is left out: many errors repeat
+/// their source in their own message.
+///
+/// ```
+/// let io = std::io::Error::other("disk full");
+/// assert_eq!(aptix_model::error_chain(&io), "disk full");
+/// ```
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// A word for the kind of a JSON value (`null`, `a boolean`, `a number`, `a string`,
 /// `an array`, `an object`), for error messages that say what was found.
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
@@ -85,5 +107,23 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] Middle);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("middle: {0}")]
+    struct Middle(#[source] std::io::Error);
+
+    #[test]
+    fn an_error_chain_joins_the_causes_and_leaves_out_a_repeated_one() {
+        let error = Outer(Middle(std::io::Error::other("disk full")));
+        // `Middle` already says its source: it is not said twice.
+        assert_eq!(super::error_chain(&error), "outer: middle: disk full");
     }
 }

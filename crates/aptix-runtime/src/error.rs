@@ -100,18 +100,6 @@ impl Error {
     }
 }
 
-/// `error` and its causes, joined by `: ` (as the `aptix` command prints an error).
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +131,9 @@ mod tests {
             source: std::io::Error::other("disk full"),
         };
         assert!(!error.is_config());
-        assert_eq!(chain(&error), "could not create /repo/.aptix: disk full");
+        assert_eq!(
+            aptix_model::error_chain(&error),
+            "could not create /repo/.aptix: disk full"
+        );
     }
 }

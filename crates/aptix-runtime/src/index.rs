@@ -9,9 +9,9 @@ use aptix_orchestrator::ServerTool;
 use aptix_rag::Retriever;
 use aptix_tools::FileReader;
 
-use crate::error::chain;
 use crate::settings::Settings;
 use crate::{APTIX_DIR, Error};
+use aptix_model::error_chain as chain;
 
 /// What the runtime has to tell a person while it wires a workspace, for the front end
 /// to show (on stderr, in a log, as an editor's notice). The runtime itself writes

@@ -203,7 +203,7 @@ impl ApiError {
         ) {
             // The answer says what failed; the log says why, for the operator (a store's
             // errors name its database without the password).
-            tracing::error!(request_id, cause = %causes(&error), "{message}");
+            tracing::error!(request_id, cause = %aptix_model::error_chain(&error), "{message}");
         }
         let code = match &error {
             OrchestratorError::InvalidRequest(_) => ErrorCode::InvalidRequest,
@@ -245,18 +245,6 @@ impl IntoResponse for ApiError {
         }
         response
     }
-}
-
-/// `error` and its causes, joined by `: `.
-pub(crate) fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// What went wrong at the bottom of `error`, when it is a plain I/O failure (a refused

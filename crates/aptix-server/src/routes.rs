@@ -1450,7 +1450,7 @@ pub(crate) async fn readyz(State(state): State<AppState>, request: Request) -> R
     let reason = match probe {
         Ok(Ok(_)) => return axum::Json(StatusView { status: "ready" }).into_response(),
         Ok(Err(error)) => {
-            tracing::warn!(%request_id, cause = %crate::error::causes(&error), "not ready");
+            tracing::warn!(%request_id, cause = %aptix_model::error_chain(&error), "not ready");
             // The probe is open to anyone: the database's own words stay in the log.
             match crate::error::io_cause(&error) {
                 Some(cause) => format!("{error}: {cause}"),
