@@ -9,6 +9,10 @@
 //!   `in_progress` when it runs, and `completed` or `failed` with a summary and the
 //!   files it touched when it is done.
 //!
+//! What the turn warns of (an attachment cut to fit, context left out, a session
+//! compacted, a tool the model called that the mode lacks) is told among the thoughts
+//! too, each warning once: a compaction as it happens, the rest as the turn ends.
+//!
 //! A model call that is retried (a request that failed before its reply, a stream cut
 //! mid-answer) is told as a line among the thoughts, before the wait. A stream that is
 //! cut and sent again from its start repeats text the editor already shows: the
@@ -72,6 +76,9 @@ pub(crate) struct TurnReporter {
     any_text: bool,
     /// Whether a notification failed to go out (logged once).
     send_failed: bool,
+    /// The warnings already told (a compaction is told as it happens, and is among
+    /// the envelope's warnings at the end too).
+    warned: Vec<String>,
 }
 
 impl TurnReporter {
@@ -84,6 +91,7 @@ impl TurnReporter {
             shown: ShownAnswer::new(),
             any_text: false,
             send_failed: false,
+            warned: Vec::new(),
         }
     }
 
@@ -171,10 +179,19 @@ impl TurnReporter {
                     *resumed,
                 ));
             }
+            StreamDelta::Compacted { message, .. } => self.warn(message),
             StreamDelta::Error { code, message } => {
                 tracing::warn!(session = %self.session_id, %code, %message, "the stream reported an error");
             }
             _ => {}
+        }
+    }
+
+    /// A warning of the turn, on a line of its own among the thoughts, once.
+    fn warn(&mut self, warning: &str) {
+        if !self.warned.iter().any(|told| told == warning) {
+            self.warned.push(warning.to_owned());
+            self.thought(format!("\n[warning: {warning}]\n"));
         }
     }
 
@@ -255,6 +272,9 @@ impl TurnReporter {
             if let Some(answer) = answer {
                 self.text(answer);
             }
+        }
+        for warning in &envelope.warnings {
+            self.warn(warning);
         }
         // A call the orchestrator refused is reported with its reason as it finishes;
         // one still open here was left for the next turn (the turn stopped at its

@@ -847,6 +847,18 @@ async fn a_cut_stream_answered_anew_is_never_shown_spliced_and_no_call_is_left_r
         .position(|update| update["sessionUpdate"] == "agent_message_chunk")
         .unwrap_or_else(|| panic!("no answer: {updates:#?}"));
     assert!(refused < answer, "{updates:#?}");
+    // The turn's warning is told to the editor too, once, as the turn ends.
+    let warnings: Vec<&str> = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_thought_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .filter(|text| text.starts_with("\n[warning: the model called \"no_such_tool\""))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{updates:#?}");
+    assert!(
+        warnings[0].contains("which is not a tool of mode QA; it was told so]"),
+        "{warnings:?}"
+    );
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
 }
