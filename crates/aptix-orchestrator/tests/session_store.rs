@@ -299,8 +299,7 @@ async fn check_nul_in_texts(store: Arc<dyn SessionStore>) {
 
 /// A session made again under a deleted one's id goes on from its version, so a turn
 /// prepared against the deleted one (a process stalled past its lease) cannot commit over
-/// the new one by finding the version it expects there again. For the stores several
-/// processes share (SQLite on one machine, PostgreSQL across replicas).
+/// the new one by finding the version it expects there again.
 async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
     store
         .commit(
@@ -553,6 +552,7 @@ async fn in_memory_store_conforms() {
     check_listing_and_deleting(Arc::new(InMemorySessionStore::new())).await;
     check_deleting_races_lease_takers(Arc::new(InMemorySessionStore::new())).await;
     check_nul_in_texts(Arc::new(InMemorySessionStore::new())).await;
+    check_no_stale_commit_after_a_delete(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
     check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
 }

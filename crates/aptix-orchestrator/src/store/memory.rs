@@ -8,6 +8,11 @@
 //! of its last [`MemoryStoreLimits::max_turns_per_session`] turns for idempotent
 //! retries. A forgotten session behaves as an unknown one: a user turn starts it again
 //! without history, a tool continuation is `UnknownSession`.
+//!
+//! A session deleted or forgotten and then made again under the same id goes on from
+//! its last version (the store remembers the versions of as many gone sessions as it
+//! keeps sessions), as the SQLite and PostgreSQL stores do: a turn prepared against the
+//! old session cannot commit over the new one by finding its version there again.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -60,6 +65,10 @@ struct Inner {
     recency: BTreeMap<u64, String>,
     tick: u64,
     leases: HashMap<String, (String, Instant)>,
+    /// The last version of sessions deleted or forgotten, and their ids oldest first
+    /// (at most `max_sessions` of them).
+    gone: HashMap<String, u64>,
+    gone_order: VecDeque<String>,
 }
 
 #[derive(Debug)]
@@ -153,7 +162,7 @@ impl Inner {
                 .is_some_and(|ttl| now.saturating_duration_since(entry.touched) > ttl)
         };
         if expired {
-            self.remove(session_id);
+            self.remove(session_id, limits);
             return None;
         }
         self.tick += 1;
@@ -173,9 +182,21 @@ impl Inner {
 
     /// Takes the entry out; the caller drops it, after releasing the lock when it can
     /// (freeing a session's history and envelopes is the slow part of eviction).
-    fn remove(&mut self, session_id: &str) -> Option<Box<Entry>> {
+    fn remove(&mut self, session_id: &str, limits: &MemoryStoreLimits) -> Option<Box<Entry>> {
         let entry = self.sessions.remove(session_id)?;
         self.recency.remove(&entry.tick);
+        if self
+            .gone
+            .insert(session_id.to_owned(), entry.version)
+            .is_none()
+        {
+            self.gone_order.push_back(session_id.to_owned());
+        }
+        while self.gone_order.len() > limits.max_sessions.max(1) {
+            if let Some(oldest) = self.gone_order.pop_front() {
+                self.gone.remove(&oldest);
+            }
+        }
         Some(entry)
     }
 
@@ -204,7 +225,7 @@ impl Inner {
                 })
                 .filter(|id| !self.leased(id, now))
                 .collect();
-            evicted.extend(expired.iter().filter_map(|id| self.remove(id)));
+            evicted.extend(expired.iter().filter_map(|id| self.remove(id, limits)));
         }
         if self.sessions.len() <= limits.max_sessions {
             return evicted;
@@ -217,7 +238,7 @@ impl Inner {
             .take(excess)
             .cloned()
             .collect();
-        evicted.extend(victims.iter().filter_map(|id| self.remove(id)));
+        evicted.extend(victims.iter().filter_map(|id| self.remove(id, limits)));
         evicted
     }
 }
@@ -286,7 +307,11 @@ impl SessionStore for InMemorySessionStore {
                 found,
             });
         }
-        let version = found.map_or(1, |version| version + 1);
+        // A session made again goes on from the version it had when it went.
+        let version = match found {
+            Some(version) => version + 1,
+            None => inner.gone.get(&state.session_id).copied().unwrap_or(0) + 1,
+        };
         if let Some(entry) = inner.sessions.get_mut(&state.session_id) {
             // What is replaced is freed after the lock is released.
             let old_state = std::mem::replace(&mut entry.state, state);
@@ -436,7 +461,7 @@ impl SessionStore for InMemorySessionStore {
                 expires_in: None,
             });
         }
-        let removed = inner.remove(session_id);
+        let removed = inner.remove(session_id, &self.limits);
         inner.leases.remove(session_id);
         drop(inner);
         Ok(removed.is_some())
@@ -488,6 +513,8 @@ mod tests {
         assert!(store.stored_turn(&key("b", "t1")).await.unwrap().is_none());
         assert!(store.load("a").await.unwrap().is_some());
         assert!(store.load("c").await.unwrap().is_some());
+        // Made again, `b` goes on from the version it had.
+        assert_eq!(store.commit(state("b"), None, turn("t2")).await.unwrap(), 2);
     }
 
     #[tokio::test]
