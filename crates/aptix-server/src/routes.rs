@@ -561,7 +561,14 @@ fn turn_future(
     let orchestrator = Arc::clone(&state.orchestrator);
     let deadline = state.config.turn_timeout;
     let metrics = state.config.metrics.clone();
-    Box::pin(async move {
+    // The request's span goes with the turn wherever it runs: in its handler, in its
+    // streamed body's poll after the head went out, or in a task of its own after its
+    // client left; every line the turn logs (retries, cut streams, its end) carries the
+    // request id.
+    let span = tracing::Span::current();
+    let streamed = sink.is_some();
+    let started = std::time::Instant::now();
+    let turn = async move {
         let Turn {
             request, permit, ..
         } = turn;
@@ -602,8 +609,39 @@ fn turn_future(
             )),
         };
         drop(permit);
+        log_turn_end(&outcome, streamed, started);
         outcome
-    })
+    };
+    Box::pin(turn.instrument(span))
+}
+
+/// The line a turn's end is logged with, beyond the request's `answered` line (which,
+/// for a streamed turn, is written when its head goes out): an error envelope or a
+/// failed turn at `warn` with its code, a streamed turn's end at `info`.
+fn log_turn_end(outcome: &Outcome, streamed: bool, started: std::time::Instant) {
+    let elapsed_ms = started.elapsed().as_micros() as f64 / 1000.0;
+    match outcome {
+        Ok(envelope) if envelope.kind == Kind::Error => tracing::warn!(
+            code = envelope.error_code.as_deref().unwrap_or("unknown"),
+            streamed,
+            elapsed_ms,
+            "the turn ended with an error envelope: {}",
+            envelope.error_message.as_deref().unwrap_or("no message")
+        ),
+        Ok(envelope) if streamed => tracing::info!(
+            kind = %envelope.kind,
+            elapsed_ms,
+            "streamed turn ended"
+        ),
+        Ok(_) => {}
+        Err(error) if streamed => tracing::warn!(
+            code = error.code.as_str(),
+            elapsed_ms,
+            "streamed turn failed: {}",
+            error.message
+        ),
+        Err(_) => {}
+    }
 }
 
 /// A turn run by the request that asked for it (no task, channel or wake-up between

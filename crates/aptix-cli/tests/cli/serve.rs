@@ -254,3 +254,67 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
         stderr(&bad)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_line_a_streamed_turn_logs_carries_its_request_id_to_its_end() {
+    use aptix_testkit::fault_server::Step;
+    // The first stream is cut mid-answer, the request sent again gets a 500, the third
+    // answers: the turn logs a recovery and a retry after its head went out.
+    let events = text_answer_events("resp_cut", &["Half ", "an answer."]);
+    let cut = sse_text(&events[..4]);
+    let upstream = FaultServer::start(vec![
+        Reply::sse_steps(vec![Step::Send(cut.into_bytes()), Step::Reset]),
+        Reply::json(
+            500,
+            &json!({"error": {"message": "try later", "type": "server_error"}}),
+        ),
+        Reply::sse(sse_text(&text_answer_events("resp_ok", &["Whole."]))),
+    ])
+    .await;
+    let sandbox = Sandbox::new();
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[("APTIX_LOG_FORMAT", "json")],
+        &["-v".as_ref()],
+    )
+    .await;
+    let body = reqwest::Client::new()
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .header("x-request-id", "req-streamed-log-1")
+        .body(json!({"sessionId": "s-log", "turnId": "t-1", "instruction": "How?"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("event: envelope"), "{body}");
+    assert_eq!(upstream.requests().len(), 3);
+    let (_, log) = served.stop().await;
+    let records: Vec<Value> = log
+        .lines()
+        .filter(|line| !line.starts_with("aptix: "))
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect();
+    let of_turn = |needle: &str| {
+        records
+            .iter()
+            .find(|record| {
+                record["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|message| message.contains(needle))
+            })
+            .unwrap_or_else(|| panic!("no line with {needle:?}: {log}"))
+    };
+    for needle in ["stream cut", "answered 500", "streamed turn ended"] {
+        let record = of_turn(needle);
+        assert_eq!(
+            record["span"]["request_id"], "req-streamed-log-1",
+            "{record}"
+        );
+    }
+    assert_eq!(of_turn("streamed turn ended")["fields"]["kind"], "ok");
+}
