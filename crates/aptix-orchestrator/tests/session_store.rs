@@ -969,12 +969,20 @@ mod postgres {
         let error = PgSessionStore::connect(url, 1).await.unwrap_err();
         let mut text = format!("{error} {error:?}");
         let mut source = std::error::Error::source(&error);
+        let mut innermost: Option<&(dyn std::error::Error + 'static)> = None;
         while let Some(cause) = source {
             text.push_str(&format!(" {cause} {cause:?}"));
+            innermost = Some(cause);
             source = cause.source();
         }
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("aptix:***@127.0.0.1:1"), "{text}");
+        // The refusal stays an I/O error at the bottom of the chain: the service's
+        // `/readyz`, open to anyone, names such a plain cause and no database's words.
+        let io = innermost
+            .and_then(|cause| cause.downcast_ref::<std::io::Error>())
+            .unwrap_or_else(|| panic!("no I/O error at the bottom: {text}"));
+        assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused, "{text}");
 
         for mode in ["require", "verify-ca", "VERIFY-FULL"] {
             let url = format!("postgres://a:hunter2@db/x?sslmode={mode}");

@@ -1344,6 +1344,28 @@ const DEFAULT_LIST_LIMIT: usize = 50;
 /// The largest `limit` of a listing page.
 const MAX_LIST_LIMIT: usize = 1000;
 
+/// A store's listing cursor as `nextCursor`: base64url without padding, so that it
+/// goes into a query string as it is (a store's cursor holds a session id, which may
+/// hold `+`, `&`, `#` or spaces, and a client that pasted it unencoded skipped
+/// sessions without a word).
+fn write_cursor(cursor: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(cursor)
+}
+
+/// The store's cursor a `cursor` parameter holds, or why it holds none.
+fn read_cursor(text: &str) -> Result<String, String> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .filter(|cursor| !cursor.is_empty())
+        .ok_or_else(|| {
+            format!("{text:?} is not a cursor: pass the nextCursor of the previous page as it came")
+        })
+}
+
 /// `GET /v1/sessions?limit=N&cursor=C`.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 pub(crate) struct ListQuery {
@@ -1389,10 +1411,14 @@ pub(crate) async fn sessions(
         let reason = format!("limit must be 1 to {MAX_LIST_LIMIT}, not {limit}");
         return unreadable("query string", &reason, &request_id).into_response();
     }
+    let cursor = match query.cursor.as_deref().map(read_cursor).transpose() {
+        Ok(cursor) => cursor,
+        Err(reason) => return unreadable("query string", &reason, &request_id).into_response(),
+    };
     match state
         .orchestrator
         .store()
-        .list_sessions(limit, query.cursor.as_deref())
+        .list_sessions(limit, cursor.as_deref())
         .await
     {
         Ok(page) => axum::Json(SessionListView {
@@ -1405,7 +1431,7 @@ pub(crate) async fn sessions(
                     version: summary.version,
                 })
                 .collect(),
-            next_cursor: page.next_cursor,
+            next_cursor: page.next_cursor.as_deref().map(write_cursor),
         })
         .into_response(),
         Err(OrchestratorError::Config(message)) => {

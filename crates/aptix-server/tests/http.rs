@@ -993,12 +993,15 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
         provider.push_response(text_response(&format!("resp_{n}"), "Hello!"));
     }
     let server = start(provider, ServerConfig::default()).await;
-    for session in ["s-a", "s-b", "s-c"] {
+    // Ids with characters a query string gives a meaning to: the cursor holds them, and
+    // pasted into the next URL as it came (as `docs/serve.md` says), it must not lose
+    // any session.
+    for session in ["s-a", "a+b", "c&d #e"] {
         let response = server.post(&turn(session, "t1")).send().await.unwrap();
         assert_eq!(response.status(), 200);
     }
     let mut seen = Vec::new();
-    let mut url = format!("{}/v1/sessions?limit=2", server.base);
+    let mut url = format!("{}/v1/sessions?limit=1", server.base);
     loop {
         let page: Value = server
             .client
@@ -1013,11 +1016,19 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
             seen.push(session["sessionId"].as_str().unwrap().to_owned());
         }
         match page["nextCursor"].as_str() {
-            Some(cursor) => url = format!("{}/v1/sessions?limit=2&cursor={cursor}", server.base),
+            Some(cursor) => {
+                assert!(
+                    cursor
+                        .bytes()
+                        .all(|byte| byte.is_ascii_alphanumeric() || b"-_".contains(&byte)),
+                    "{cursor}"
+                );
+                url = format!("{}/v1/sessions?limit=1&cursor={cursor}", server.base);
+            }
             None => break,
         }
     }
-    assert_eq!(seen, ["s-c", "s-b", "s-a"]);
+    assert_eq!(seen, ["c&d #e", "a+b", "s-a"]);
 
     let (status, body) = error_of(server.get("/v1/sessions?cursor=nonsense").await).await;
     assert_eq!(
@@ -1027,7 +1038,7 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
 
     let deleted = server
         .client
-        .delete(format!("{}/v1/sessions/s-b", server.base))
+        .delete(format!("{}/v1/sessions/a+b", server.base))
         .send()
         .await
         .unwrap();
@@ -1035,7 +1046,7 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
     let (status, body) = error_of(
         server
             .client
-            .delete(format!("{}/v1/sessions/s-b", server.base))
+            .delete(format!("{}/v1/sessions/a+b", server.base))
             .send()
             .await
             .unwrap(),
@@ -1045,7 +1056,7 @@ async fn sessions_are_listed_newest_first_in_pages_and_deleted() {
         (status, body["error"]["code"].as_str()),
         (404, Some("unknown_session"))
     );
-    let gone = server.get("/v1/sessions/s-b").await;
+    let gone = server.get("/v1/sessions/a+b").await;
     assert_eq!(gone.status(), 404);
 }
 
@@ -1054,7 +1065,7 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
     let server = start(Arc::new(FakeProvider::new()), ServerConfig::default()).await;
     // Each refusal: the JSON error shape with its code, the request id, and the detail a
     // client needs to fix the call.
-    let cases: [(&str, &str, u16, &str, &str); 11] = [
+    let cases: [(&str, &str, u16, &str, &str); 12] = [
         (
             "GET",
             "/v1/sessions?limit=abc",
@@ -1116,6 +1127,14 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
         (
             "GET",
             "/v1/sessions?cursor=1%3Aa%00b",
+            400,
+            "invalid_request",
+            "is not a cursor: pass the nextCursor of the previous page as it came",
+        ),
+        (
+            // base64url of `1:a\0b`: a cursor in form, which no store cursor is.
+            "GET",
+            "/v1/sessions?cursor=MTphAGI",
             400,
             "invalid_request",
             "not a session list cursor",

@@ -539,7 +539,7 @@ impl PgStore {
         self.pool.get().await.map_err(|error| {
             let reason = match &error {
                 deadpool_postgres::PoolError::Timeout(_) => {
-                    "timed out waiting for a connection".to_owned()
+                    "timed out waiting for a connection".into()
                 }
                 other => root_cause(other),
             };
@@ -548,22 +548,28 @@ impl PgStore {
                 AtTarget {
                     what: "cannot connect to",
                     target: self.target.clone(),
-                    source: reason.into(),
+                    source: reason,
                 },
             )
         })
     }
 }
 
-/// The innermost cause's message ("Connection refused (os error 111)", "FATAL: password
+/// The innermost cause ("Connection refused (os error 111)", "FATAL: password
 /// authentication failed for user …"): the pool and the client each wrap it and repeat
-/// it in their own messages.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+/// it in their own messages. An I/O failure stays one, so that whoever reports it can
+/// tell a plain network failure from the database's own words.
+fn root_cause(
+    error: &(dyn std::error::Error + 'static),
+) -> Box<dyn std::error::Error + Send + Sync> {
     let mut current = error;
     while let Some(next) = current.source() {
         current = next;
     }
-    current.to_string()
+    match current.downcast_ref::<std::io::Error>() {
+        Some(io) => Box::new(std::io::Error::new(io.kind(), io.to_string())),
+        None => current.to_string().into(),
+    }
 }
 
 /// `sql` prepared on `client`, once per connection (deadpool keeps a statement cache), so
