@@ -293,16 +293,8 @@ impl Orchestrator {
         request: ValidatedRequest,
         sink: Option<DeltaSink<'_>>,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
-        let session_id = request.session_id().as_str().to_owned();
-        let key = TurnKey {
-            session_id: session_id.clone(),
-            turn_id: request.turn_id().as_str().to_owned(),
-            scenario: if request.is_tool_continuation() {
-                Scenario::ToolContinuation
-            } else {
-                Scenario::UserTurn
-            },
-        };
+        let key = TurnKey::of(&request);
+        let session_id = key.session_id.clone();
         if let Some(stored) = self.store.stored_turn(&key).await? {
             tracing::debug!(session = %session_id, turn = %key.turn_id, "answered from the store");
             return Ok(stored.envelope);

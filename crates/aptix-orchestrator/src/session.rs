@@ -335,6 +335,21 @@ pub struct TurnKey {
     pub scenario: Scenario,
 }
 
+impl TurnKey {
+    /// The key `request`'s result is stored under.
+    pub fn of(request: &aptix_model::contract::AgentExecuteRequest) -> TurnKey {
+        TurnKey {
+            session_id: request.session_id().as_str().to_owned(),
+            turn_id: request.turn_id().as_str().to_owned(),
+            scenario: if request.is_tool_continuation() {
+                Scenario::ToolContinuation
+            } else {
+                Scenario::UserTurn
+            },
+        }
+    }
+}
+
 /// A turn's result as stored, so that a retried identical request returns it instead of
 /// calling the model twice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest};
+use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest,
+};
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{MatchedPath, Path, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -471,21 +473,31 @@ async fn prepare_turn(
     let turn_request = ValidatedRequest::from_json_slice(&bytes).map_err(|rejection| {
         ApiError::from_orchestrator(OrchestratorError::InvalidRequest(rejection), request_id)
     })?;
-    let permit = Arc::clone(&state.turns).try_acquire_owned().map_err(|_| {
-        ApiError::new(
-            ErrorCode::OverCapacity,
-            format!(
-                "{} turns are already running; retry shortly",
-                state.config.max_concurrent_turns
-            ),
-            request_id,
-        )
-    })?;
-    let streamed = parts
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
+    let permit = match Arc::clone(&state.turns).try_acquire_owned() {
+        Ok(permit) => Some(permit),
+        // A turn already stored costs no model call: its retry (what a client sends after
+        // losing its connection, often under load) is answered at capacity too.
+        Err(_) if is_stored(state, &turn_request).await => None,
+        Err(_) => {
+            let most = state.config.max_concurrent_turns;
+            return Err(ApiError::new(
+                ErrorCode::OverCapacity,
+                format!(
+                    "{most} turn{} already running, the most this service runs at once; retry shortly",
+                    if most == 1 { " is" } else { "s are" }
+                ),
+                request_id,
+            ));
+        }
+    };
+    let asks_stream = matches!(&*turn_request, AgentExecuteRequest::UserTurn(turn) if turn.stream);
+    let streamed = wants_stream(
+        parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|value| value.to_str().ok()),
+        asks_stream,
+    );
     Ok((
         Turn {
             request: turn_request,
@@ -494,6 +506,46 @@ async fn prepare_turn(
         },
         streamed,
     ))
+}
+
+/// Whether a turn is answered as server-sent events: when `Accept` names
+/// `text/event-stream` with a weight above zero and at least that of
+/// `application/json`, or when the body asks (`"stream": true`) and `Accept`, if sent,
+/// admits the event stream (names it with a weight above zero, or through `*/*` or
+/// `text/*`).
+fn wants_stream(accept: Option<&str>, body_asks: bool) -> bool {
+    let Some(accept) = accept else {
+        return body_asks;
+    };
+    let (mut stream, mut json, mut wildcard) = (None, None, None::<f32>);
+    for range in accept.split(',') {
+        let mut parameters = range.split(';');
+        let media = parameters.next().unwrap_or_default().trim();
+        let weight = parameters
+            .filter_map(|parameter| parameter.trim().strip_prefix("q="))
+            .find_map(|weight| weight.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if media.eq_ignore_ascii_case("text/event-stream") {
+            stream = Some(weight);
+        } else if media.eq_ignore_ascii_case("application/json") {
+            json = Some(weight);
+        } else if media == "*/*" || media.eq_ignore_ascii_case("text/*") {
+            wildcard = Some(wildcard.map_or(weight, |known| known.max(weight)));
+        }
+    }
+    match stream {
+        Some(weight) => weight > 0.0 && (body_asks || weight >= json.unwrap_or(0.0)),
+        None => body_asks && wildcard.is_some_and(|weight| weight > 0.0),
+    }
+}
+
+/// Whether `request`'s turn is stored (a store that fails says no).
+async fn is_stored(state: &AppState, request: &ValidatedRequest) -> bool {
+    let key = aptix_orchestrator::TurnKey::of(request);
+    matches!(
+        state.orchestrator.store().stored_turn(&key).await,
+        Ok(Some(_))
+    )
 }
 
 /// The whole body, at most `limit` bytes, within `timeout`.
@@ -537,7 +589,8 @@ fn too_large(limit: usize, request_id: &str) -> ApiError {
 /// A validated request with its place among the turns in flight.
 struct Turn {
     request: ValidatedRequest,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    /// `None` for the retry of a stored turn at capacity.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Where the turn goes if its client leaves: the tracker of [`serve`], which waits
     /// for it; `None` under another server (the turn is then spawned untracked).
     detached: Option<DetachedTurns>,
@@ -832,7 +885,7 @@ async fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Respons
         let timer = heartbeat.get_or_insert_with(|| {
             Box::pin(tokio::time::sleep_until(heartbeat_due(
                 tokio::time::Instant::now(),
-                interval,
+                interval.min(HEAD_WAIT),
             )))
         });
         match timer.as_mut().poll(cx) {
@@ -848,26 +901,51 @@ async fn stream_turn(state: AppState, turn: Turn, request_id: String) -> Respons
             push_sse_event(&mut chunk, "envelope", json_data(&envelope));
             Body::from(chunk)
         }
-        None => Body::from_stream(SseBody {
-            turn: BodyTurn::Inline(turn),
-            detached,
-            handover,
-            metrics: state.config.metrics.clone(),
-            heartbeat,
-            last_sent: tokio::time::Instant::now(),
-            interval,
-            started,
-        }),
+        None => {
+            // The head went out before any event: a heartbeat with it, so that the
+            // client and any proxy between see the stream open and alive at once.
+            let waiting = lock(&handover).events.is_empty();
+            let body = SseBody {
+                turn: BodyTurn::Inline(turn),
+                detached,
+                handover,
+                metrics: state.config.metrics.clone(),
+                heartbeat,
+                last_sent: tokio::time::Instant::now(),
+                interval,
+                started,
+            };
+            if waiting {
+                let first = futures_util::stream::once(std::future::ready(Ok::<_, Infallible>(
+                    Bytes::from_static(HEARTBEAT),
+                )));
+                Body::from_stream(futures_util::StreamExt::chain(first, body))
+            } else {
+                Body::from_stream(body)
+            }
+        }
     };
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
             (header::CACHE_CONTROL, "no-cache"),
+            // nginx buffers a proxied response unless told not to: the events would
+            // reach the client in lumps.
+            (HeaderName::from_static("x-accel-buffering"), "no"),
         ],
         body,
     )
         .into_response()
 }
+
+/// The comment a heartbeat sends.
+const HEARTBEAT: &[u8] = b": heartbeat\n\n";
+
+/// The longest a streamed response's head waits for the turn's first event: a turn
+/// refused before it streams (a busy or unknown session, a store that fails at once) is
+/// answered with its status well within it, and a client waiting on a slow model sees
+/// its stream open after it, with a heartbeat.
+const HEAD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// When a heartbeat is due: `interval` after `last_sent`. An interval too long to add
 /// (`Duration::MAX`, to turn heartbeats off) waits a year instead of overflowing.
@@ -1148,7 +1226,7 @@ impl futures_util::Stream for SseBody {
         }
         if heartbeat.as_mut().poll(cx).is_ready() {
             this.last_sent = tokio::time::Instant::now();
-            return Poll::Ready(Some(Ok(Bytes::from_static(b": heartbeat\n\n"))));
+            return Poll::Ready(Some(Ok(Bytes::from_static(HEARTBEAT))));
         }
         Poll::Pending
     }
@@ -1574,4 +1652,51 @@ pub(crate) async fn openapi_json() -> Response {
         crate::openapi::openapi_json(),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_what_accept_prefers_or_what_the_body_asks_and_accept_admits() {
+        for (accept, body_asks, streamed) in [
+            (None, false, false),
+            (None, true, true),
+            (Some("text/event-stream"), false, true),
+            (Some("TEXT/EVENT-STREAM; charset=utf-8"), false, true),
+            (Some("application/json"), false, false),
+            (Some("application/json"), true, false),
+            (
+                Some("application/json, text/event-stream;q=0"),
+                false,
+                false,
+            ),
+            (Some("application/json, text/event-stream;q=0"), true, false),
+            (
+                Some("application/json;q=0.9, text/event-stream"),
+                false,
+                true,
+            ),
+            (
+                Some("application/json, text/event-stream;q=0.5"),
+                false,
+                false,
+            ),
+            (
+                Some("application/json, text/event-stream;q=0.5"),
+                true,
+                true,
+            ),
+            (Some("*/*"), false, false),
+            (Some("*/*"), true, true),
+            (Some("text/*;q=0"), true, false),
+        ] {
+            assert_eq!(
+                wants_stream(accept, body_asks),
+                streamed,
+                "{accept:?} {body_asks}"
+            );
+        }
+    }
 }

@@ -674,6 +674,49 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
 }
 
 #[tokio::test]
+async fn at_capacity_a_stored_turn_is_still_answered_and_a_new_one_is_503() {
+    let provider = gated();
+    let config = ServerConfig {
+        max_concurrent_turns: 1,
+        ..ServerConfig::default()
+    };
+    let server = start(provider.clone(), config).await;
+    let stored = tokio::spawn(server.post(&turn("s-done", "t1")).send());
+    provider.entered.notified().await;
+    provider.open.notify_one();
+    let stored: Value = stored.await.unwrap().unwrap().json().await.unwrap();
+    assert_eq!(stored["text"], "gated answer");
+
+    // The one place is taken by a turn waiting on its model.
+    let running = tokio::spawn(server.post(&turn("s-running", "t1")).send());
+    provider.entered.notified().await;
+    // A client that lost its connection sends its stored turn again: no model call, so
+    // no place needed. JSON and streamed alike.
+    let again = server.post(&turn("s-done", "t1")).send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again, stored);
+    let streamed = server.stream(&turn("s-done", "t1")).await;
+    assert_eq!(streamed.status(), 200);
+    assert!(streamed.text().await.unwrap().contains("event: envelope"));
+    // A new turn waits for a place.
+    let (status, body) = error_of(server.post(&turn("s-new", "t1")).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("over_capacity"))
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.starts_with("1 turn is already running")),
+        "{body}"
+    );
+    provider.open.notify_one();
+    assert_eq!(running.await.unwrap().unwrap().status(), 200);
+    assert_eq!(provider.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn a_client_that_disconnects_mid_turn_can_retry_and_gets_the_stored_envelope() {
     let provider = gated();
     let server = start(provider.clone(), ServerConfig::default()).await;
@@ -1236,6 +1279,32 @@ async fn a_long_streamed_turn_sends_heartbeats_until_its_envelope() {
     )
     .unwrap();
     assert_eq!(envelope["text"], "gated answer");
+}
+
+#[tokio::test]
+async fn a_stream_waiting_on_its_model_opens_with_a_heartbeat_long_before_the_interval() {
+    let provider = gated();
+    // The default interval, 15 s: the head does not wait for it.
+    let server = start(provider.clone(), ServerConfig::default()).await;
+    let opened = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut response = server.stream(&turn("s1", "t1")).await;
+        let first = response.chunk().await.unwrap().unwrap_or_default();
+        (response, first)
+    })
+    .await;
+    let (mut response, first) = opened.expect("the stream opens before the heartbeat interval");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-accel-buffering"], "no");
+    assert_eq!(&first[..], b": heartbeat\n\n");
+    provider.open.notify_one();
+    let mut received = String::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        received.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(
+        received.ends_with("\n\n") && received.contains("event: envelope\n"),
+        "{received}"
+    );
 }
 
 #[tokio::test]
