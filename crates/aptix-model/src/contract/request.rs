@@ -29,7 +29,7 @@ invalid_request` answer lists every violation with its path. Rules between field
 the server's, not this schema's: a user turn needs an `instruction` or a file or image
 input; a file input has `content` or `contentBase64`, not both; a tool result has
 exactly one of `resultJson` and `errorMessage`, and no two answer one `toolCallId`;
-ids hold no control character (`invalid_id`); inline attachments total at most 48 MiB."
+ids hold no control character and no invisible or direction-changing one (`invalid_id`); inline attachments total at most 48 MiB."
     };
 }
 

@@ -33,7 +33,33 @@ pub(crate) fn check_id(field: &str, text: &str, max: usize) -> Result<(), Proble
             format!("{field} holds the control character {found:?}; ids are printable text"),
         ));
     }
+    if let Some(found) = text.chars().find(|&c| is_invisible_format(c)) {
+        return Err(Problem::new(
+            ViolationCode::InvalidId,
+            format!(
+                "{field} holds the invisible character U+{:04X}; ids are printable text",
+                u32::from(found)
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// A character that shows nothing, or reorders the text around it: zero-width spaces
+/// and joiners, direction marks, embeddings, overrides and isolates, the byte order mark.
+/// An id holding one reads as another id, in a log line or a list ("Trojan Source").
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
 }
 
 /// Checks a size in bytes against its limit.
@@ -185,7 +211,17 @@ mod tests {
         assert!(ToolCallId::new("x".repeat(MAX_ID_BYTES)).is_ok());
         // Control characters: PostgreSQL refuses NUL in text (a 503 for a 400 before),
         // and a line break in an id forges log lines.
-        for id in ["s-\u{0}", "a\nb", "tab\there", "\u{1b}[31m"] {
+        for id in [
+            "s-\u{0}",
+            "a\nb",
+            "tab\there",
+            "\u{1b}[31m",
+            // Invisible, or reordering what follows: another id in disguise.
+            "e-\u{202e}x",
+            "a\u{200b}b",
+            "\u{feff}s",
+            "s\u{2066}",
+        ] {
             let error = SessionId::new(id).unwrap_err();
             assert_eq!(
                 (error.path.as_str(), error.code),
