@@ -203,12 +203,20 @@ impl Metrics {
         text
     }
 
-    pub(crate) fn retry(&self, kind: RetryKind) {
+    /// A model call sent again after `wait`: counted, and the wait counted as the turn's
+    /// time waiting on its provider, not as its overhead.
+    pub(crate) fn retry(&self, kind: RetryKind, wait: Duration) {
         let kind = match kind {
             RetryKind::Request => "request",
             RetryKind::Stream => "stream",
         };
         self.inner.retries.get_or_create(&KindLabels { kind }).inc();
+        if let Some(turn) = current_turn() {
+            turn.fetch_add(
+                u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
+        }
     }
 
     pub(crate) fn request(&self, route: &str, method: &axum::http::Method, status: u16) {
@@ -302,19 +310,18 @@ impl Metrics {
         output
     }
 
+    /// One provider call, by its outcome: `ok`, `error`, or `cut` (a stream that ended
+    /// or was given up before its final event).
     fn provider_call(
         &self,
         call: &'static str,
-        ok: bool,
+        outcome: &'static str,
         took: Duration,
         turn: Option<&AtomicU64>,
     ) {
         self.inner
             .provider_seconds
-            .get_or_create(&CallLabels {
-                call,
-                outcome: if ok { "ok" } else { "error" },
-            })
+            .get_or_create(&CallLabels { call, outcome })
             .observe(took.as_secs_f64());
         if let Some(turn) = turn {
             let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
@@ -399,12 +406,13 @@ impl TimedProvider {
                         metrics: self.metrics.clone(),
                         turn,
                         done: false,
+                        terminal: false,
                     },
                 ))
             }
             Err(error) => {
                 self.metrics
-                    .provider_call(call, false, started.elapsed(), turn.as_deref());
+                    .provider_call(call, "error", started.elapsed(), turn.as_deref());
                 Err(error)
             }
         }
@@ -427,7 +435,7 @@ impl ResponsesProvider for TimedProvider {
         let result = self.inner.create(request).await;
         self.metrics.provider_call(
             "create",
-            result.is_ok(),
+            if result.is_ok() { "ok" } else { "error" },
             started.elapsed(),
             current_turn().as_deref(),
         );
@@ -463,15 +471,42 @@ struct TimedStream {
     metrics: Metrics,
     turn: Option<Arc<AtomicU64>>,
     done: bool,
+    /// Its final event came.
+    terminal: bool,
 }
 
 impl TimedStream {
-    fn finish(&mut self, ok: bool) {
+    fn finish(&mut self, failed: bool) {
         if !self.done {
             self.done = true;
-            self.metrics
-                .provider_call(self.call, ok, self.started.elapsed(), self.turn.as_deref());
+            let outcome = match (failed, self.terminal) {
+                (true, _) => "error",
+                (false, true) => "ok",
+                (false, false) => "cut",
+            };
+            self.metrics.provider_call(
+                self.call,
+                outcome,
+                self.started.elapsed(),
+                self.turn.as_deref(),
+            );
         }
+    }
+}
+
+/// Whether `event` is a final event (`response.completed`, `incomplete`, `failed`),
+/// named by its `event:` field or, from a server that sends none, by its `type`.
+fn is_final(event: &aptix_sse::SseEvent) -> bool {
+    use aptix_model::wire::stream::StreamEvent;
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    match event.event.as_deref() {
+        Some(name) => StreamEvent::is_terminal_type(name),
+        None => serde_json::from_str::<Typed<'_>>(&event.data)
+            .is_ok_and(|typed| StreamEvent::is_terminal_type(&typed.kind)),
     }
 }
 
@@ -482,8 +517,11 @@ impl Stream for TimedStream {
         let this = &mut *self;
         let item = Pin::new(&mut this.inner).poll_next(cx);
         match &item {
-            Poll::Ready(None) => this.finish(true),
-            Poll::Ready(Some(Err(_))) => this.finish(false),
+            Poll::Ready(Some(Ok(event))) if !this.terminal && is_final(event) => {
+                this.terminal = true;
+            }
+            Poll::Ready(None) => this.finish(false),
+            Poll::Ready(Some(Err(_))) => this.finish(true),
             _ => {}
         }
         item
@@ -492,7 +530,7 @@ impl Stream for TimedStream {
 
 impl Drop for TimedStream {
     fn drop(&mut self) {
-        self.finish(true);
+        self.finish(false);
     }
 }
 

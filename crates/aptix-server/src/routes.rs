@@ -631,7 +631,7 @@ fn turn_future(
             let metrics = metrics.clone();
             let sink = sink.clone();
             move |notice: &aptix_client::RetryNotice| {
-                metrics.retry(RetryKind::Request);
+                metrics.retry(RetryKind::Request, notice.wait);
                 if let Some(sink) = &sink {
                     sink.write(&aptix_orchestrator::retry_delta(notice));
                 }
@@ -1032,8 +1032,11 @@ fn event_name(delta: &StreamDelta) -> &'static str {
 impl DeltaSink {
     /// A delta of the orchestrator's: a retry notice here is a cut stream's.
     fn push(&self, delta: &StreamDelta) {
-        if matches!(delta, StreamDelta::Retrying { .. }) {
-            self.metrics.retry(RetryKind::Stream);
+        if let StreamDelta::Retrying { wait_ms, .. } = delta {
+            self.metrics.retry(
+                RetryKind::Stream,
+                std::time::Duration::from_millis(*wait_ms),
+            );
         }
         self.write(delta);
     }

@@ -1017,6 +1017,75 @@ async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
 }
 
 #[tokio::test]
+async fn a_broken_stream_is_no_ok_call_and_the_wait_before_its_retry_is_no_overhead() {
+    use aptix_client::{ClientError, FakeReply, TransportPhase};
+    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
+    let events: Vec<aptix_model::wire::StreamEvent> = fixture
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
+        .collect();
+    // The first stream breaks after its opening events, with a reset (`error`) or by
+    // ending before its final event (`cut`); the second is whole.
+    for (reset, outcome) in [(true, "error"), (false, "cut")] {
+        let fake = Arc::new(FakeProvider::new());
+        let mut broken: Vec<Result<_, ClientError>> = events[..3].iter().cloned().map(Ok).collect();
+        if reset {
+            broken.push(Err(ClientError::Transport {
+                phase: TransportPhase::ReadBody,
+                message: "connection reset".into(),
+                source: None,
+            }));
+        }
+        fake.push(FakeReply::Events(broken));
+        fake.push_events(events.clone());
+        let metrics = Metrics::new();
+        let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
+        let server = start(
+            provider,
+            ServerConfig {
+                metrics: metrics.clone(),
+                ..ServerConfig::default()
+            },
+        )
+        .await;
+        let body = server.streamed(&turn("s1", "t1")).await;
+        assert!(body.contains("event: envelope"), "{body}");
+        let wait_ms = body
+            .split("\n\n")
+            .find_map(|block| block.strip_prefix("event: retry\ndata: "))
+            .map(|data| {
+                serde_json::from_str::<Value>(data).unwrap()["waitMs"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .unwrap_or_else(|| panic!("no retry event: {body}"));
+        let text = metrics.encode();
+        let calls = |outcome: &str| {
+            sample(
+                &text,
+                "aptix_provider_call_duration_seconds_count",
+                &[("call", "stream"), ("outcome", outcome)],
+            )
+        };
+        assert_eq!(
+            (calls("ok"), calls(outcome)),
+            (Some(1.0), Some(1.0)),
+            "{outcome}: {text}"
+        );
+        // The turn waited `wait_ms` before sending the request again: time waiting on
+        // the provider, not the service's own.
+        let overhead = sample(&text, "aptix_turn_overhead_seconds_sum", &[]).unwrap();
+        let turn = sample(&text, "aptix_turn_duration_seconds_sum", &[]).unwrap();
+        assert!(wait_ms > 0.0, "{body}");
+        assert!(
+            overhead <= turn - wait_ms / 1000.0,
+            "overhead {overhead} s of a {turn} s turn that waited {wait_ms} ms"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_openapi_document_is_served_without_a_token() {
     let config = ServerConfig {
         tokens: Tokens::from_lines("secret-token-123\n"),

@@ -159,6 +159,15 @@ impl StreamEvent {
         Ok(event)
     }
 
+    /// Whether an event of this `type` ends a response's stream, carrying its final
+    /// response: `response.completed`, `response.incomplete` or `response.failed`.
+    pub fn is_terminal_type(event_type: &str) -> bool {
+        matches!(
+            event_type,
+            "response.completed" | "response.incomplete" | "response.failed"
+        )
+    }
+
     /// The terminal events' final response: `completed`, `incomplete` or `failed`.
     pub fn terminal_response(&self) -> Option<&Response> {
         match self {
