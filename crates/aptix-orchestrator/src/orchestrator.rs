@@ -25,7 +25,7 @@ use aptix_rag::Retriever;
 
 use crate::OrchestratorError;
 use crate::config::OrchestratorConfig;
-use crate::session::{Scenario, TurnKey};
+use crate::session::TurnKey;
 use crate::store::SessionStore;
 use crate::tools::{ClientTool, ServerTool};
 
