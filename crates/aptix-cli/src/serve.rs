@@ -18,7 +18,7 @@ use aptix_server::{Metrics, ServerConfig, TimedProvider, Tokens, router, serve};
 use clap::Args;
 use tokio::runtime::Runtime;
 
-use crate::exit::{SUCCESS, usage};
+use crate::exit::{FAILURE, SUCCESS, usage};
 use crate::output::{StderrReporter, note, warn};
 use crate::workspace;
 
@@ -110,6 +110,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         ..serving.config
     };
     let authenticated = !config.tokens.is_empty();
+    let stop_turns = config.stop_turns.clone();
     let sessions = workspace.store_location()?.shown();
     let grace = serving.shutdown_grace;
     let listen = serving.listen;
@@ -135,27 +136,54 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         }));
         tokio::select! {
             finished = &mut served => {
-                return finished
+                finished
                     .context("the server stopped")?
-                    .context("the server failed");
+                    .context("the server failed")?;
+                return Ok(SUCCESS);
             }
             () = shutdown_signal() => {}
         }
         note(format_args!(
-            "stopping: no new requests; turns in flight have {} s to finish",
-            grace.as_secs()
+            "stopping: no new requests; turns in flight have {} to finish (Ctrl-C again stops them now)",
+            aptix_client::human_duration(grace)
         ));
         let _ = stopping.send(());
-        match tokio::time::timeout(grace, &mut served).await {
-            Ok(finished) => finished
-                .context("the server stopped")?
-                .context("the server failed")?,
-            Err(_) => warn("the grace period ended with turns still running; they were stopped"),
+        let why = tokio::select! {
+            finished = tokio::time::timeout(grace, &mut served) => match finished {
+                Ok(finished) => {
+                    finished
+                        .context("the server stopped")?
+                        .context("the server failed")?;
+                    return Ok(SUCCESS);
+                }
+                Err(_) => "the grace period ran out",
+            },
+            () = shutdown_signal() => "asked again",
+        };
+        // The turns still running end now, each telling its client (`503 shutting_down`,
+        // or a streamed turn's `event: error`), their sessions released; the server then
+        // has a moment to send those answers before the process exits.
+        stop_turns.stop();
+        if tokio::time::timeout(STOPPED_TURNS_FLUSH, &mut served)
+            .await
+            .is_err()
+        {
+            warn("some connections were still open when the service exited");
         }
-        Ok::<(), anyhow::Error>(())
-    })?;
-    Ok(SUCCESS)
+        let stopped = stop_turns.stopped();
+        note(format_args!(
+            "{why}: {stopped} turn{} still running {} stopped; {} told `503 shutting_down`, and nothing of {} was stored",
+            if stopped == 1 { "" } else { "s" },
+            if stopped == 1 { "was" } else { "were" },
+            if stopped == 1 { "its client was" } else { "their clients were" },
+            if stopped == 1 { "it" } else { "them" },
+        ));
+        Ok::<u8, anyhow::Error>(if stopped == 0 { SUCCESS } else { FAILURE })
+    })
 }
+
+/// How long a service whose turns were stopped waits for their answers to go out.
+const STOPPED_TURNS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Turns transparent huge pages off for this process (Linux; elsewhere there is nothing
 /// to do).

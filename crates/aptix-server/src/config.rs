@@ -95,6 +95,66 @@ pub struct ServerConfig {
     /// [`TimedProvider`](crate::TimedProvider) to get provider time and orchestration
     /// overhead.
     pub metrics: Metrics,
+    /// Stops the turns in flight, for the end of a graceful shutdown whose grace ran
+    /// out (default a fresh one): keep a clone to call [`StopTurns::stop`].
+    pub stop_turns: StopTurns,
+}
+
+/// Stops the turns in flight of the routers it was given to: each ends at once with
+/// `503 shutting_down` (or a streamed turn's `event: error` with that code), nothing of
+/// it is stored, and its session is released for the next process. For the end of a
+/// graceful shutdown, when its grace period ran out or its operator asked again: without
+/// it, the process would exit under the turns, and their clients would see a connection
+/// cut with no word of why.
+#[derive(Clone)]
+pub struct StopTurns(std::sync::Arc<StopInner>);
+
+struct StopInner {
+    stop: tokio::sync::watch::Sender<bool>,
+    stopped: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for StopTurns {
+    fn default() -> StopTurns {
+        StopTurns(std::sync::Arc::new(StopInner {
+            stop: tokio::sync::watch::Sender::new(false),
+            stopped: std::sync::atomic::AtomicUsize::new(0),
+        }))
+    }
+}
+
+impl StopTurns {
+    /// Stops every turn in flight, and every turn that starts after.
+    pub fn stop(&self) {
+        self.0.stop.send_replace(true);
+    }
+
+    /// How many turns were stopped so far.
+    pub fn stopped(&self) -> usize {
+        self.0.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Resolves when [`stop`](Self::stop) is called (at once if it was), counting the
+    /// turn that waits on it as stopped.
+    pub(crate) async fn wait(&self) {
+        let mut receiver = self.0.stop.subscribe();
+        if receiver.wait_for(|stopped| *stopped).await.is_ok() {
+            self.0
+                .stopped
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        } else {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl fmt::Debug for StopTurns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StopTurns")
+            .field("stopping", &*self.0.stop.borrow())
+            .field("stopped", &self.stopped())
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -109,6 +169,7 @@ impl Default for ServerConfig {
             body_read_timeout: Duration::from_secs(60),
             heartbeat: Duration::from_secs(15),
             metrics: Metrics::new(),
+            stop_turns: StopTurns::default(),
         }
     }
 }

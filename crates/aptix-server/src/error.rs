@@ -44,6 +44,10 @@ pub enum ErrorCode {
     OverCapacity,
     /// `503 store_unavailable`: the session store failed.
     StoreUnavailable,
+    /// `503 shutting_down`: the service is stopping and stopped the turn before it
+    /// ended (its grace period ran out, or its operator asked twice); nothing of the
+    /// turn was stored, so it can be sent again, to another replica or after a restart.
+    ShuttingDown,
     /// `504 turn_timeout`: the turn ran past the deadline.
     TurnTimeout,
     /// `500 internal_error`: anything else; the message says what.
@@ -69,6 +73,7 @@ impl ErrorCode {
             ErrorCode::BodyTooLarge => "body_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::OverCapacity => "over_capacity",
+            ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::TurnTimeout => "turn_timeout",
             ErrorCode::Internal => "internal_error",
@@ -89,7 +94,7 @@ impl ErrorCode {
             ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::OverCapacity | ErrorCode::StoreUnavailable => {
+            ErrorCode::OverCapacity | ErrorCode::StoreUnavailable | ErrorCode::ShuttingDown => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ErrorCode::TurnTimeout => StatusCode::GATEWAY_TIMEOUT,
@@ -235,7 +240,7 @@ impl IntoResponse for ApiError {
         response.extensions_mut().insert(self.code);
         let headers = response.headers_mut();
         match self.code {
-            ErrorCode::OverCapacity => {
+            ErrorCode::OverCapacity | ErrorCode::ShuttingDown => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ErrorCode::Unauthorized => {
@@ -282,6 +287,7 @@ mod tests {
             ErrorCode::UnsupportedMediaType,
             ErrorCode::OverCapacity,
             ErrorCode::StoreUnavailable,
+            ErrorCode::ShuttingDown,
             ErrorCode::TurnTimeout,
             ErrorCode::Internal,
         ] {

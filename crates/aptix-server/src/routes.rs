@@ -416,7 +416,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         (status = 413, description = "`body_too_large`: over the body limit (default 1 MiB)", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not `application/json`", body = ErrorBody),
         (status = 500, description = "`internal_error`", body = ErrorBody),
-        (status = 503, description = "`over_capacity` (too many turns in flight; `Retry-After: 1`) or `store_unavailable`", body = ErrorBody),
+        (status = 503, description = "`over_capacity` (too many turns in flight; `Retry-After: 1`; a stored turn is answered anyway), `store_unavailable`, or `shutting_down` (the service stopped the turn as it stopped; nothing of it was stored; `Retry-After: 1`)", body = ErrorBody),
         (status = 504, description = "`turn_timeout`: the turn ran past its deadline (default 10 min)", body = ErrorBody),
     ),
     security((), ("bearer" = [])),
@@ -614,6 +614,7 @@ fn turn_future(
     let orchestrator = Arc::clone(&state.orchestrator);
     let deadline = state.config.turn_timeout;
     let metrics = state.config.metrics.clone();
+    let stop = state.config.stop_turns.clone();
     // The request's span goes with the turn wherever it runs: in its handler, in its
     // streamed body's poll after the head went out, or in a task of its own after its
     // client left; every line the turn logs (retries, cut streams, its end) carries the
@@ -625,6 +626,7 @@ fn turn_future(
         let Turn {
             request, permit, ..
         } = turn;
+        let session_id = request.session_id().as_str().to_owned();
         // A request the provider sends again is counted, and a streamed turn's client is
         // told before the wait (`event: retry`).
         let observer = {
@@ -646,17 +648,37 @@ fn turn_future(
                 None => orchestrator.execute(request).await,
             }
         });
-        let outcome = match metrics.turn(tokio::time::timeout(deadline, run)).await {
-            Ok(Ok(envelope)) => {
+        let timed = tokio::time::timeout(deadline, run);
+        let stoppable = async {
+            tokio::select! {
+                biased;
+                finished = timed => Some(finished),
+                () = stop.wait() => None,
+            }
+        };
+        let outcome = match metrics.turn(stoppable).await {
+            None => {
+                // The turn's future is dropped: nothing of it was stored, and its lease is
+                // given back so that the next process need not wait for it to expire.
+                if let Err(error) = orchestrator.release_session(&session_id).await {
+                    tracing::warn!(session = %session_id, %error, "could not release the session of a stopped turn");
+                }
+                Err(ApiError::new(
+                    ErrorCode::ShuttingDown,
+                    "the service is stopping and stopped this turn before it ended; nothing of it was stored: send it again",
+                    &request_id,
+                ))
+            }
+            Some(Ok(Ok(envelope))) => {
                 metrics.envelope(&envelope);
                 Ok(envelope)
             }
-            Ok(Err(error)) => Err(ApiError::from_orchestrator(error, &request_id)),
-            Err(_) => Err(ApiError::new(
+            Some(Ok(Err(error))) => Err(ApiError::from_orchestrator(error, &request_id)),
+            Some(Err(_)) => Err(ApiError::new(
                 ErrorCode::TurnTimeout,
                 format!(
-                    "the turn ran past the deadline of {} s and was stopped",
-                    deadline.as_secs()
+                    "the turn ran past the deadline of {} and was stopped",
+                    aptix_client::human_duration(deadline)
                 ),
                 &request_id,
             )),

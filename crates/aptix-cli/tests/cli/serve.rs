@@ -318,3 +318,130 @@ async fn every_line_a_streamed_turn_logs_carries_its_request_id_to_its_end() {
     }
     assert_eq!(of_turn("streamed turn ended")["fields"]["kind"], "ok");
 }
+
+/// Sends `signal` to the process `pid`.
+fn signal(pid: u32, signal: &str) {
+    assert!(
+        std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Starts a JSON turn and a streamed one against `base` (a model that never answers),
+/// and waits (counted, not timed) until both reached the model.
+async fn two_turns_waiting(
+    base: &str,
+    upstream: &FaultServer,
+) -> (
+    tokio::task::JoinHandle<reqwest::Response>,
+    tokio::task::JoinHandle<String>,
+) {
+    let client = reqwest::Client::new();
+    let json_turn = {
+        let request = client
+            .post(format!("{base}/v1/agent/execute"))
+            .header("content-type", "application/json")
+            .body(
+                json!({"sessionId": "s-json", "turnId": "t-1", "instruction": "Slow?"}).to_string(),
+            );
+        tokio::spawn(async move { request.send().await.unwrap() })
+    };
+    let streamed_turn = {
+        let request = client
+            .post(format!("{base}/v1/agent/execute"))
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(
+                json!({"sessionId": "s-sse", "turnId": "t-1", "instruction": "Slow?"}).to_string(),
+            );
+        tokio::spawn(async move {
+            let response = request.send().await.unwrap();
+            format!("{} {}", response.status(), response.text().await.unwrap())
+        })
+    };
+    for _ in 0..400 {
+        if upstream.requests().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(upstream.requests().len(), 2, "both turns reach the model");
+    (json_turn, streamed_turn)
+}
+
+/// What each client of a stopped turn got: `503 shutting_down`, or a streamed turn's
+/// `event: error` with that code.
+async fn assert_told_shutting_down(
+    json_turn: tokio::task::JoinHandle<reqwest::Response>,
+    streamed_turn: tokio::task::JoinHandle<String>,
+) {
+    let json_turn = json_turn.await.unwrap();
+    assert_eq!(json_turn.status(), 503);
+    assert_eq!(json_turn.headers()["retry-after"], "1");
+    let body: Value = json_turn.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "shutting_down", "{body}");
+    let streamed = streamed_turn.await.unwrap();
+    assert!(
+        (streamed.starts_with("503 ") || streamed.contains("event: error\n"))
+            && streamed.contains("shutting_down"),
+        "{streamed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_still_running_when_the_grace_runs_out_are_told_and_the_exit_says_so() {
+    let upstream =
+        FaultServer::start(vec![Reply::stall_before_head(), Reply::stall_before_head()]).await;
+    let sandbox = Sandbox::new();
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[],
+        &["--shutdown-grace".as_ref(), "300ms".as_ref()],
+    )
+    .await;
+    let (json_turn, streamed_turn) = two_turns_waiting(&base, &upstream).await;
+    let (status, log) = served.stop().await;
+    assert_told_shutting_down(json_turn, streamed_turn).await;
+    assert_eq!(status.expect("aptix serve exits").code(), Some(1), "{log}");
+    assert!(
+        log.contains("the grace period ran out: 2 turns still running were stopped"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_stops_the_turns_at_once() {
+    let upstream =
+        FaultServer::start(vec![Reply::stall_before_head(), Reply::stall_before_head()]).await;
+    let sandbox = Sandbox::new();
+    // A grace far longer than the test: only the second signal can end it in time.
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[],
+        &["--shutdown-grace".as_ref(), "10m".as_ref()],
+    )
+    .await;
+    let (json_turn, streamed_turn) = two_turns_waiting(&base, &upstream).await;
+    signal(served.pid(), "-TERM");
+    // The first signal is taken once new connections are refused.
+    let client = reqwest::Client::new();
+    for _ in 0..400 {
+        if client.get(format!("{base}/healthz")).send().await.is_err() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let (status, log) = served.stop().await;
+    assert_told_shutting_down(json_turn, streamed_turn).await;
+    assert_eq!(status.expect("aptix serve exits").code(), Some(1), "{log}");
+    assert!(log.contains("Ctrl-C again stops them now"), "{log}");
+    assert!(
+        log.contains("asked again: 2 turns still running were stopped"),
+        "{log}"
+    );
+}
