@@ -65,10 +65,16 @@ impl Serving {
             body_read_timeout: duration(layer.body_timeout, defaults.body_read_timeout),
             ..defaults
         };
-        if config.max_concurrent_turns == 0 || config.body_limit == 0 {
-            return Err(usage(
-                "max_concurrent_turns and body_limit must be at least 1".to_owned(),
-            ));
+        for (name, value) in [
+            (
+                "max_concurrent_turns (--max-concurrent-turns)",
+                config.max_concurrent_turns,
+            ),
+            ("body_limit (--body-limit, in bytes)", config.body_limit),
+        ] {
+            if value == 0 {
+                return Err(usage(format!("{name} must be at least 1")));
+            }
         }
         Ok(Serving {
             listen: layer
@@ -204,8 +210,13 @@ fn steady_page_faults() {
 /// The configured bearer tokens: the file's, else `APTIX_SERVE_TOKENS`.
 fn tokens(file: Option<&Path>, env: Env<'_>) -> Result<Tokens, anyhow::Error> {
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("could not read the tokens file {}", path.display()))?;
+        // A tokens file that cannot be read is a setting to fix, as an empty one is.
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            usage(format!(
+                "could not read the tokens file {}: {error}",
+                path.display()
+            ))
+        })?;
         let tokens = Tokens::from_lines(&text);
         if tokens.is_empty() {
             return Err(usage(format!(

@@ -240,7 +240,12 @@ impl IntoResponse for ApiError {
         response.extensions_mut().insert(self.code);
         let headers = response.headers_mut();
         match self.code {
-            ErrorCode::OverCapacity | ErrorCode::ShuttingDown => {
+            // Each is over in a moment: another turn ends, a store comes back, a
+            // replica takes the retry.
+            ErrorCode::OverCapacity
+            | ErrorCode::ShuttingDown
+            | ErrorCode::SessionBusy
+            | ErrorCode::StoreUnavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ErrorCode::Unauthorized => {

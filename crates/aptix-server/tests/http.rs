@@ -637,7 +637,9 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
     let server = start(provider.clone(), config).await;
     let first = tokio::spawn(server.post(&turn("s1", "t1")).send());
     provider.entered.notified().await;
-    let (status, body) = error_of(server.post(&turn("s1", "t2")).send().await.unwrap()).await;
+    let busy = server.post(&turn("s1", "t2")).send().await.unwrap();
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let (status, body) = error_of(busy).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("session_busy"))

@@ -32,6 +32,44 @@ fn a_non_loopback_address_without_tokens_is_refused_naming_tokens_file() {
 }
 
 #[test]
+fn a_zero_limit_or_an_unreadable_tokens_file_is_a_usage_error_naming_it() {
+    let sandbox = Sandbox::new();
+    for (flag, named) in [
+        ("--max-concurrent-turns", "max_concurrent_turns"),
+        ("--body-limit", "body_limit"),
+    ] {
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["serve", flag, "0", "--workspace", &sandbox.workspace_arg()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains(named) && text.contains(flag), "{text}");
+        let other = if named == "body_limit" {
+            "max_concurrent_turns"
+        } else {
+            "body_limit"
+        };
+        assert!(!text.contains(other), "{text}");
+    }
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["serve", "--tokens-file", "no-such-tokens-file"])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("could not read the tokens file no-such-tokens-file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn a_zero_timeout_is_refused_naming_it() {
     let sandbox = Sandbox::new();
     for flag in ["--header-timeout", "--body-timeout", "--turn-timeout"] {
