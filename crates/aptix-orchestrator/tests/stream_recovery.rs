@@ -202,6 +202,9 @@ async fn when_the_attempts_run_out_the_turn_is_an_error_and_the_session_is_uncha
             && message.contains("gave up after 5 attempts"),
         "{message}"
     );
+    // What the last attempt streamed stays in the envelope, for a reader of the
+    // envelope alone; its kind says it is incomplete.
+    assert_eq!(envelope.text.as_deref(), Some("The turn reaches the "));
     let waits: Vec<u64> = retries(&deltas).iter().map(|r| r.1).collect();
     assert_eq!(waits, [10, 20, 40, 40]);
     assert_eq!(rig.server.requests().len(), 6);

@@ -192,7 +192,13 @@ async fn when_the_attempts_run_out_the_partial_text_is_shown_once_and_called_inc
         err.contains("gave up after 2 attempts")
             && err.contains("the answer text above is incomplete"),
         "{err}"
-    );
+    ); // With --json, the envelope keeps the text that arrived.
+    let server = FaultServer::start(vec![cut_after(5, "resp_c"), cut_after(5, "resp_d")]).await;
+    let output = ask(&sandbox, &server, &["--stream-max-attempts", "2", "--json"]).await;
+    assert_eq!(code(&output), 1);
+    let envelope: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(envelope["kind"], "error", "{envelope}");
+    assert_eq!(envelope["text"], "The turn reaches the ", "{envelope}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

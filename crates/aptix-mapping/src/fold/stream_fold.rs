@@ -177,6 +177,13 @@ impl StreamFold {
         self.last_sequence_number
     }
 
+    /// The answer text streamed so far (the `output_text` of the message items, joined
+    /// as the envelope joins them), for a stream given up before its final event:
+    /// `None` when none came.
+    pub fn partial_text(&self) -> Option<String> {
+        crate::map::items::extract(&self.output.to_items()).text
+    }
+
     /// Ends the stream.
     ///
     /// # Errors

@@ -13,7 +13,7 @@
 mod failure;
 mod finish;
 mod folded;
-mod items;
+pub(crate) mod items;
 mod response;
 mod usage;
 

@@ -55,7 +55,8 @@ pub struct AgentExecuteResponse {
     #[cfg_attr(feature = "openapi", schema(required = true))]
     pub model_id: Option<String>,
     /// The model's text: `output_text` parts in order, joined with one blank line; `null`
-    /// when there is none.
+    /// when there is none. With `kind: error` after a stream given up, what arrived
+    /// before it was.
     #[cfg_attr(feature = "openapi", schema(required = true))]
     pub text: Option<String>,
     /// Why the model stopped; `null` when no response was received.
