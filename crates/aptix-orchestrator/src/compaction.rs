@@ -17,6 +17,7 @@
 //!
 //! [`Capabilities::compact_endpoint`]: aptix_client::Capabilities::compact_endpoint
 
+use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aptix_mapping::{TurnContext, map_response};
@@ -171,8 +172,14 @@ impl Orchestrator {
             .iter()
             .take_while(|item| is_system_message(item))
             .count();
-        // Keep the most recent items that fit the share, cut where the rules allow.
-        let keep_budget = (self.context_window(state) as f64 * KEEP_RECENT_SHARE) as u64;
+        // Keep the most recent items that fit the share, cut where the rules allow. A
+        // request the provider found too long shows its real window is below that
+        // request's size, whatever the configured one says.
+        let window = match reason {
+            CompactionReason::Threshold => self.context_window(state),
+            CompactionReason::Overflow => self.context_window(state).min(tokens_before),
+        };
+        let keep_budget = (window as f64 * KEEP_RECENT_SHARE) as u64;
         let mut kept_tokens = 0u64;
         let mut wanted = history.len();
         while wanted > lead {
@@ -192,27 +199,15 @@ impl Orchestrator {
             return Err("there is no older part of the conversation left to compact".into());
         }
         let head = &history[lead..cut];
-        let (method, replacement) = if self.provider.capabilities().compact_endpoint {
-            let reply = self
-                .provider
-                .compact(&CompactRequest {
-                    model: state.model.model.clone(),
-                    input: Some(Input::Items(history[..cut].to_vec())),
-                    ..CompactRequest::default()
-                })
+        let by_endpoint = if self.provider.capabilities().compact_endpoint
+            && !self.compact_endpoint_missing.load(Ordering::Relaxed)
+        {
+            self.compact_by_endpoint(state, &history[..cut], usage)
                 .await
-                .map_err(|error| format!("the provider's compaction failed: {error}"))?;
-            if let Some(spent) = &reply.usage {
-                usage.add(&LlmUsage::from(spent));
-            }
-            let items: Vec<InputItem> = reply
-                .output
-                .into_iter()
-                .filter(|item| !is_system_message(item))
-                .collect();
-            if items.is_empty() {
-                return Err("the provider's compaction returned no items".into());
-            }
+        } else {
+            None
+        };
+        let (method, replacement) = if let Some(items) = by_endpoint {
             (CompactionMethod::Endpoint, items)
         } else {
             let note = self.summarise(state, head, turn_id, usage).await?;
@@ -226,6 +221,14 @@ impl Orchestrator {
         };
         let replaced = head.to_vec();
         let kept_items = history.len() - cut;
+        let before = (
+            state.history.clone(),
+            state.last_response_id.clone(),
+            state.context.clone(),
+            body.request.input.clone(),
+            body.request.previous_response_id.clone(),
+            body.replayed,
+        );
         let mut compacted = Vec::with_capacity(lead + replacement.len() + kept_items);
         compacted.extend_from_slice(&history[..lead]);
         compacted.extend(replacement.iter().cloned());
@@ -242,6 +245,20 @@ impl Orchestrator {
         state.last_response_id = None;
         state.context = None;
         let tokens_after = self.estimate(state, body).map_err(|e| e.to_string())?;
+        if reason == CompactionReason::Overflow && tokens_after >= tokens_before {
+            // Sending it would overflow again, on this turn and every later one.
+            (
+                state.history,
+                state.last_response_id,
+                state.context,
+                body.request.input,
+                body.request.previous_response_id,
+                body.replayed,
+            ) = before;
+            return Err(format!(
+                "compacting would not make the request smaller (about {tokens_before} tokens before, {tokens_after} after): what must stay is too long for the model"
+            ));
+        }
         let record = CompactionRecord {
             turn_id: turn_id.to_owned(),
             at_unix_ms: SystemTime::now()
@@ -259,6 +276,55 @@ impl Orchestrator {
         };
         state.compactions.push(record.clone());
         Ok(record)
+    }
+
+    /// The provider's compaction of `items`, or `None` (logged) when it failed: the
+    /// handover note written by the model replaces it then. A provider that has no
+    /// compaction route at all (`404`, `405`, `501`: a server that speaks
+    /// `/v1/responses` but not `/responses/compact`) is not asked again.
+    async fn compact_by_endpoint(
+        &self,
+        state: &SessionState,
+        items: &[InputItem],
+        usage: &mut LlmUsage,
+    ) -> Option<Vec<InputItem>> {
+        let reply = match self
+            .provider
+            .compact(&CompactRequest {
+                model: state.model.model.clone(),
+                input: Some(Input::Items(items.to_vec())),
+                ..CompactRequest::default()
+            })
+            .await
+        {
+            Ok(reply) => reply,
+            Err(error) => {
+                if let aptix_client::ClientError::Status {
+                    status: 404 | 405 | 501,
+                    ..
+                } = error
+                {
+                    self.compact_endpoint_missing.store(true, Ordering::Relaxed);
+                }
+                tracing::warn!(%error, "the provider's compaction failed; a summary written by the model is used instead");
+                return None;
+            }
+        };
+        if let Some(spent) = &reply.usage {
+            usage.add(&LlmUsage::from(spent));
+        }
+        let items: Vec<InputItem> = reply
+            .output
+            .into_iter()
+            .filter(|item| !is_system_message(item))
+            .collect();
+        if items.is_empty() {
+            tracing::warn!(
+                "the provider's compaction returned no items; a summary written by the model is used instead"
+            );
+            return None;
+        }
+        Some(items)
     }
 
     /// One model call that writes the handover note for `head`.

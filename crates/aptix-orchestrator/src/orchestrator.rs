@@ -46,6 +46,9 @@ pub struct Orchestrator {
     /// Sessions with a turn running in this instance (or a lease being given back
     /// in the background).
     active: Arc<Mutex<HashSet<String>>>,
+    /// The provider answered its compaction route with 404, 405 or 501: compaction
+    /// writes a summary instead, without asking again.
+    pub(crate) compact_endpoint_missing: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -159,6 +162,7 @@ impl OrchestratorBuilder {
             config: self.config,
             instance: instance_name(),
             active: Arc::new(Mutex::new(HashSet::new())),
+            compact_endpoint_missing: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }

@@ -345,7 +345,11 @@ impl Orchestrator {
                     .await
                 {
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
-                        break Err(still_too_long(failed, "even after compacting the session"));
+                        let why = format!(
+                            "even after compacting the session (if the model's window is smaller than context_window, {} tokens, set context_window lower)",
+                            self.context_window(&state)
+                        );
+                        break Err(still_too_long(failed, &why));
                     }
                     Err(failed) if is_context_overflow(&failed) => {
                         overflow_compacted = true;
@@ -361,7 +365,10 @@ impl Orchestrator {
                             )
                             .await;
                         if let Err(why) = compacted {
-                            let why = format!("and the session could not be compacted ({why})");
+                            let why = format!(
+                                "and the session could not be compacted ({why}; if the model's window is smaller than context_window, {} tokens, set context_window lower)",
+                                self.context_window(&state)
+                            );
                             break Err(still_too_long(failed, &why));
                         }
                     }

@@ -46,6 +46,9 @@ struct Sim {
     /// the context of a stored response.
     contexts: Mutex<std::collections::HashMap<String, u64>>,
     counter: TokenCounter,
+    /// Whether `/responses/compact` exists (a server may speak `/v1/responses` without
+    /// it, and answer 404).
+    compact_route: bool,
 }
 
 impl Sim {
@@ -56,6 +59,7 @@ impl Sim {
             forced_overflows: Mutex::new(VecDeque::new()),
             contexts: Mutex::new(std::collections::HashMap::new()),
             counter: TokenCounter::o200k().unwrap(),
+            compact_route: true,
         }
     }
 
@@ -178,6 +182,15 @@ impl ResponsesProvider for Sim {
             .lock()
             .unwrap()
             .push(Call::Compact(request.clone()));
+        if !self.compact_route {
+            return Err(ClientError::Status {
+                status: 404,
+                api_error: None,
+                raw_body: Some("Not Found".into()),
+                request_id: None,
+                retry_after: None,
+            });
+        }
         Ok(serde_json::from_value(json!({
             "id": "cmp_resp", "object": "response.compaction", "created_at": 1,
             "output": [
@@ -220,7 +233,13 @@ struct Rig {
 }
 
 fn rig(capabilities: Capabilities) -> Rig {
-    let sim = Arc::new(Sim::new(capabilities));
+    rig_with(Sim::new(capabilities), WINDOW)
+}
+
+/// A rig on `sim`, whose context window is configured as `window` (the model's real
+/// one is [`WINDOW`]).
+fn rig_with(sim: Sim, window: u64) -> Rig {
+    let sim = Arc::new(sim);
     let store = Arc::new(InMemorySessionStore::new());
     let orchestrator = Orchestrator::builder(
         Arc::clone(&sim) as Arc<dyn ResponsesProvider>,
@@ -228,7 +247,7 @@ fn rig(capabilities: Capabilities) -> Rig {
     )
     .server_tool(Arc::new(Lookup))
     .config(OrchestratorConfig {
-        context_window: Some(WINDOW),
+        context_window: Some(window),
         ..OrchestratorConfig::default()
     })
     .build()
@@ -436,6 +455,58 @@ async fn a_stateful_session_uses_the_compact_endpoint_and_starts_a_new_chain() {
         panic!("a turn");
     };
     assert!(chained.previous_response_id.is_some());
+}
+
+#[tokio::test]
+async fn a_server_without_a_compaction_route_gets_a_summary_and_is_not_asked_again() {
+    let mut sim = Sim::new(Capabilities::openai_responses());
+    sim.compact_route = false;
+    let rig = rig_with(sim, WINDOW);
+    until_compacted(&rig).await;
+    let state = session(&rig).await;
+    assert_eq!(state.compactions[0].method, CompactionMethod::Summary);
+    // Long after: every turn still answers, and the missing route was asked once.
+    for n in 100..130 {
+        let envelope = rig.orchestrator.execute(turn(n)).await.unwrap();
+        assert_eq!(envelope.kind, Kind::Ok, "turn {n}: {envelope:?}");
+    }
+    let calls = rig.sim.calls();
+    assert!(session(&rig).await.compactions.len() >= 2);
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|call| matches!(call, Call::Compact(_)))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_window_configured_above_the_model_s_is_learnt_from_its_overflow() {
+    // Configured at 23,600 tokens, the model takes 6,000: the threshold is never met,
+    // and a quarter of the configured window (what a compaction keeps verbatim) is
+    // nearly all of the real one. Each overflow compacts to what the overflowing
+    // request shows of the window instead.
+    let rig = rig_with(Sim::new(Capabilities::stateless_responses()), 23_600);
+    for n in 1..=30 {
+        let envelope = rig.orchestrator.execute(turn(n)).await.unwrap();
+        assert_eq!(envelope.kind, Kind::Ok, "turn {n}: {envelope:?}");
+    }
+    let state = session(&rig).await;
+    assert!(!state.compactions.is_empty());
+    assert!(
+        state
+            .compactions
+            .iter()
+            .all(|record| record.reason == CompactionReason::Overflow
+                && record.tokens_after < record.tokens_before),
+        "{:?}",
+        state
+            .compactions
+            .iter()
+            .map(|record| (record.tokens_before, record.tokens_after))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]
