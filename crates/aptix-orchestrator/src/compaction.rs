@@ -224,7 +224,7 @@ impl Orchestrator {
         let before = (
             state.history.clone(),
             state.last_response_id.clone(),
-            state.context.clone(),
+            state.context,
             body.request.input.clone(),
             body.request.previous_response_id.clone(),
             body.replayed,
