@@ -64,6 +64,11 @@ fn retry_notice(
 const RESTARTED_NOTICE: &str =
     "\n[the new answer differs from the text shown above; it follows in full]\n";
 
+/// Said among the thoughts where the streamed text is not the final answer, which
+/// follows in full.
+const SETTLED_NOTICE: &str =
+    "\n[the streamed text differs from the final answer; it follows in full]\n";
+
 /// Sends one turn's updates to the editor.
 pub(crate) struct TurnReporter {
     connection: ConnectionTo<Client>,
@@ -260,17 +265,26 @@ impl TurnReporter {
         self.update_call(call_id, fields);
     }
 
-    /// The turn ended: its answer is shown whole if no delta carried it (a provider
-    /// that answered at once), and any call still open is closed.
+    /// The turn ended: its answer is shown where no delta carried it (a provider that
+    /// answered at once) or the deltas did not spell it, and any call still open is
+    /// closed.
     pub(crate) fn finish(&mut self, envelope: &AgentExecuteResponse) {
-        if !self.any_text {
-            let answer = envelope
-                .text
-                .clone()
-                .filter(|text| !text.is_empty())
-                .or_else(|| envelope.refusal.clone());
-            if let Some(answer) = answer {
-                self.text(answer);
+        let answer = envelope
+            .text
+            .as_deref()
+            .filter(|text| !text.is_empty())
+            .or(envelope.refusal.as_deref());
+        if let Some(answer) = answer {
+            // What streamed is checked against the answer: its rest, or the whole
+            // answer apart when the deltas did not spell it.
+            match self.shown.settle(answer) {
+                None => {}
+                Some(AnswerText::More(rest)) => self.text(rest),
+                Some(AnswerText::Restarted(whole)) => {
+                    self.thought(SETTLED_NOTICE.to_owned());
+                    let apart = if self.any_text { "\n\n" } else { "" };
+                    self.text(format!("{apart}{whole}"));
+                }
             }
         }
         for warning in &envelope.warnings {

@@ -322,12 +322,15 @@ fn report(
     if json {
         print_json(envelope)?;
     } else {
-        if !printer.wrote() {
-            if let Some(text) = envelope.text.as_deref().filter(|t| !t.is_empty()) {
-                printer.whole(text);
-            } else if let Some(refusal) = &envelope.refusal {
-                printer.whole(refusal);
-            }
+        // What the stream printed is checked against the answer: the rest of it, or the
+        // whole answer when the deltas did not spell it, is printed too.
+        if let Some(answer) = envelope
+            .text
+            .as_deref()
+            .filter(|text| !text.is_empty())
+            .or(envelope.refusal.as_deref())
+        {
+            printer.settle(answer);
         }
         printer.finish()?;
     }

@@ -237,8 +237,27 @@ impl AnswerPrinter {
         ));
     }
 
+    /// Shows the turn's final answer where what was printed is not it: the rest of it,
+    /// or (a server whose deltas did not spell its final response) the whole answer,
+    /// after a note and a blank line. Nothing when the printed text is the answer.
+    pub(crate) fn settle(&mut self, answer: &str) {
+        match self.shown.settle(answer) {
+            None => {}
+            Some(AnswerText::More(rest)) => self.write(&rest),
+            Some(AnswerText::Restarted(whole)) => {
+                if !self.ends_with_newline {
+                    let _ = writeln!(io::stderr().lock());
+                }
+                note(format_args!(
+                    "the streamed text differs from the final answer; the final answer follows in full"
+                ));
+                self.whole(&whole);
+            }
+        }
+    }
+
     /// Prints a whole answer (the non-streamed case).
-    pub(crate) fn whole(&mut self, text: &str) {
+    fn whole(&mut self, text: &str) {
         if self.wrote {
             self.write(if self.ends_with_newline { "\n" } else { "\n\n" });
         }

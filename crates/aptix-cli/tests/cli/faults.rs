@@ -498,3 +498,32 @@ async fn a_compacted_session_says_so_once_on_stderr() {
     assert!(note.starts_with("[HANDOVER NOTE]"), "{sent}");
     assert!(note.contains("The user asked how a turn is stored."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deltas_that_do_not_spell_the_final_answer_are_followed_by_the_answer_in_full() {
+    // A server repeats one delta under a fresh sequence number: the deltas say "The turn
+    // reaches the reaches the store once.", the final response the answer.
+    let mut events = events("resp_dup");
+    let repeated = events[4].clone();
+    events.insert(5, repeated);
+    for (number, event) in events.iter_mut().enumerate() {
+        event["sequence_number"] = json!(number);
+    }
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&events))]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &[]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    // What streamed stays (a terminal cannot take it back); the answer follows whole,
+    // so that `> answer.md` ends with the answer.
+    assert_eq!(
+        stdout(&output),
+        format!("The turn reaches the reaches the store once.\n\n{TEXT}\n")
+    );
+    assert!(
+        stderr(&output).contains(
+            "the streamed text differs from the final answer; the final answer follows in full"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -16,7 +16,7 @@ use super::delta::StreamDelta;
 /// did not write (the shown beginning of one answer joined to the end of another).
 /// The final envelope holds the new answer. Text a cut attempt showed that the new
 /// answer ends without repeating stays where it was shown (a reader cannot take back
-/// what it printed); the envelope tells the answer.
+/// what it printed); [`settle`](ShownAnswer::settle) then gives the answer whole.
 ///
 /// Refusal text counts as answer text (it is the model's answer in words).
 ///
@@ -59,6 +59,8 @@ pub struct ShownAnswer {
     /// While a restarted answer repeats what was shown: how much of `call_text` it has
     /// matched so far.
     replay: Option<usize>,
+    /// The text shown for the last model call that finished.
+    finished_text: String,
 }
 
 /// What of a text delta to show (see [`ShownAnswer`]).
@@ -102,7 +104,11 @@ impl ShownAnswer {
             StreamDelta::Done { .. } => {
                 // The model call is over: a request sent again after this (the next
                 // call's, failed before its reply) repeats nothing of its text.
-                *self = ShownAnswer::default();
+                let finished = std::mem::take(&mut self.call_text);
+                *self = ShownAnswer {
+                    finished_text: finished,
+                    ..ShownAnswer::default()
+                };
                 None
             }
             StreamDelta::TextDelta { text, .. } | StreamDelta::RefusalDelta { text, .. } => {
@@ -119,6 +125,54 @@ impl ShownAnswer {
             }
             _ => None,
         }
+    }
+
+    /// Takes the turn's final answer (the envelope's `text`, or its `refusal`), once
+    /// every delta is in: what to show so that the reader shows that answer. `None`
+    /// when the text shown for the last model call is the answer (spacing aside: a
+    /// reader puts its own breaks between messages); [`AnswerText::More`] with the
+    /// rest when it shows only the answer's start (or nothing of it: a reply that came
+    /// whole); [`AnswerText::Restarted`] with the whole answer when the text shown is
+    /// not the answer (a server whose deltas do not spell its final response): say so,
+    /// and show it apart.
+    ///
+    /// ```
+    /// use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
+    ///
+    /// let mut shown = ShownAnswer::new();
+    /// shown.delta(&StreamDelta::TextDelta { output_index: 0, content_index: 0, text: "Hello! How cow".into() });
+    /// assert_eq!(
+    ///     shown.settle("Hello! How can I help?"),
+    ///     Some(AnswerText::Restarted("Hello! How can I help?".into()))
+    /// );
+    /// ```
+    pub fn settle(&mut self, answer: &str) -> Option<AnswerText> {
+        let shown = if self.call_text.is_empty() {
+            std::mem::take(&mut self.finished_text)
+        } else {
+            std::mem::take(&mut self.call_text)
+        };
+        let unspaced =
+            |text: &str| -> String { text.chars().filter(|c| !c.is_whitespace()).collect() };
+        let shown = unspaced(&shown);
+        let mut answer_chars = answer.char_indices().filter(|(_, c)| !c.is_whitespace());
+        // Walk the answer's visible characters along the shown ones.
+        for expected in shown.chars() {
+            match answer_chars.next() {
+                Some((_, found)) if found == expected => {}
+                _ => return Some(AnswerText::Restarted(answer.to_owned())),
+            }
+        }
+        let rest = match answer_chars.next() {
+            Some((at, _)) => &answer[at..],
+            None => return None,
+        };
+        if shown.is_empty() {
+            return Some(AnswerText::More(answer.to_owned()));
+        }
+        // The rest keeps the spacing before it.
+        let start = answer[..answer.len() - rest.len()].trim_end().len();
+        Some(AnswerText::More(answer[start..].to_owned()))
     }
 
     /// `text` against what a restarted answer may repeat.
@@ -186,6 +240,50 @@ mod tests {
             }
         }
         screen
+    }
+
+    #[test]
+    fn settling_shows_the_final_answer_whatever_the_deltas_spelt() {
+        let settle = |deltas: &[StreamDelta], answer: &str| {
+            let mut shown = ShownAnswer::new();
+            for delta in deltas {
+                shown.delta(delta);
+            }
+            shown.settle(answer)
+        };
+        let done = StreamDelta::Done {
+            response_id: "resp_1".into(),
+            status: None,
+            finish_reason: None,
+        };
+        // Shown as it is (two messages, which the reader spaced its own way).
+        assert_eq!(
+            settle(&[text("One."), text("Two."), done.clone()], "One.\n\nTwo."),
+            None
+        );
+        // A delta sent twice, or out of order: the answer is shown whole, apart.
+        for spelt in [
+            ["Hello! How cow", " can I help?"],
+            ["help? ", "Hello! How can I "],
+        ] {
+            let deltas: Vec<StreamDelta> = spelt.iter().map(|t| text(t)).collect();
+            assert_eq!(
+                settle(&deltas, "Hello! How can I help?"),
+                Some(AnswerText::Restarted("Hello! How can I help?".into()))
+            );
+        }
+        // A stream that lost its tail: the rest, with its spacing.
+        assert_eq!(
+            settle(&[text("Hello!")], "Hello! How can I help?"),
+            Some(AnswerText::More(" How can I help?".into()))
+        );
+        // Nothing streamed: the answer whole.
+        assert_eq!(
+            settle(&[started()], "Hi."),
+            Some(AnswerText::More("Hi.".into()))
+        );
+        // An empty answer with nothing shown: nothing to show.
+        assert_eq!(settle(&[started()], ""), None);
     }
 
     #[test]
