@@ -38,6 +38,8 @@ pub enum MappingError {
         events: u64,
         /// The response id from `response.created`, when that event arrived.
         response_id: Option<String>,
+        /// The answer text streamed before it ended, which the error envelope keeps.
+        partial_text: Option<String>,
     },
 
     /// The stream sent an `error` event and then ended without `response.failed`.
@@ -49,6 +51,8 @@ pub enum MappingError {
         sequence_number: Option<u64>,
         /// The response id from `response.created`, when that event arrived.
         response_id: Option<String>,
+        /// The answer text streamed before it failed, which the error envelope keeps.
+        partial_text: Option<String>,
     },
 }
 

@@ -270,7 +270,22 @@ fn transport_failures_and_own_errors() {
         last_sequence_number: Some(7),
         events: 8,
         response_id: Some("resp_1".into()),
+        partial_text: None,
     };
+    // What streamed before the end is the envelope's text; its kind says the rest.
+    let ended_mid_answer = MappingError::StreamEndedEarly {
+        last_sequence_number: Some(7),
+        events: 8,
+        response_id: Some("resp_1".into()),
+        partial_text: Some("Half an".into()),
+    };
+    assert_eq!(
+        map_mapping_error(&ended_mid_answer, &turn())
+            .envelope
+            .text
+            .as_deref(),
+        Some("Half an")
+    );
     check(
         "stream ended early",
         &map_mapping_error(&ended, &turn()),
@@ -291,6 +306,7 @@ fn transport_failures_and_own_errors() {
         }),
         sequence_number: Some(2),
         response_id: Some("resp_2".into()),
+        partial_text: None,
     };
     assert_eq!(
         failed.to_string(),

@@ -179,7 +179,8 @@ fn a_stream_without_its_final_event_is_an_error() {
         Expect {
             deltas: json!(deltas),
             envelope: json!({
-                "kind": "error", "text": null, "errorCode": "stream_ended_early",
+                // The text that streamed is kept; the kind says it is incomplete.
+                "kind": "error", "text": "Hello!", "errorCode": "stream_ended_early",
                 "errorMessage": "stream ended after 6 events without a final response (last sequence number 5)",
                 "responseContinuationId": "resp_1",
             }),

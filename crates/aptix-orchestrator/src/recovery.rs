@@ -312,23 +312,22 @@ pub(crate) fn log_rate_limits(meta: &aptix_client::ReplyMeta) {
 }
 
 /// The error envelope of the last attempt.
+/// What arrived is kept as its `text`, as `map_mapping_error` keeps it for a stream
+/// that ended early: a client that reads the envelope alone (`--json`, a JSON client of
+/// the service) is not left with less than the stream showed.
 fn give_up(cut: &Cut, fold: StreamFold, context: &TurnContext) -> AgentExecuteResponse {
-    let partial = fold.partial_text();
-    let mut envelope = match cut {
-        Cut::Open(error) | Cut::Stream(error) => error_envelope(error, context),
+    match cut {
+        Cut::Open(error) | Cut::Stream(error) => {
+            let mut envelope = error_envelope(error, context);
+            envelope.text = fold.partial_text();
+            envelope
+        }
         Cut::EndedEarly => match fold.finish() {
             Err(error) => map_mapping_error(&error, context).envelope,
             // Not reached: a cut fold has no terminal event.
             Ok(folded) => map_folded(folded, context).0.envelope,
         },
-    };
-    // What arrived is kept: a client that reads the envelope alone (`--json`, a JSON
-    // client of the service) is not left with less than the stream showed.
-    // Its `kind: error` says it is incomplete.
-    if envelope.text.is_none() {
-        envelope.text = partial;
     }
-    envelope
 }
 
 /// A provider failure as an error envelope, with the wait the server asked for (a

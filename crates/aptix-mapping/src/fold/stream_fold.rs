@@ -192,6 +192,13 @@ impl StreamFold {
     /// followed; [`MappingError::StreamEndedEarly`] when neither came. Either maps to an
     /// envelope with [`map_mapping_error`](crate::map_mapping_error).
     pub fn finish(self) -> Result<FoldedStream, MappingError> {
+        // Read before the fold is taken apart: a stream without its final response
+        // keeps what it streamed in its error.
+        let partial_text = self
+            .terminal
+            .is_none()
+            .then(|| self.partial_text())
+            .flatten();
         let mut warnings = self.anomalies.into_warnings();
         let Some(Terminal { mut response, raw }) = self.terminal else {
             return Err(match self.stream_error {
@@ -199,11 +206,13 @@ impl StreamFold {
                     error: Box::new(error),
                     sequence_number,
                     response_id: self.response_id,
+                    partial_text,
                 },
                 None => MappingError::StreamEndedEarly {
                     last_sequence_number: self.last_sequence_number,
                     events: self.events,
                     response_id: self.response_id,
+                    partial_text,
                 },
             });
         };

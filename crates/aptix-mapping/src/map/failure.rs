@@ -135,18 +135,32 @@ pub fn map_transport_failure(code: &str, message: &str, turn: &TurnContext) -> M
 
 /// Maps one of this crate's errors: a 2xx body that is not a response, a stream that
 /// ended early or failed with only an `error` event. `errorCode` is
-/// [`MappingError::code`]; the response id is kept when the stream had sent it.
+/// [`MappingError::code`]; the response id is kept when the stream had sent it, and
+/// the answer text it streamed as `text`.
 pub fn map_mapping_error(error: &MappingError, turn: &TurnContext) -> Mapped {
     match error {
         MappingError::StreamFailed {
-            error, response_id, ..
-        } => api_error_envelope(error, None, response_id.clone(), turn),
+            error,
+            response_id,
+            partial_text,
+            ..
+        } => {
+            let mut mapped = api_error_envelope(error, None, response_id.clone(), turn);
+            mapped.envelope.text.clone_from(partial_text);
+            mapped
+        }
         MappingError::InvalidResponseBody { excerpt, .. } => {
             map_transport_failure(&error.code(), &format!("{error}; body: {excerpt}"), turn)
         }
-        MappingError::StreamEndedEarly { response_id, .. } => {
+        MappingError::StreamEndedEarly {
+            response_id,
+            partial_text,
+            ..
+        } => {
             let mut mapped = map_transport_failure(&error.code(), &error.to_string(), turn);
             mapped.envelope.response_continuation_id = response_id.clone();
+            // What streamed is kept: the kind says it is incomplete.
+            mapped.envelope.text.clone_from(partial_text);
             mapped
         }
     }
