@@ -89,50 +89,37 @@ impl OpenAiProvider {
         response: reqwest::Response,
         meta: crate::provider::ReplyMeta,
     ) -> EventStream {
-        let secret = self.config().secret().map(str::to_owned);
-        let limit = self.config().timeouts().request;
-        let request_id = meta.request_id.clone();
-        tracing::debug!("a streamed request was answered with JSON; reading it whole");
-        let event = async move {
-            let read = response.bytes();
-            let bytes =
-                match limit {
-                    Some(limit) => tokio::time::timeout(limit, read).await.map_err(|_| {
-                        ClientError::Timeout {
-                            kind: crate::TimeoutKind::Request,
-                            after: limit,
-                        }
-                    })?,
-                    None => read.await,
+        whole_reply_as_event(
+            response,
+            meta,
+            self.config(),
+            |bytes: &[u8], request_id: Option<&str>| {
+                // Read for its status only: the fold decodes the response itself, once.
+                #[derive(serde::Deserialize)]
+                struct Status {
+                    #[serde(default)]
+                    status: Option<String>,
                 }
-                .map_err(|error| ClientError::decode("reply", &[], 0, error.to_string()))?;
-            let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
-            // Read for its status only: the fold decodes the response itself, once.
-            #[derive(serde::Deserialize)]
-            struct Status {
-                #[serde(default)]
-                status: Option<String>,
-            }
-            let decoded: Status = serde_json::from_slice(&bytes).map_err(|error| {
-                json_decode_error("reply", &bytes, &error).with_request_id(request_id.as_deref())
-            })?;
-            let kind = match decoded.status.as_deref() {
-                Some("incomplete") => "response.incomplete",
-                Some("failed") => "response.failed",
-                _ => "response.completed",
-            };
-            let body = String::from_utf8_lossy(&bytes);
-            Ok(aptix_sse::SseEvent {
-                event: Some(kind.to_owned()),
-                data: format!(
-                    r#"{{"type":"{kind}","sequence_number":0,"response":{}}}"#,
-                    body.trim()
-                ),
-                id: None,
-                retry: None,
-            })
-        };
-        EventStream::new(meta, futures_util::stream::once(event))
+                let decoded: Status = serde_json::from_slice(bytes).map_err(|error| {
+                    json_decode_error("reply", bytes, &error).with_request_id(request_id)
+                })?;
+                let kind = match decoded.status.as_deref() {
+                    Some("incomplete") => "response.incomplete",
+                    Some("failed") => "response.failed",
+                    _ => "response.completed",
+                };
+                let body = String::from_utf8_lossy(bytes);
+                Ok(aptix_sse::SseEvent {
+                    event: Some(kind.to_owned()),
+                    data: format!(
+                        r#"{{"type":"{kind}","sequence_number":0,"response":{}}}"#,
+                        body.trim()
+                    ),
+                    id: None,
+                    retry: None,
+                })
+            },
+        )
     }
 
     fn body(&self, request: &CreateResponseRequest, stream: bool) -> Result<Bytes, ClientError> {
@@ -242,8 +229,44 @@ impl ResponsesProvider for OpenAiProvider {
     }
 }
 
+/// A whole JSON reply to a streamed request, read within the request timeout and
+/// scrubbed of the key, as the one event `to_event` makes of its bytes (given the
+/// reply's request id for its errors): the stream a provider hands on when a server
+/// ignored `stream: true`.
+pub(crate) fn whole_reply_as_event(
+    response: reqwest::Response,
+    meta: crate::provider::ReplyMeta,
+    config: &crate::OpenAiConfig,
+    to_event: impl FnOnce(&[u8], Option<&str>) -> Result<aptix_sse::SseEvent, ClientError>
+    + Send
+    + 'static,
+) -> EventStream {
+    let secret = config.secret().map(str::to_owned);
+    let limit = config.timeouts().request;
+    let request_id = meta.request_id.clone();
+    tracing::debug!("a streamed request was answered with JSON; reading it whole");
+    let event = async move {
+        let read = response.bytes();
+        let bytes = match limit {
+            Some(limit) => {
+                tokio::time::timeout(limit, read)
+                    .await
+                    .map_err(|_| ClientError::Timeout {
+                        kind: crate::TimeoutKind::Request,
+                        after: limit,
+                    })?
+            }
+            None => read.await,
+        }
+        .map_err(|error| ClientError::decode("reply", &[], 0, error.to_string()))?;
+        let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
+        to_event(&bytes, request_id.as_deref())
+    };
+    EventStream::new(meta, futures_util::stream::once(event))
+}
+
 /// Whether a reply says it is JSON.
-fn is_json(response: &reqwest::Response) -> bool {
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(http::header::CONTENT_TYPE)

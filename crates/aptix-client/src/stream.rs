@@ -142,15 +142,7 @@ impl EventStream {
                 item: item.clone(),
             }));
         }
-        let terminal = ResponseEvent {
-            sequence_number: next(),
-            response: Box::new(response),
-        };
-        events.push(match terminal.response.status {
-            Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
-            Some(ResponseStatus::Failed) => StreamEvent::Failed(terminal),
-            _ => StreamEvent::Completed(terminal),
-        });
+        events.push(StreamEvent::terminal(next(), response));
         EventStream::from_events(meta, events.into_iter().map(Ok))
     }
 

@@ -206,6 +206,9 @@ pub(crate) async fn stream_with_recovery(
     let mut fold = StreamFold::new();
     let mut seen = Seen::default();
     let mut resume_after: Option<(String, Option<u64>)> = None;
+    // The server has no route to resume a response (`404`, `405`, `501`): a cut stream
+    // is sent again from its start instead.
+    let mut resume_missing = false;
     let mut attempt = 0u32;
     loop {
         attempt += 1;
@@ -230,12 +233,26 @@ pub(crate) async fn stream_with_recovery(
                 }
             }
         };
+        let cannot_resume = resume_after.is_some()
+            && matches!(
+                &cut,
+                Cut::Open(ClientError::Status {
+                    status: 404 | 405 | 501,
+                    ..
+                })
+            );
+        if cannot_resume {
+            tracing::info!("the server cannot resume a response; sending the request again");
+            resume_missing = true;
+        }
         // Resuming needs the response and where it stopped: without sequence numbers
         // the resumed stream would start over and the fold could not skip what it had.
-        let resumable =
-            background && fold.response_id().is_some() && fold.last_sequence_number().is_some();
+        let resumable = background
+            && !resume_missing
+            && fold.response_id().is_some()
+            && fold.last_sequence_number().is_some();
         let safe = resumable || !seen.hosted_tool;
-        if !recoverable(&cut, &seen) || !safe || attempt >= max_attempts {
+        if !(recoverable(&cut, &seen) || cannot_resume) || !safe || attempt >= max_attempts {
             let mut envelope = give_up(&cut, fold, &context);
             let mut notes = Vec::new();
             if attempt > 1 {
@@ -254,7 +271,14 @@ pub(crate) async fn stream_with_recovery(
         }
         let next = attempt + 1;
         let wait = policy.wait_before(next, random_unit(next));
-        let reason = cut.describe(seen.events);
+        let reason = if cannot_resume {
+            format!(
+                "the server cannot resume the response ({}); sending it again from the start",
+                cut.describe(seen.events)
+            )
+        } else {
+            cut.describe(seen.events)
+        };
         // INFO, not WARN: the caller is told through the sink and says it its own way.
         tracing::info!(
             attempt = next,

@@ -312,6 +312,45 @@ async fn a_background_stream_cut_after_n_events_resumes_from_n_plus_one() {
     }
 }
 
+#[tokio::test]
+async fn a_server_that_cannot_resume_gets_the_request_again_from_the_start() {
+    let config = OrchestratorConfig {
+        background: true,
+        ..config()
+    };
+    // Cut; the resume finds no route; the request sent again answers whole.
+    let script = vec![
+        cut_after(5, "resp_bg"),
+        Reply::status(404, "text/plain", "Not Found"),
+        whole("resp_again"),
+    ];
+    let rig = rig(script, config).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
+    assert_eq!(envelope.text.as_deref(), Some(TEXT));
+    let requests = rig.server.requests();
+    let methods: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(methods, ["POST", "GET", "POST"]);
+    let notices: Vec<(bool, String)> = deltas
+        .iter()
+        .filter_map(|delta| match delta {
+            StreamDelta::Retrying {
+                resumed, reason, ..
+            } => Some((*resumed, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(notices[0].0, "the first cut resumes: {notices:?}");
+    assert!(
+        !notices[1].0
+            && notices[1]
+                .1
+                .starts_with("the server cannot resume the response"),
+        "{notices:?}"
+    );
+}
+
 fn client_retries() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,

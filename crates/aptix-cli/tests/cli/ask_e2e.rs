@@ -458,3 +458,32 @@ async fn a_server_that_ignores_stream_true_still_gets_its_answer_printed() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn a_chat_server_that_ignores_stream_true_still_gets_its_answer_printed() {
+    let server = MockServer::start().await;
+    let completion = serde_json::json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "local",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "Whole, not streamed."}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+    });
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(completion.to_string().into_bytes(), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--no-tools", "--api", "chat", "--base-url"])
+        .arg(format!("{}/v1", server.uri()))
+        .args(["--workspace", &sandbox.workspace_arg(), "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Whole, not streamed.\n");
+}

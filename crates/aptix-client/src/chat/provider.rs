@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use aptix_model::wire::CreateResponseRequest;
+use aptix_model::wire::{CreateResponseRequest, StreamEvent};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderMap;
@@ -12,7 +12,7 @@ use super::stream::ChatStreamTranslator;
 use super::{ChatOptions, from_chat_completion, request};
 use crate::config::OpenAiConfig;
 use crate::error::ClientError;
-use crate::openai::check_event_stream;
+use crate::openai::{check_event_stream, is_json, whole_reply_as_event};
 use crate::provider::{Capabilities, ProviderResponse, ResponsesProvider};
 use crate::sse_body::{DataHandler, Items, event_stream};
 use crate::stream::{EventStream, frame};
@@ -92,6 +92,20 @@ impl ResponsesProvider for ChatCompletionsProvider {
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
         let body = self.body(request, true)?;
         let (response, meta) = self.transport.post_for_stream(CHAT_PATH, body).await?;
+        if is_json(&response) {
+            // A server that ignored `stream: true` (small local servers do): its whole
+            // completion, as the final event a stream of it would end with.
+            return Ok(whole_reply_as_event(
+                response,
+                meta,
+                self.config(),
+                |bytes: &[u8], request_id: Option<&str>| {
+                    let response = from_chat_completion(bytes)
+                        .map_err(|error| error.with_request_id(request_id))?;
+                    Ok(frame(&StreamEvent::terminal(Some(0), response)))
+                },
+            ));
+        }
         check_event_stream(&response, &meta)?;
         let transport = Arc::clone(&self.transport);
         Ok(event_stream(

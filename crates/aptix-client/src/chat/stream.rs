@@ -352,14 +352,7 @@ impl ChatStreamTranslator {
                 item: item.clone(),
             }));
         }
-        let terminal = ResponseEvent {
-            sequence_number: self.next_sequence(),
-            response: Box::new(response),
-        };
-        out.push(match terminal.response.status {
-            Some(ResponseStatus::Incomplete) => StreamEvent::Incomplete(terminal),
-            _ => StreamEvent::Completed(terminal),
-        });
+        out.push(StreamEvent::terminal(self.next_sequence(), response));
         out
     }
 

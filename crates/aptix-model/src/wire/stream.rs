@@ -159,6 +159,21 @@ impl StreamEvent {
         Ok(event)
     }
 
+    /// The final event a stream of `response` ends with, by its status:
+    /// `response.incomplete`, `response.failed`, else `response.completed`.
+    pub fn terminal(sequence_number: Option<u64>, response: Response) -> StreamEvent {
+        let status = response.status.clone();
+        let event = ResponseEvent {
+            sequence_number,
+            response: Box::new(response),
+        };
+        match status {
+            Some(crate::wire::ResponseStatus::Incomplete) => StreamEvent::Incomplete(event),
+            Some(crate::wire::ResponseStatus::Failed) => StreamEvent::Failed(event),
+            _ => StreamEvent::Completed(event),
+        }
+    }
+
     /// Whether an event of this `type` ends a response's stream, carrying its final
     /// response: `response.completed`, `response.incomplete` or `response.failed`.
     pub fn is_terminal_type(event_type: &str) -> bool {
