@@ -227,6 +227,13 @@ impl AnswerPrinter {
             return;
         };
         let wait = aptix_client::human_duration(std::time::Duration::from_millis(*wait_ms));
+        if *events == 0 && !*resumed {
+            // Nothing streamed (a server silent before its reply): no text to speak of.
+            note(format_args!(
+                "no reply: {reason}; asking again in {wait} (attempt {attempt} of {max_attempts})"
+            ));
+            return;
+        }
         let (how, after) = if *resumed {
             ("resuming the same response where it stopped", "")
         } else {

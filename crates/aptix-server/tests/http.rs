@@ -206,12 +206,7 @@ async fn a_json_turn_answers_with_the_envelope_and_a_request_id() {
 
 #[tokio::test]
 async fn a_streamed_turn_sends_deltas_then_the_envelope_the_json_path_returns() {
-    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
-    let events: Vec<aptix_model::wire::StreamEvent> = fixture
-        .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
-        .collect();
+    let events = text_delta_events();
     let final_response = events.last().unwrap().terminal_response().unwrap().clone();
 
     let streamed = Arc::new(FakeProvider::new());
@@ -979,16 +974,17 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
     assert!(!text.contains("s-secret-session"), "{text}");
 }
 
-#[tokio::test]
-async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
-    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
-    let events: Vec<aptix_model::wire::StreamEvent> = fixture
+/// The events of the recorded `sse_text_deltas.sse`.
+fn text_delta_events() -> Vec<aptix_model::wire::StreamEvent> {
+    aptix_testkit::read_fixture_text("sse_text_deltas.sse")
         .lines()
         .filter_map(|line| line.strip_prefix("data: "))
         .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
-        .collect();
-    let fake = Arc::new(FakeProvider::new());
-    fake.push_events(events);
+        .collect()
+}
+
+/// A server over `fake` timed by a `TimedProvider` into its metrics.
+async fn timed(fake: Arc<FakeProvider>) -> (Running, Metrics) {
     let metrics = Metrics::new();
     let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
     let server = start(
@@ -999,6 +995,15 @@ async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
         },
     )
     .await;
+    (server, metrics)
+}
+
+#[tokio::test]
+async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
+    let events = text_delta_events();
+    let fake = Arc::new(FakeProvider::new());
+    fake.push_events(events);
+    let (server, metrics) = timed(fake).await;
     let body = server.streamed(&turn("s1", "t1")).await;
     assert!(body.contains("event: envelope"), "{body}");
     let text = metrics.encode();
@@ -1021,12 +1026,7 @@ async fn a_streamed_turn_is_timed_until_its_stream_ends_and_counted_once() {
 #[tokio::test]
 async fn a_broken_stream_is_no_ok_call_and_the_wait_before_its_retry_is_no_overhead() {
     use aptix_client::{ClientError, FakeReply, TransportPhase};
-    let fixture = aptix_testkit::read_fixture_text("sse_text_deltas.sse");
-    let events: Vec<aptix_model::wire::StreamEvent> = fixture
-        .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .map(|data| aptix_model::wire::StreamEvent::from_json(data).unwrap())
-        .collect();
+    let events = text_delta_events();
     // The first stream breaks after its opening events, with a reset (`error`) or by
     // ending before its final event (`cut`); the second is whole.
     for (reset, outcome) in [(true, "error"), (false, "cut")] {
@@ -1041,16 +1041,7 @@ async fn a_broken_stream_is_no_ok_call_and_the_wait_before_its_retry_is_no_overh
         }
         fake.push(FakeReply::Events(broken));
         fake.push_events(events.clone());
-        let metrics = Metrics::new();
-        let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
-        let server = start(
-            provider,
-            ServerConfig {
-                metrics: metrics.clone(),
-                ..ServerConfig::default()
-            },
-        )
-        .await;
+        let (server, metrics) = timed(fake).await;
         let body = server.streamed(&turn("s1", "t1")).await;
         assert!(body.contains("event: envelope"), "{body}");
         let wait_ms = body

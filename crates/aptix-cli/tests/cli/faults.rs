@@ -220,6 +220,22 @@ async fn a_stall_past_the_configured_idle_timeout_is_recovered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_silent_before_its_reply_is_asked_again_without_talk_of_a_cut_stream() {
+    let server = FaultServer::start(vec![Reply::stall_before_head(), whole("resp_b")]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &["--stream-idle-timeout", "1s"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout(&output), format!("{TEXT}\n"));
+    let err = stderr(&output);
+    assert!(
+        err.contains("aptix: no reply: stream idle timeout after 1s; asking again in")
+            && err.contains("(attempt 2 of 5)"),
+        "{err}"
+    );
+    assert!(!err.contains("text already shown"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_left_by_a_killed_process_does_not_lock_the_session() {
     if !std::path::Path::new("/proc/self/stat").exists() {
         return; // Only Linux can tell that a pid is gone; elsewhere the TTL applies.

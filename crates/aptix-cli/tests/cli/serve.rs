@@ -368,15 +368,28 @@ fn signal(pid: u32, signal: &str) {
     );
 }
 
-/// Starts a JSON turn and a streamed one against `base` (a model that never answers),
-/// and waits (counted, not timed) until both reached the model.
+/// `aptix serve` with this shutdown grace, over a model that never answers, running a
+/// JSON turn and a streamed one: returned once both reached the model (counted, not
+/// timed), with the service and its base URL.
 async fn two_turns_waiting(
-    base: &str,
-    upstream: &FaultServer,
+    sandbox: &Sandbox,
+    grace: &str,
 ) -> (
+    crate::served::Served,
+    String,
     tokio::task::JoinHandle<reqwest::Response>,
     tokio::task::JoinHandle<String>,
 ) {
+    let upstream =
+        FaultServer::start(vec![Reply::stall_before_head(), Reply::stall_before_head()]).await;
+    let (served, base) = serve(
+        sandbox,
+        &upstream,
+        &[],
+        &["--shutdown-grace".as_ref(), grace.as_ref()],
+    )
+    .await;
+    let base = base.as_str();
     let client = reqwest::Client::new();
     let json_turn = {
         let request = client
@@ -407,7 +420,7 @@ async fn two_turns_waiting(
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(upstream.requests().len(), 2, "both turns reach the model");
-    (json_turn, streamed_turn)
+    (served, base.to_owned(), json_turn, streamed_turn)
 }
 
 /// What each client of a stopped turn got: `503 shutting_down`, or a streamed turn's
@@ -431,17 +444,8 @@ async fn assert_told_shutting_down(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_still_running_when_the_grace_runs_out_are_told_and_the_exit_says_so() {
-    let upstream =
-        FaultServer::start(vec![Reply::stall_before_head(), Reply::stall_before_head()]).await;
     let sandbox = Sandbox::new();
-    let (served, base) = serve(
-        &sandbox,
-        &upstream,
-        &[],
-        &["--shutdown-grace".as_ref(), "300ms".as_ref()],
-    )
-    .await;
-    let (json_turn, streamed_turn) = two_turns_waiting(&base, &upstream).await;
+    let (served, base, json_turn, streamed_turn) = two_turns_waiting(&sandbox, "300ms").await;
     let (status, log) = served.stop().await;
     assert_told_shutting_down(json_turn, streamed_turn).await;
     assert_eq!(status.expect("aptix serve exits").code(), Some(1), "{log}");
@@ -453,18 +457,9 @@ async fn turns_still_running_when_the_grace_runs_out_are_told_and_the_exit_says_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_stops_the_turns_at_once() {
-    let upstream =
-        FaultServer::start(vec![Reply::stall_before_head(), Reply::stall_before_head()]).await;
     let sandbox = Sandbox::new();
     // A grace far longer than the test: only the second signal can end it in time.
-    let (served, base) = serve(
-        &sandbox,
-        &upstream,
-        &[],
-        &["--shutdown-grace".as_ref(), "10m".as_ref()],
-    )
-    .await;
-    let (json_turn, streamed_turn) = two_turns_waiting(&base, &upstream).await;
+    let (served, base, json_turn, streamed_turn) = two_turns_waiting(&sandbox, "10m").await;
     signal(served.pid(), "-TERM");
     // The first signal is taken once new connections are refused.
     let client = reqwest::Client::new();
