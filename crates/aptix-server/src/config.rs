@@ -1,7 +1,13 @@
 //! The service's settings: tokens and limits, with the defaults a careful operator
 //! would choose.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use subtle::ConstantTimeEq;
@@ -109,49 +115,112 @@ pub struct ServerConfig {
 #[derive(Clone)]
 pub struct StopTurns(std::sync::Arc<StopInner>);
 
+#[derive(Default)]
 struct StopInner {
-    stop: tokio::sync::watch::Sender<bool>,
-    stopped: std::sync::atomic::AtomicUsize,
+    stopping: AtomicBool,
+    stopped: AtomicUsize,
+    /// The turns waiting on something else (a model, a tool), to wake when stopping;
+    /// each registers once, not at every poll.
+    waiting: Mutex<HashMap<u64, Waker>>,
+    next_id: AtomicU64,
 }
 
 impl Default for StopTurns {
     fn default() -> StopTurns {
-        StopTurns(std::sync::Arc::new(StopInner {
-            stop: tokio::sync::watch::Sender::new(false),
-            stopped: std::sync::atomic::AtomicUsize::new(0),
-        }))
+        StopTurns(std::sync::Arc::new(StopInner::default()))
     }
 }
 
 impl StopTurns {
     /// Stops every turn in flight, and every turn that starts after.
     pub fn stop(&self) {
-        self.0.stop.send_replace(true);
+        self.0.stopping.store(true, Ordering::Release);
+        let waiting = std::mem::take(&mut *lock(&self.0.waiting));
+        for waker in waiting.into_values() {
+            waker.wake();
+        }
     }
 
     /// How many turns were stopped so far.
     pub fn stopped(&self) -> usize {
-        self.0.stopped.load(std::sync::atomic::Ordering::Acquire)
+        self.0.stopped.load(Ordering::Acquire)
     }
 
-    /// Resolves when [`stop`](Self::stop) is called (at once if it was), counting the
-    /// turn that waits on it as stopped.
-    pub(crate) async fn wait(&self) {
-        let mut receiver = self.0.stop.subscribe();
-        if receiver.wait_for(|stopped| *stopped).await.is_ok() {
-            self.0
-                .stopped
-                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        } else {
-            std::future::pending::<()>().await;
+    /// A turn's hold on this: [`StopGuard::poll`] runs the turn until it ends or
+    /// [`stop`](Self::stop) is called.
+    pub(crate) fn guard(&self) -> StopGuard {
+        StopGuard {
+            stop: self.clone(),
+            registered: None,
         }
     }
+}
+
+/// One turn's place among those [`StopTurns::stop`] wakes.
+pub(crate) struct StopGuard {
+    stop: StopTurns,
+    /// Its id among the waiting turns and the waker registered under it.
+    registered: Option<(u64, Waker)>,
+}
+
+impl StopGuard {
+    /// Polls `turn`: `Ready(None)` once stopping (the turn is counted as stopped and
+    /// dropped by its caller), else the turn's own outcome. A pending turn's waker is
+    /// registered once (again only if the task's waker changes): the check at each
+    /// poll is one atomic load.
+    pub(crate) fn poll<F: Future>(
+        &mut self,
+        cx: &mut Context<'_>,
+        turn: Pin<&mut F>,
+    ) -> Poll<Option<F::Output>> {
+        let inner = &self.stop.0;
+        if inner.stopping.load(Ordering::Acquire) {
+            inner.stopped.fetch_add(1, Ordering::AcqRel);
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(outcome) = turn.poll(cx) {
+            return Poll::Ready(Some(outcome));
+        }
+        let current = self
+            .registered
+            .as_ref()
+            .is_some_and(|(_, waker)| waker.will_wake(cx.waker()));
+        if !current {
+            let id = match &self.registered {
+                Some((id, _)) => *id,
+                None => inner.next_id.fetch_add(1, Ordering::Relaxed),
+            };
+            lock(&inner.waiting).insert(id, cx.waker().clone());
+            self.registered = Some((id, cx.waker().clone()));
+            // A stop between the first check and the registration woke no one here.
+            if inner.stopping.load(Ordering::Acquire) {
+                inner.stopped.fetch_add(1, Ordering::AcqRel);
+                return Poll::Ready(None);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        if let Some((id, _)) = self.registered.take() {
+            lock(&self.stop.0.waiting).remove(&id);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while it was held left a whole map behind.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl fmt::Debug for StopTurns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StopTurns")
-            .field("stopping", &*self.0.stop.borrow())
+            .field("stopping", &self.0.stopping.load(Ordering::Relaxed))
             .field("stopped", &self.stopped())
             .finish()
     }

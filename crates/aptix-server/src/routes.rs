@@ -648,13 +648,10 @@ fn turn_future(
                 None => orchestrator.execute(request).await,
             }
         });
-        let timed = tokio::time::timeout(deadline, run);
         let stoppable = async {
-            tokio::select! {
-                biased;
-                finished = timed => Some(finished),
-                () = stop.wait() => None,
-            }
+            let mut timed = std::pin::pin!(tokio::time::timeout(deadline, run));
+            let mut guard = stop.guard();
+            std::future::poll_fn(move |cx| guard.poll(cx, timed.as_mut())).await
         };
         let outcome = match metrics.turn(stoppable).await {
             None => {
