@@ -684,7 +684,13 @@ fn turn_future(
         log_turn_end(&outcome, streamed, started);
         outcome
     };
-    Box::pin(turn.instrument(span))
+    // Without a subscriber that wants the span (no logging), the turn is not wrapped:
+    // entering and leaving a disabled span at every poll is work for nothing.
+    if span.is_disabled() {
+        Box::pin(turn)
+    } else {
+        Box::pin(turn.instrument(span))
+    }
 }
 
 /// The line a turn's end is logged with, beyond the request's `answered` line (which,
