@@ -445,7 +445,7 @@ async fn assert_told_shutting_down(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_still_running_when_the_grace_runs_out_are_told_and_the_exit_says_so() {
     let sandbox = Sandbox::new();
-    let (served, base, json_turn, streamed_turn) = two_turns_waiting(&sandbox, "300ms").await;
+    let (served, _base, json_turn, streamed_turn) = two_turns_waiting(&sandbox, "300ms").await;
     let (status, log) = served.stop().await;
     assert_told_shutting_down(json_turn, streamed_turn).await;
     assert_eq!(status.expect("aptix serve exits").code(), Some(1), "{log}");
