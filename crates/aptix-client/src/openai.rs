@@ -4,7 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use aptix_model::wire::{CompactRequest, CompactResponse, CreateResponseRequest, Response};
+use aptix_model::wire::{
+    CompactRequest, CompactResponse, CreateResponseRequest, Response, StreamEvent,
+};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderMap;
@@ -98,16 +100,12 @@ impl OpenAiProvider {
                 #[derive(serde::Deserialize)]
                 struct Status {
                     #[serde(default)]
-                    status: Option<String>,
+                    status: Option<aptix_model::wire::ResponseStatus>,
                 }
                 let decoded: Status = serde_json::from_slice(bytes).map_err(|error| {
                     json_decode_error("reply", bytes, &error).with_request_id(request_id)
                 })?;
-                let kind = match decoded.status.as_deref() {
-                    Some("incomplete") => "response.incomplete",
-                    Some("failed") => "response.failed",
-                    _ => "response.completed",
-                };
+                let kind = StreamEvent::terminal_type(decoded.status.as_ref());
                 let body = String::from_utf8_lossy(bytes);
                 Ok(aptix_sse::SseEvent {
                     event: Some(kind.to_owned()),

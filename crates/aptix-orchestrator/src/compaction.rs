@@ -221,14 +221,17 @@ impl Orchestrator {
         };
         let replaced = head.to_vec();
         let kept_items = history.len() - cut;
-        let before = (
-            state.history.clone(),
-            state.last_response_id.clone(),
-            state.context,
-            body.request.input.clone(),
-            body.request.previous_response_id.clone(),
-            body.replayed,
-        );
+        // An overflow's compaction that does not make the request smaller is undone.
+        let before = (reason == CompactionReason::Overflow).then(|| {
+            (
+                state.history.clone(),
+                state.last_response_id.clone(),
+                state.context,
+                body.request.input.clone(),
+                body.request.previous_response_id.clone(),
+                body.replayed,
+            )
+        });
         let mut compacted = Vec::with_capacity(lead + replacement.len() + kept_items);
         compacted.extend_from_slice(&history[..lead]);
         compacted.extend(replacement.iter().cloned());
@@ -245,7 +248,9 @@ impl Orchestrator {
         state.last_response_id = None;
         state.context = None;
         let tokens_after = self.estimate(state, body).map_err(|e| e.to_string())?;
-        if reason == CompactionReason::Overflow && tokens_after >= tokens_before {
+        if let Some(before) = before
+            && tokens_after >= tokens_before
+        {
             // Sending it would overflow again, on this turn and every later one.
             (
                 state.history,

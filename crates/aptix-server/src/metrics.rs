@@ -494,18 +494,18 @@ impl TimedStream {
     }
 }
 
-/// Whether `event` is a final event (`response.completed`, `incomplete`, `failed`),
-/// named by its `event:` field or, from a server that sends none, by its `type`.
-fn is_final(event: &aptix_sse::SseEvent) -> bool {
+/// Whether an event is a final one (`response.completed`, `incomplete`, `failed`),
+/// named by its `event:` field or, from a server that sends none, by its data's `type`.
+fn is_final(name: Option<&str>, data: &str) -> bool {
     use aptix_model::wire::stream::StreamEvent;
     #[derive(serde::Deserialize)]
     struct Typed<'a> {
         #[serde(borrow, rename = "type")]
         kind: std::borrow::Cow<'a, str>,
     }
-    match event.event.as_deref() {
+    match name {
         Some(name) => StreamEvent::is_terminal_type(name),
-        None => serde_json::from_str::<Typed<'_>>(&event.data)
+        None => serde_json::from_str::<Typed<'_>>(data)
             .is_ok_and(|typed| StreamEvent::is_terminal_type(&typed.kind)),
     }
 }
@@ -517,7 +517,9 @@ impl Stream for TimedStream {
         let this = &mut *self;
         let item = Pin::new(&mut this.inner).poll_next(cx);
         match &item {
-            Poll::Ready(Some(Ok(event))) if !this.terminal && is_final(event) => {
+            Poll::Ready(Some(Ok(event)))
+                if !this.terminal && is_final(event.event.as_deref(), &event.data) =>
+            {
                 this.terminal = true;
             }
             Poll::Ready(None) => this.finish(false),

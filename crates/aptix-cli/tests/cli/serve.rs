@@ -266,11 +266,7 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
     );
     // The service's own notes (serving, stopping) are plain lines; every log line is
     // one JSON object.
-    let records: Vec<Value> = log
-        .lines()
-        .filter(|line| !line.starts_with("aptix: "))
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
-        .collect();
+    let records = json_log_records(&log);
     let answered = records
         .iter()
         .find(|record| record["span"]["request_id"] == "req-json-log-1")
@@ -332,11 +328,7 @@ async fn every_line_a_streamed_turn_logs_carries_its_request_id_to_its_end() {
     assert!(body.contains("event: envelope"), "{body}");
     assert_eq!(upstream.requests().len(), 3);
     let (_, log) = served.stop().await;
-    let records: Vec<Value> = log
-        .lines()
-        .filter(|line| !line.starts_with("aptix: "))
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
-        .collect();
+    let records = json_log_records(&log);
     let of_turn = |needle: &str| {
         records
             .iter()
@@ -477,4 +469,13 @@ async fn a_second_signal_stops_the_turns_at_once() {
         log.contains("asked again: 2 turns still running were stopped"),
         "{log}"
     );
+}
+
+/// The service's log lines as JSON objects: its own notes (serving, stopping) are plain
+/// lines, every log line one JSON object.
+fn json_log_records(log: &str) -> Vec<Value> {
+    log.lines()
+        .filter(|line| !line.starts_with("aptix: "))
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect()
 }

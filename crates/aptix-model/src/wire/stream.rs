@@ -162,15 +162,25 @@ impl StreamEvent {
     /// The final event a stream of `response` ends with, by its status:
     /// `response.incomplete`, `response.failed`, else `response.completed`.
     pub fn terminal(sequence_number: Option<u64>, response: Response) -> StreamEvent {
-        let status = response.status.clone();
+        let kind = StreamEvent::terminal_type(response.status.as_ref());
         let event = ResponseEvent {
             sequence_number,
             response: Box::new(response),
         };
-        match status {
-            Some(crate::wire::ResponseStatus::Incomplete) => StreamEvent::Incomplete(event),
-            Some(crate::wire::ResponseStatus::Failed) => StreamEvent::Failed(event),
+        match kind {
+            "response.incomplete" => StreamEvent::Incomplete(event),
+            "response.failed" => StreamEvent::Failed(event),
             _ => StreamEvent::Completed(event),
+        }
+    }
+
+    /// The `type` of the final event a stream of a response with this status ends with
+    /// (see [`terminal`](Self::terminal)).
+    pub fn terminal_type(status: Option<&crate::wire::ResponseStatus>) -> &'static str {
+        match status {
+            Some(crate::wire::ResponseStatus::Incomplete) => "response.incomplete",
+            Some(crate::wire::ResponseStatus::Failed) => "response.failed",
+            _ => "response.completed",
         }
     }
 
