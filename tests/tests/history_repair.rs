@@ -65,6 +65,7 @@ async fn a_broken_stored_history_is_sent_repaired_with_warnings() {
         turn_id: "t0".into(),
         scenario: Scenario::UserTurn,
         envelope: AgentExecuteResponse::default(),
+        request_digest: None,
     };
     store
         .commit(state.clone(), None, earlier.clone())

@@ -384,6 +384,68 @@ async fn a_repeated_turn_is_answered_from_the_store_without_a_second_model_call(
         .unwrap();
     assert_eq!(first, again);
     assert_eq!(fake.calls().len(), 1);
+
+    // A retry may ask for the answer streamed this time: still the stored one.
+    let streamed = AgentExecuteRequest::from_json_value(
+        &json!({"sessionId": "s1", "turnId": "t1", "instruction": "Say once", "stream": true}),
+    )
+    .unwrap();
+    assert_eq!(orch.execute(streamed).await.unwrap(), first);
+    assert_eq!(
+        orch.stored_answer(&user_turn("s1", "t1", "Say once"))
+            .await
+            .unwrap(),
+        Some(first)
+    );
+    assert_eq!(fake.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn a_turn_id_reused_for_another_request_is_refused_and_changes_nothing() {
+    let fake = Arc::new(FakeProvider::new());
+    fake.push_response(text_response("resp_1", "Once."));
+    let store = Arc::new(InMemorySessionStore::new());
+    let orch = orchestrator(fake.clone(), store.clone()).build().unwrap();
+    let first = orch
+        .execute(user_turn("s1", "t1", "Say once"))
+        .await
+        .unwrap();
+    let before = store.load("s1").await.unwrap().unwrap();
+
+    let error = orch
+        .execute(user_turn("s1", "t1", "Say something else"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, OrchestratorError::TurnReused { session_id, turn_id }
+            if session_id == "s1" && turn_id == "t1"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("new turnId"), "{error}");
+    let asked = orch
+        .stored_answer(&user_turn("s1", "t1", "Say something else"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(asked, OrchestratorError::TurnReused { .. }),
+        "{asked:?}"
+    );
+    assert_eq!(fake.calls().len(), 1, "no model call for a refused request");
+    assert_eq!(store.load("s1").await.unwrap().unwrap(), before);
+    // The same request still gets its answer, and the same turn id in another session
+    // is another turn.
+    assert_eq!(
+        orch.execute(user_turn("s1", "t1", "Say once"))
+            .await
+            .unwrap(),
+        first
+    );
+    assert_eq!(
+        orch.stored_answer(&user_turn("s2", "t1", "Say something else"))
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 #[tokio::test]

@@ -39,6 +39,18 @@ pub enum OrchestratorError {
         /// The ids the request answered, in order.
         received: Vec<String>,
     },
+    /// The turn ran already, for a different request. A `turnId` names one request: a
+    /// retry sends it again unchanged (and gets the stored answer), a new request needs
+    /// a new `turnId`. Nothing was changed.
+    #[error(
+        "turn {turn_id} of session {session_id} already ran with a different request; send a retry unchanged, or give a new request a new turnId"
+    )]
+    TurnReused {
+        /// The session.
+        session_id: String,
+        /// The turn.
+        turn_id: String,
+    },
     /// Another request is running on this session.
     #[error("session {session_id} is busy with another request{}", busy_detail(.holder.as_deref(), *.expires_in))]
     SessionBusy {

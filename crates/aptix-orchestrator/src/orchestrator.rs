@@ -25,7 +25,7 @@ use aptix_rag::Retriever;
 
 use crate::OrchestratorError;
 use crate::config::OrchestratorConfig;
-use crate::session::TurnKey;
+use crate::session::{TurnKey, is_reused, request_digest};
 use crate::store::SessionStore;
 use crate::tools::{ClientTool, ServerTool};
 
@@ -298,10 +298,11 @@ impl Orchestrator {
         sink: Option<DeltaSink<'_>>,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
         let key = TurnKey::of(&request);
+        let asked = request_digest(&request);
         let session_id = key.session_id.clone();
-        if let Some(stored) = self.store.stored_turn(&key).await? {
+        if let Some(envelope) = self.answered(&key, asked.as_deref()).await? {
             tracing::debug!(session = %session_id, turn = %key.turn_id, "answered from the store");
-            return Ok(stored.envelope);
+            return Ok(envelope);
         }
         let _active = self.enter(&session_id)?;
         self.take_lease(&session_id).await?;
@@ -310,7 +311,10 @@ impl Orchestrator {
             // fold, the tool loop, compaction): boxed once here, so that the futures
             // wrapping it (`execute`, a caller's timeout, a spawned task) stay small and
             // are not copied whole at each wrapping.
-            .holding_lease(&session_id, Box::pin(self.run_leased(&request, &key, sink)))
+            .holding_lease(
+                &session_id,
+                Box::pin(self.run_leased(&request, &key, asked, sink)),
+            )
             .await;
         if let Err(error) = self.store.release_lease(&session_id, &self.instance).await {
             // The turn's outcome matters more; the lease is given back later.
@@ -318,6 +322,36 @@ impl Orchestrator {
             self.release_later(session_id);
         }
         result
+    }
+
+    /// The envelope stored for `request`'s turn when it ran already: what a retry of it
+    /// gets from [`execute`](Self::execute) without a model call. `None` when the turn
+    /// has not run (or ran, failed and was not stored). A different request under the
+    /// key of a stored turn is refused ([`OrchestratorError::TurnReused`]).
+    pub async fn stored_answer(
+        &self,
+        request: &AgentExecuteRequest,
+    ) -> Result<Option<AgentExecuteResponse>, OrchestratorError> {
+        self.answered(&TurnKey::of(request), request_digest(request).as_deref())
+            .await
+    }
+
+    /// [`stored_answer`](Self::stored_answer) for a request already keyed and digested.
+    pub(crate) async fn answered(
+        &self,
+        key: &TurnKey,
+        asked: Option<&str>,
+    ) -> Result<Option<AgentExecuteResponse>, OrchestratorError> {
+        match self.store.stored_turn(key).await? {
+            Some(stored) if is_reused(stored.request_digest.as_deref(), asked) => {
+                Err(OrchestratorError::TurnReused {
+                    session_id: key.session_id.clone(),
+                    turn_id: key.turn_id.clone(),
+                })
+            }
+            Some(stored) => Ok(Some(stored.envelope)),
+            None => Ok(None),
+        }
     }
 
     /// Gives a lease back in the background, for a release that failed (the store was

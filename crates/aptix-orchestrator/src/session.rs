@@ -1,7 +1,10 @@
 //! Server-owned session state (AGN-034): what a client never sends and the orchestrator
 //! keeps between turns.
 
-use aptix_model::contract::{AgentExecuteResponse, LlmUsage};
+use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, FileInput, ImageInput, Instruction, LlmUsage,
+    RagScope, SessionId, TurnId, UserTurnRequest, WorkspaceHints,
+};
 use aptix_model::wire::{InputItem, Role};
 use serde::{Deserialize, Serialize};
 
@@ -337,7 +340,7 @@ pub struct TurnKey {
 
 impl TurnKey {
     /// The key `request`'s result is stored under.
-    pub fn of(request: &aptix_model::contract::AgentExecuteRequest) -> TurnKey {
+    pub fn of(request: &AgentExecuteRequest) -> TurnKey {
         TurnKey {
             session_id: request.session_id().as_str().to_owned(),
             turn_id: request.turn_id().as_str().to_owned(),
@@ -360,6 +363,81 @@ pub struct StoredTurn {
     pub scenario: Scenario,
     /// The envelope returned.
     pub envelope: AgentExecuteResponse,
+    /// What the request that ran the turn asked, as a digest: a retry sends the same
+    /// request and gets [`envelope`](Self::envelope) back, while a different request
+    /// under the same key is refused
+    /// ([`OrchestratorError::TurnReused`](crate::OrchestratorError::TurnReused)).
+    /// `None` for a turn stored before digests were kept, which answers any request
+    /// under its key. A store keeps it as given and returns it from
+    /// [`stored_turn`](crate::SessionStore::stored_turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
+}
+
+/// The digest of what `request` asks, kept with its stored turn
+/// ([`StoredTurn::request_digest`]): every field but `stream`, which says how the answer
+/// is delivered and which a retry may change. The canonical JSON encoding is hashed with
+/// BLAKE3; the `v1:` prefix names that recipe, so that a later recipe does not take a
+/// retry for a new request.
+pub(crate) fn request_digest(request: &AgentExecuteRequest) -> Option<String> {
+    /// A user turn without `stream`; the fields are taken by an exhaustive pattern so
+    /// that a field added to the request cannot be left out of the digest unnoticed.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct AskedTurn<'a> {
+        session_id: &'a SessionId,
+        turn_id: &'a TurnId,
+        instruction: &'a Option<Instruction>,
+        files: &'a [FileInput],
+        images: &'a [ImageInput],
+        rag_scope: &'a Option<RagScope>,
+        hints: &'a Option<WorkspaceHints>,
+    }
+    let mut hasher = blake3::Hasher::new();
+    let written = match request {
+        AgentExecuteRequest::UserTurn(turn) => {
+            let UserTurnRequest {
+                session_id,
+                turn_id,
+                instruction,
+                files,
+                images,
+                rag_scope,
+                hints,
+                stream: _,
+            } = turn;
+            serde_json::to_writer(
+                &mut hasher,
+                &AskedTurn {
+                    session_id,
+                    turn_id,
+                    instruction,
+                    files,
+                    images,
+                    rag_scope,
+                    hints,
+                },
+            )
+        }
+        AgentExecuteRequest::ToolContinuation(continuation) => {
+            serde_json::to_writer(&mut hasher, continuation)
+        }
+    };
+    written
+        .ok()
+        .map(|()| format!("{DIGEST_RECIPE}{}", hasher.finalize().to_hex()))
+}
+
+/// The prefix of [`request_digest`]'s digests.
+const DIGEST_RECIPE: &str = "v1:";
+
+/// Whether a request whose digest is `asked` reuses the key of a stored turn run by
+/// another request (`stored`). A digest of an unknown recipe, or none, is no evidence.
+pub(crate) fn is_reused(stored: Option<&str>, asked: Option<&str>) -> bool {
+    match (stored, asked) {
+        (Some(stored), Some(asked)) => stored.starts_with(DIGEST_RECIPE) && stored != asked,
+        _ => false,
+    }
 }
 
 /// A value with the store version it was read at, for optimistic concurrency.

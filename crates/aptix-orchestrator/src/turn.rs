@@ -298,11 +298,12 @@ impl Orchestrator {
         &self,
         request: &AgentExecuteRequest,
         key: &TurnKey,
+        asked: Option<String>,
         mut sink: Option<DeltaSink<'_>>,
     ) -> Result<AgentExecuteResponse, OrchestratorError> {
         // The same turn may have finished while this request waited for the lease.
-        if let Some(stored) = self.store.stored_turn(key).await? {
-            return Ok(stored.envelope);
+        if let Some(envelope) = self.answered(key, asked.as_deref()).await? {
+            return Ok(envelope);
         }
         let loaded = self.store.load(&key.session_id).await?;
         let (mut state, version) = match loaded {
@@ -515,6 +516,7 @@ impl Orchestrator {
                     turn_id: key.turn_id.clone(),
                     scenario: key.scenario,
                     envelope: envelope.clone(),
+                    request_digest: asked,
                 };
                 self.store.commit(state, version, stored).await?;
                 return Ok(envelope);

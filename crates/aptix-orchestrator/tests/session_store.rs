@@ -34,6 +34,7 @@ fn turn(turn_id: &str, scenario: Scenario, text: &str) -> StoredTurn {
         turn_id: turn_id.to_owned(),
         scenario,
         envelope,
+        request_digest: None,
     }
 }
 
@@ -432,6 +433,50 @@ async fn check_turn_listing(store: Arc<dyn SessionStore>) {
     assert!(store.list_turns("nobody", 10).await.unwrap().is_empty());
 }
 
+/// A turn's request digest is kept as given and read back with it, by key and in the
+/// listing; a commit that records the turn again replaces it; a turn stored without
+/// one reads back without one.
+async fn check_request_digests(store: Arc<dyn SessionStore>) {
+    let with_digest = |turn_id: &str, digest: Option<&str>| StoredTurn {
+        request_digest: digest.map(str::to_owned),
+        ..turn(turn_id, Scenario::UserTurn, turn_id)
+    };
+    let v1 = store
+        .commit(state("d", None), None, with_digest("t1", Some("v1:aa")))
+        .await
+        .unwrap();
+    let v2 = store
+        .commit(state("d", None), Some(v1), with_digest("t2", None))
+        .await
+        .unwrap();
+    let digest = |turn_id: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .stored_turn(&key("d", turn_id, Scenario::UserTurn))
+                .await
+                .unwrap()
+                .unwrap()
+                .request_digest
+        }
+    };
+    assert_eq!(digest("t1").await.as_deref(), Some("v1:aa"));
+    assert_eq!(digest("t2").await, None);
+    let listed: Vec<Option<String>> = store
+        .list_turns("d", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|turn| turn.request_digest)
+        .collect();
+    assert_eq!(listed, [None, Some("v1:aa".to_owned())]);
+    store
+        .commit(state("d", None), Some(v2), with_digest("t1", Some("v1:bb")))
+        .await
+        .unwrap();
+    assert_eq!(digest("t1").await.as_deref(), Some("v1:bb"));
+}
+
 fn message(role: Role, text: &str) -> InputItem {
     InputItem::Message(InputMessage::new(role, vec![ContentPart::input_text(text)]))
 }
@@ -555,6 +600,7 @@ async fn in_memory_store_conforms() {
     check_no_stale_commit_after_a_delete(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
     check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
+    check_request_digests(Arc::new(InMemorySessionStore::new())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,6 +615,7 @@ async fn sqlite_store_conforms() {
     check_no_stale_commit_after_a_delete(open("h.db")).await;
     check_compacted_session(open("d.db")).await;
     check_turn_listing(open("e.db")).await;
+    check_request_digests(open("i.db")).await;
 }
 
 /// A session as schema 1 stored it, at version 3: one compaction, its replaced item
@@ -633,9 +680,24 @@ async fn sqlite_moves_the_replaced_items_of_a_version_1_file_out_of_the_state() 
             [serde_json::to_string(&old).unwrap()],
         )
         .unwrap();
+        raw.execute(
+            "INSERT INTO turns VALUES ('s', 't0', 'user_turn', ?1, 1)",
+            [serde_json::to_string(&turn("t0", Scenario::UserTurn, "old").envelope).unwrap()],
+        )
+        .unwrap();
     }
     let store = SqliteSessionStore::open(&path).unwrap();
     check_version_1_session(&store, old).await;
+    // A turn stored before digests were kept has none, and still answers.
+    let stored = store
+        .stored_turn(&key("s", "t0", Scenario::UserTurn))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.envelope.text.as_deref(), stored.request_digest),
+        (Some("old"), None)
+    );
 }
 
 #[tokio::test]
@@ -756,6 +818,8 @@ mod postgres {
         check_compacted_session(store).await;
         let (_e, store) = fresh().await;
         check_turn_listing(store).await;
+        let (_h, store) = fresh().await;
+        check_request_digests(store).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -786,7 +850,7 @@ mod postgres {
         );
 
         let raw = connect_raw(&database).await;
-        assert_eq!(migrations_applied(&raw).await, 3);
+        assert_eq!(migrations_applied(&raw).await, 4);
 
         // Stored text that is not a session is reported as corrupt, not panicked on.
         raw.execute(
@@ -817,7 +881,7 @@ mod postgres {
             source = cause.source();
         }
         assert!(
-            message.contains("schema version 99") && message.contains("understands up to 3"),
+            message.contains("schema version 99") && message.contains("understands up to 4"),
             "{message}"
         );
     }
@@ -854,7 +918,7 @@ mod postgres {
         .unwrap();
 
         let store = PgSessionStore::connect(database.url(), 2).await.unwrap();
-        assert_eq!(migrations_applied(&raw).await, 3);
+        assert_eq!(migrations_applied(&raw).await, 4);
         check_version_1_session(&store, old).await;
     }
 

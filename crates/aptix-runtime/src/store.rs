@@ -440,6 +440,7 @@ mod tests {
             envelope: aptix_model::contract::AgentExecuteResponse::new(
                 aptix_model::contract::Kind::Ok,
             ),
+            request_digest: None,
         };
         inner
             .commit(state.clone(), None, turn.clone())
@@ -487,6 +488,7 @@ mod tests {
             envelope: aptix_model::contract::AgentExecuteResponse::new(
                 aptix_model::contract::Kind::Ok,
             ),
+            request_digest: None,
         };
         inner.commit(state, None, turn).await.unwrap();
         let settings = Settings::of(SettingsLayer {

@@ -34,6 +34,10 @@ pub enum ErrorCode {
     NothingPending,
     /// `409 session_conflict`: the session changed while the turn ran.
     SessionConflict,
+    /// `422 turn_id_reused`: the turn ran already, for a different request. A retry
+    /// sends the same request again (and gets the stored envelope); a new request needs
+    /// a new `turnId`. `stream` may differ between the two.
+    TurnIdReused,
     /// `408 body_timeout`: the request body did not arrive within the body read timeout.
     BodyTimeout,
     /// `413 body_too_large`: the body is over the limit.
@@ -69,6 +73,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::NothingPending => "nothing_pending",
             ErrorCode::SessionConflict => "session_conflict",
+            ErrorCode::TurnIdReused => "turn_id_reused",
             ErrorCode::BodyTimeout => "body_timeout",
             ErrorCode::BodyTooLarge => "body_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
@@ -91,6 +96,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy | ErrorCode::NothingPending | ErrorCode::SessionConflict => {
                 StatusCode::CONFLICT
             }
+            ErrorCode::TurnIdReused => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -217,6 +223,7 @@ impl ApiError {
             OrchestratorError::ToolResultsMismatch { .. } => ErrorCode::ToolResultsMismatch,
             OrchestratorError::SessionBusy { .. } => ErrorCode::SessionBusy,
             OrchestratorError::Conflict { .. } => ErrorCode::SessionConflict,
+            OrchestratorError::TurnReused { .. } => ErrorCode::TurnIdReused,
             OrchestratorError::Store { .. } => ErrorCode::StoreUnavailable,
             _ => ErrorCode::Internal,
         };

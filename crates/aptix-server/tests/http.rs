@@ -671,6 +671,58 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
 }
 
 #[tokio::test]
+async fn a_turn_id_reused_for_another_request_is_422_and_calls_no_model() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(text_response("resp_1", "Hello."));
+    let server = start(provider.clone(), ServerConfig::default()).await;
+    let first: Value = server
+        .post(&turn("s1", "t1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["text"], "Hello.");
+
+    for stream in [false, true] {
+        let mut reused = turn("s1", "t1");
+        reused["instruction"] = json!("Now something else");
+        let response = if stream {
+            server.stream(&reused).await
+        } else {
+            server.post(&reused).send().await.unwrap()
+        };
+        let (status, body) = error_of(response).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (422, Some("turn_id_reused")),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("t1") && message.contains("new turnId")),
+            "{body}"
+        );
+    }
+    // The request that ran it, streamed or not, still gets its envelope.
+    let mut retry = turn("s1", "t1");
+    retry["stream"] = json!(true);
+    let again: Value = server
+        .post(&retry)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    assert_eq!(provider.calls().len(), 1);
+}
+
+#[tokio::test]
 async fn at_capacity_a_stored_turn_is_still_answered_and_a_new_one_is_503() {
     let provider = gated();
     let config = ServerConfig {
@@ -696,6 +748,14 @@ async fn at_capacity_a_stored_turn_is_still_answered_and_a_new_one_is_503() {
     let streamed = server.stream(&turn("s-done", "t1")).await;
     assert_eq!(streamed.status(), 200);
     assert!(streamed.text().await.unwrap().contains("event: envelope"));
+    // Its id reused for another request is refused at once too, not sent to wait.
+    let mut reused = turn("s-done", "t1");
+    reused["instruction"] = json!("Something else");
+    let (status, body) = error_of(server.post(&reused).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("turn_id_reused"))
+    );
     // A new turn waits for a place.
     let (status, body) = error_of(server.post(&turn("s-new", "t1")).send().await.unwrap()).await;
     assert_eq!(

@@ -486,6 +486,7 @@ mod tests {
                 "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}
             }))
             .unwrap(),
+            request_digest: None,
         }
     }
 

@@ -47,17 +47,20 @@ fn parse_cursor(text: &str) -> Result<(i64, String), OrchestratorError> {
 }
 
 /// A stored turn from a SQL store's row: its scenario as stored
-/// ([`Scenario::as_str`](crate::Scenario::as_str)) and its envelope's JSON.
+/// ([`Scenario::as_str`](crate::Scenario::as_str)), its envelope's JSON and its request's
+/// digest.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn turn_from_row(
     turn_id: String,
     scenario: &str,
     envelope: &str,
+    request_digest: Option<String>,
 ) -> Result<StoredTurn, serde_json::Error> {
     Ok(StoredTurn {
         turn_id,
         scenario: serde_json::from_value(serde_json::Value::String(scenario.to_owned()))?,
         envelope: serde_json::from_str(envelope)?,
+        request_digest,
     })
 }
 

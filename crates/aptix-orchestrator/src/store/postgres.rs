@@ -86,6 +86,12 @@ CREATE TABLE aptix_deleted_sessions (
 ALTER TABLE aptix_sessions ADD COLUMN mode TEXT;
 UPDATE aptix_sessions SET mode = state->>'mode' WHERE strpos(state::TEXT, '\\u0000') = 0;
 ",
+    // What the request that ran a turn asked, as a digest (`StoredTurn::request_digest`),
+    // to tell a retry from a new request that reused the turn id. Turns stored before
+    // have none.
+    "
+ALTER TABLE aptix_turns ADD COLUMN request_digest TEXT;
+",
 ];
 
 /// The key of the advisory lock that serialises migrations ("aptix" in ASCII).
@@ -103,11 +109,12 @@ macro_rules! now_us {
 macro_rules! record_turn {
     () => {
         concat!(
-            "INSERT INTO aptix_turns (session_id, turn_id, scenario, envelope, created_us)
-             SELECT $1, $4::TEXT, $5::TEXT, $6::TEXT::JSON, ",
+            "INSERT INTO aptix_turns (session_id, turn_id, scenario, envelope, request_digest, created_us)
+             SELECT $1, $4::TEXT, $5::TEXT, $6::TEXT::JSON, $9::TEXT, ",
             now_us!(),
             " FROM written
-             ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope"
+             ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope,
+                 request_digest = excluded.request_digest"
         )
     };
 }
@@ -125,7 +132,7 @@ macro_rules! log_compactions {
 
 /// Records the turn of a session's first commit: `$1` session, `$2` state, `$3` unused
 /// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope,
-/// `$7` replaced items, `$8` the state's mode. Returns the new version, or no row when the session exists
+/// `$7` replaced items, `$8` the state's mode, `$9` the request's digest. Returns the new version, or no row when the session exists
 /// already.
 const COMMIT_NEW: &str = concat!(
     "WITH written AS (
@@ -690,7 +697,7 @@ impl SessionStore for PgStore {
                 &prepared(
                     &client,
                     "list turns",
-                    "SELECT turn_id, scenario, envelope::TEXT FROM aptix_turns WHERE session_id = $1
+                    "SELECT turn_id, scenario, envelope::TEXT, request_digest FROM aptix_turns WHERE session_id = $1
                      ORDER BY created_us DESC, turn_id DESC, scenario DESC LIMIT $2",
                 )
                 .await?,
@@ -700,7 +707,8 @@ impl SessionStore for PgStore {
             .map_err(failed("list turns"))?;
         rows.iter()
             .map(|row| {
-                turn_from_row(row.get(0), row.get(1), row.get(2)).map_err(corrupt(session_id))
+                turn_from_row(row.get(0), row.get(1), row.get(2), row.get(3))
+                    .map_err(corrupt(session_id))
             })
             .collect()
     }
@@ -712,7 +720,7 @@ impl SessionStore for PgStore {
                 &prepared(
                     &client,
                     "load turn",
-                    "SELECT envelope::TEXT FROM aptix_turns
+                    "SELECT envelope::TEXT, request_digest FROM aptix_turns
                  WHERE session_id = $1 AND turn_id = $2 AND scenario = $3",
                 )
                 .await?,
@@ -726,6 +734,7 @@ impl SessionStore for PgStore {
                     turn_id: key.turn_id.clone(),
                     scenario: key.scenario,
                     envelope,
+                    request_digest: row.get(1),
                 })
                 .map_err(corrupt(&key.session_id))
         })
@@ -776,6 +785,7 @@ impl SessionStore for PgStore {
                     &envelope_json,
                     &replaced_json,
                     &state.mode,
+                    &turn.request_digest,
                 ],
             )
             .await

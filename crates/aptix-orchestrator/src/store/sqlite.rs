@@ -23,8 +23,10 @@ use crate::session::{KeptApartItems, SessionState, StoredTurn, TurnKey, Versione
 /// items in its state until its next commit moves them there. 3 added
 /// `deleted_sessions`: the last version of each deleted session, which a session made
 /// again under its id goes on from, so that a process stalled past its lease cannot
-/// commit over the new session by finding the version it expects there again.
-const SCHEMA_VERSION: i64 = 3;
+/// commit over the new session by finding the version it expects there again. 4 added
+/// `turns.request_digest` ([`StoredTurn::request_digest`]); a turn stored before has
+/// none.
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -73,7 +75,7 @@ impl SqliteSessionStore {
             std::fs::create_dir_all(parent)
                 .map_err(|error| OrchestratorError::store("create the store folder", error))?;
         }
-        let connection =
+        let mut connection =
             Connection::open(&path).map_err(|error| OrchestratorError::store("open", error))?;
         // WAL lets readers proceed during a commit; NORMAL sync is durable at checkpoint
         // and never corrupts; the busy timeout covers a second process briefly writing.
@@ -82,7 +84,21 @@ impl SqliteSessionStore {
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
             )
             .map_err(|error| OrchestratorError::store("configure", error))?;
-        let found: i64 = connection
+        // One transaction, taken for writing before the version is read: two processes
+        // opening an older file at once upgrade it once.
+        Self::upgrade(&mut connection)?;
+        Ok(SqliteSessionStore {
+            connection: Arc::new(Mutex::new(connection)),
+            path,
+        })
+    }
+
+    /// Brings the file's schema to [`SCHEMA_VERSION`], or refuses a newer one.
+    fn upgrade(connection: &mut Connection) -> Result<(), OrchestratorError> {
+        let transaction = connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|error| OrchestratorError::store("create the schema", error))?;
+        let found: i64 = transaction
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .map_err(|error| OrchestratorError::store("read the schema version", error))?;
         if found > SCHEMA_VERSION {
@@ -94,16 +110,19 @@ impl SqliteSessionStore {
                 },
             ));
         }
-        connection
-            .execute_batch(SCHEMA)
-            .and_then(|()| {
-                connection.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
-            })
-            .map_err(|error| OrchestratorError::store("create the schema", error))?;
-        Ok(SqliteSessionStore {
-            connection: Arc::new(Mutex::new(connection)),
-            path,
-        })
+        if found < SCHEMA_VERSION {
+            transaction
+                .execute_batch(SCHEMA)
+                .and_then(|()| {
+                    transaction.execute_batch(&format!(
+                        "ALTER TABLE turns ADD COLUMN request_digest TEXT;
+                         PRAGMA user_version = {SCHEMA_VERSION};"
+                    ))
+                })
+                .and_then(|()| transaction.commit())
+                .map_err(|error| OrchestratorError::store("create the schema", error))?;
+        }
+        Ok(())
     }
 
     /// The file this store writes.
@@ -233,7 +252,7 @@ impl SessionStore for SqliteSessionStore {
             let fail = |error| OrchestratorError::store("list turns", error);
             let mut statement = connection
                 .prepare(
-                    "SELECT turn_id, scenario, envelope FROM turns WHERE session_id = ?1
+                    "SELECT turn_id, scenario, envelope, request_digest FROM turns WHERE session_id = ?1
                      ORDER BY created_at_ms DESC, rowid DESC LIMIT ?2",
                 )
                 .map_err(fail)?;
@@ -243,14 +262,15 @@ impl SessionStore for SqliteSessionStore {
                         row.get::<_, String>(0)?,
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
+                        row.get::<_, Option<String>>(3)?,
                     ))
                 })
                 .map_err(fail)?;
             let mut turns = Vec::new();
             for row in rows {
-                let (turn_id, scenario, envelope) = row.map_err(fail)?;
+                let (turn_id, scenario, envelope, digest) = row.map_err(fail)?;
                 turns.push(
-                    turn_from_row(turn_id, &scenario, &envelope).map_err(|source| {
+                    turn_from_row(turn_id, &scenario, &envelope, digest).map_err(|source| {
                         OrchestratorError::CorruptState {
                             session_id: session_id.clone(),
                             source,
@@ -266,28 +286,29 @@ impl SessionStore for SqliteSessionStore {
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError> {
         let key = key.clone();
         self.with_connection("load turn", move |connection| {
-            let envelope: Option<String> = connection
+            let row: Option<(String, Option<String>)> = connection
                 .query_row(
-                    "SELECT envelope FROM turns WHERE session_id = ?1 AND turn_id = ?2 AND scenario = ?3",
+                    "SELECT envelope, request_digest FROM turns
+                     WHERE session_id = ?1 AND turn_id = ?2 AND scenario = ?3",
                     params![key.session_id, key.turn_id, key.scenario.as_str()],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()
                 .map_err(|error| OrchestratorError::store("load turn", error))?;
-            envelope
-                .map(|text| {
-                    serde_json::from_str(&text)
-                        .map(|envelope| StoredTurn {
-                            turn_id: key.turn_id.clone(),
-                            scenario: key.scenario,
-                            envelope,
-                        })
-                        .map_err(|source| OrchestratorError::CorruptState {
-                            session_id: key.session_id.clone(),
-                            source,
-                        })
-                })
-                .transpose()
+            row.map(|(text, request_digest)| {
+                serde_json::from_str(&text)
+                    .map(|envelope| StoredTurn {
+                        turn_id: key.turn_id.clone(),
+                        scenario: key.scenario,
+                        envelope,
+                        request_digest,
+                    })
+                    .map_err(|source| OrchestratorError::CorruptState {
+                        session_id: key.session_id.clone(),
+                        source,
+                    })
+            })
+            .transpose()
         })
         .await
     }
@@ -317,6 +338,7 @@ impl SessionStore for SqliteSessionStore {
         let state_json = serde_json::to_string(&state).map_err(encoding_failed)?;
         let envelope_json = serde_json::to_string(&turn.envelope).map_err(encoding_failed)?;
         let turn_id = turn.turn_id.clone();
+        let request_digest = turn.request_digest;
         let scenario = turn.scenario.as_str();
         self.with_connection("commit turn", move |connection| {
             let fail = |error| OrchestratorError::store("commit turn", error);
@@ -366,9 +388,11 @@ impl SessionStore for SqliteSessionStore {
                 .map_err(fail)?;
             transaction
                 .execute(
-                    "INSERT INTO turns (session_id, turn_id, scenario, envelope, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope",
-                    params![session_id, turn_id, scenario, envelope_json, now],
+                    "INSERT INTO turns (session_id, turn_id, scenario, envelope, created_at_ms, request_digest)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (session_id, turn_id, scenario) DO UPDATE SET envelope = excluded.envelope,
+                         request_digest = excluded.request_digest",
+                    params![session_id, turn_id, scenario, envelope_json, now, request_digest],
                 )
                 .map_err(fail)?;
             for (seq, json) in replaced {
