@@ -744,3 +744,63 @@ async fn a_turn_dropped_mid_flight_leaves_the_sqlite_store_with_its_last_committ
     );
     assert_eq!(state.value.last_response_id.as_deref(), Some("resp_3"));
 }
+
+#[test]
+fn the_builder_refuses_what_every_turn_would_fail_on_and_says_what() {
+    let refused = |configure: &dyn Fn(
+        aptix_orchestrator::OrchestratorBuilder,
+    ) -> aptix_orchestrator::OrchestratorBuilder|
+     -> String {
+        let builder = orchestrator(
+            Arc::new(FakeProvider::new()),
+            Arc::new(InMemorySessionStore::new()),
+        );
+        match configure(builder).build() {
+            Err(OrchestratorError::Config(message)) => message,
+            Err(other) => panic!("not a configuration error: {other:?}"),
+            Ok(_) => panic!("built"),
+        }
+    };
+    let with = |config: OrchestratorConfig| {
+        move |builder: aptix_orchestrator::OrchestratorBuilder| builder.config(config.clone())
+    };
+
+    let message = refused(&|builder| builder.client_tool(client_tool("apply patch")));
+    assert!(message.contains("\"apply patch\""), "{message}");
+    let message = refused(&|builder| {
+        builder
+            .client_tool(client_tool("apply_patch"))
+            .client_tool(client_tool("apply_patch"))
+    });
+    assert!(message.contains("configured twice"), "{message}");
+
+    let mut config = OrchestratorConfig::default();
+    config.model.temperature = Some(3.0);
+    let message = refused(&with(config));
+    assert!(message.contains("temperature"), "{message}");
+    let mut config = OrchestratorConfig::default();
+    config.model.model = "  ".into();
+    assert!(refused(&with(config)).contains("model"));
+    let mut config = OrchestratorConfig::default();
+    config.model.max_output_tokens = Some(4);
+    assert!(refused(&with(config)).contains("max_output_tokens"));
+    let config = OrchestratorConfig {
+        max_model_calls_per_turn: 0,
+        ..OrchestratorConfig::default()
+    };
+    assert!(refused(&with(config)).contains("max_model_calls_per_turn"));
+    let config = OrchestratorConfig {
+        compact_threshold: f64::NAN,
+        ..OrchestratorConfig::default()
+    };
+    assert!(refused(&with(config)).contains("compact_threshold"));
+
+    // The defaults and a sound configuration build.
+    let ok = orchestrator(
+        Arc::new(FakeProvider::new()),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .client_tool(client_tool("apply_patch"))
+    .build();
+    assert!(ok.is_ok());
+}

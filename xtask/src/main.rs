@@ -86,6 +86,20 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ])?;
+    // No member depends on the facade, so the workspace build leaves its optional
+    // features off: lint it, and run its doc examples, with all of them on, so a
+    // re-export or a feature that reaches no further cannot rot unseen.
+    cargo(&[
+        "clippy",
+        "--package",
+        "aptix",
+        "--all-features",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     layering()?;
     unused_dependencies()?;
     acp_test_env()?;
@@ -110,6 +124,14 @@ fn ci() -> Result<()> {
         tests(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
     tests(&["test", "--workspace", "--locked", "--doc"])?;
+    tests(&[
+        "test",
+        "--package",
+        "aptix",
+        "--all-features",
+        "--locked",
+        "--doc",
+    ])?;
     drop(postgres);
     run(Command::new(cargo_bin())
         .args(["doc", "--workspace", "--no-deps", "--locked"])

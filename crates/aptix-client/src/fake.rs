@@ -4,8 +4,10 @@
 //!
 //! Replies are consumed in order, one per call, whichever method is called; every
 //! request is recorded with the method that received it. A scripted [`Response`]
-//! given to `stream` becomes `response.created` followed by the terminal event its
-//! status calls for; a scripted event list given to `create` is drained to its terminal
+//! given to `stream` is played as the events that would have carried it
+//! ([`EventStream::from_response`](crate::EventStream::from_response): created, each
+//! output item added with its content as one delta and done, then the terminal event
+//! its status calls for); a scripted event list given to `create` is drained to its terminal
 //! response. An exhausted script is a [`ClientError::Config`] naming the fake, so a
 //! test that makes one call too many fails loudly.
 

@@ -115,15 +115,19 @@ impl StreamRecovery {
     }
 
     /// The wait before `attempt` (2 for the first retry): the backoff doubled per
-    /// retry, capped, plus the jitter (`random` in `0.0..1.0` of one more wait).
+    /// retry, capped, plus the jitter (`random` in `0.0..1.0` of one more wait; a value
+    /// outside it is clamped, and NaN is no jitter).
     pub fn wait_before(&self, attempt: u32, random: f64) -> std::time::Duration {
         let doublings = attempt.saturating_sub(2).min(30);
         let base = self
             .initial_backoff
             .saturating_mul(1u32 << doublings)
             .min(self.max_backoff);
-        if self.jitter {
-            base + base.mul_f64(random.clamp(0.0, 1.0))
+        if self.jitter && random > 0.0 {
+            let jitter =
+                std::time::Duration::try_from_secs_f64(base.as_secs_f64() * random.min(1.0))
+                    .unwrap_or(base);
+            base.saturating_add(jitter)
         } else {
             base
         }
@@ -215,6 +219,21 @@ Call tools only when they help answer the instruction, and read [TOOL_RESULTS] b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_takes_any_random_value_and_any_backoff_without_panicking() {
+        let recovery = StreamRecovery::default();
+        let base = recovery.wait_before(2, 0.0);
+        assert_eq!(recovery.wait_before(2, f64::NAN), base);
+        assert_eq!(recovery.wait_before(2, -3.0), base);
+        assert_eq!(recovery.wait_before(2, 7.0), base * 2);
+        let huge = StreamRecovery {
+            initial_backoff: std::time::Duration::MAX,
+            max_backoff: std::time::Duration::MAX,
+            ..StreamRecovery::default()
+        };
+        assert_eq!(huge.wait_before(9, 1.0), std::time::Duration::MAX);
+    }
 
     #[test]
     fn context_windows_follow_the_model_family_and_unknown_models_are_small() {

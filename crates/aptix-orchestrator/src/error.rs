@@ -92,6 +92,15 @@ pub enum OrchestratorError {
     /// inside the binary, failed to load).
     #[error("the context block could not be prepared")]
     Context(#[source] aptix_rag::RagError),
+    /// A session list cursor that no page of this store gave
+    /// ([`SessionStore::list_sessions`](crate::SessionStore::list_sessions)).
+    #[error(
+        "{cursor:?} is not a session list cursor: pass the next cursor of the previous page as it came"
+    )]
+    InvalidCursor {
+        /// The cursor as given.
+        cursor: String,
+    },
     /// The configuration is inconsistent (an unknown default mode, duplicate tools).
     #[error("invalid orchestrator configuration: {0}")]
     Config(String),

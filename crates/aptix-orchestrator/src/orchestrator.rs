@@ -136,6 +136,16 @@ impl OrchestratorBuilder {
                 "context_window must be at least 1 token".into(),
             ));
         }
+        // What every request would be refused for, said once here rather than by the
+        // first turn.
+        let model = &self.config.model;
+        aptix_request::check_model_settings(&aptix_request::ModelParams {
+            model: Some(&model.model),
+            temperature: model.temperature,
+            top_p: None,
+            max_output_tokens: model.max_output_tokens,
+        })
+        .map_err(|error| OrchestratorError::Config(format!("the model settings: {error}")))?;
         let mut names = HashSet::new();
         let all = self
             .server_tools
@@ -147,6 +157,11 @@ impl OrchestratorBuilder {
                     .map(|tool| tool.definition.name.clone()),
             );
         for name in all {
+            if !aptix_request::is_valid_name(&name) {
+                return Err(OrchestratorError::Config(format!(
+                    "the tool name {name:?} is not one the API takes: 1 to 64 ASCII letters, digits, `_` or `-`"
+                )));
+            }
             if !names.insert(name.clone()) {
                 return Err(OrchestratorError::Config(format!(
                     "the tool {name:?} is configured twice"
@@ -365,7 +380,11 @@ impl Orchestrator {
         let store = Arc::clone(&self.store);
         let holder = self.instance.clone();
         let active = Arc::clone(&self.active);
-        let expires = tokio::time::Instant::now() + self.config.lease_ttl;
+        let now = tokio::time::Instant::now();
+        // A TTL too long for the clock (`Duration::MAX` for "never") is tried for decades.
+        let expires = now
+            .checked_add(self.config.lease_ttl)
+            .unwrap_or_else(|| now + std::time::Duration::from_secs(30 * 365 * 24 * 60 * 60));
         runtime.spawn(async move {
             let mut wait = std::time::Duration::from_secs(1);
             loop {

@@ -158,6 +158,12 @@ impl<T: TypedTool> ServerTool for Typed<T> {
     }
 
     async fn execute(&self, arguments_json: &str) -> Result<String, String> {
+        // Some servers send a call without arguments as nothing at all: read as `{}`,
+        // as the built-in tools do.
+        let arguments_json = match arguments_json.trim() {
+            "" => "{}",
+            _ => arguments_json,
+        };
         let mut decoder = serde_json::Deserializer::from_str(arguments_json);
         let args: T::Args = serde_path_to_error::deserialize(&mut decoder)
             .map_err(|error| invalid_arguments(T::NAME, &error))?;

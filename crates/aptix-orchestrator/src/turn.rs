@@ -203,7 +203,10 @@ impl Orchestrator {
                             warnings.extend(found.warnings);
                             retrieved = found.chunks;
                         }
-                        Err(error) => warnings.push(format!("retrieval failed: {error}")),
+                        Err(error) => warnings.push(format!(
+                            "retrieval failed: {}",
+                            aptix_model::error_chain(&error)
+                        )),
                     }
                 }
                 let attached = inputs.chunks.len();

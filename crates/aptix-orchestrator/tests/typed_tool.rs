@@ -195,6 +195,15 @@ async fn bad_arguments_come_back_to_the_model_as_a_tool_error_naming_the_fault()
 }
 
 #[tokio::test]
+async fn no_arguments_at_all_read_as_an_empty_object() {
+    let tool = grep();
+    for blank in ["", "  \n"] {
+        let error = tool.execute(blank).await.unwrap_err();
+        assert!(error.contains("missing field `pattern`"), "{error}");
+    }
+}
+
+#[tokio::test]
 async fn a_failed_call_sends_the_tools_error_text() {
     let output = tool_output_sent(r#"{"pattern": ""}"#, grep()).await;
     assert_eq!(error_text(&output), "the pattern is empty");

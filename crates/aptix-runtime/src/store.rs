@@ -169,8 +169,8 @@ fn open_sqlite(path: &Path, location: &StoreLocation) -> Result<Arc<dyn SessionS
 #[cfg(not(feature = "sqlite"))]
 fn open_sqlite(_path: &Path, location: &StoreLocation) -> Result<Arc<dyn SessionStore>, Error> {
     Err(Error::config(format!(
-        "the session store {} is a SQLite file, and this aptix was built without SQLite \
-         support (the `sqlite` cargo feature, on by default)",
+        "the session store {} is a SQLite file, and this build has no SQLite support: \
+         turn on aptix-runtime's `sqlite` feature (the `aptix` command has it)",
         location.shown()
     )))
 }
@@ -200,8 +200,9 @@ async fn open_postgres(
     _password: Option<&str>,
 ) -> Result<Arc<dyn SessionStore>, Error> {
     Err(Error::config(format!(
-        "the session store {} is a PostgreSQL database, and this aptix was built without \
-         PostgreSQL support (the `postgres` cargo feature, on by default)",
+        "the session store {} is a PostgreSQL database, and this build has no PostgreSQL \
+         support: turn on aptix-runtime's `postgres` feature (the `aptix` facade's \
+         `postgres`; the `aptix` command has it)",
         location.shown()
     )))
 }

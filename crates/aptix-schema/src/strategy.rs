@@ -57,9 +57,10 @@ impl Strategy {
     }
 }
 
-/// What a provider supports for schema-shaped answers. Built from the provider's
-/// capabilities by the layer that knows them (the orchestrator); a plain struct here so
-/// that this crate stays free of the provider crate.
+/// What a provider supports for schema-shaped answers, from its
+/// [`Capabilities`](aptix_client::Capabilities) by
+/// [`schema_support`](crate::schema_support), which the solver uses; a plain struct so
+/// that a caller can also state it for a provider it knows better.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SchemaSupport {
     /// `text.format` `json_schema`.

@@ -217,7 +217,9 @@ impl ApiError {
             tracing::error!(request_id, cause = %aptix_model::error_chain(&error), "{message}");
         }
         let code = match &error {
-            OrchestratorError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            OrchestratorError::InvalidRequest(_) | OrchestratorError::InvalidCursor { .. } => {
+                ErrorCode::InvalidRequest
+            }
             OrchestratorError::UnknownSession { .. } => ErrorCode::UnknownSession,
             OrchestratorError::NothingPending { .. } => ErrorCode::NothingPending,
             OrchestratorError::ToolResultsMismatch { .. } => ErrorCode::ToolResultsMismatch,

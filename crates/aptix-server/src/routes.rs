@@ -1542,9 +1542,6 @@ pub(crate) async fn sessions(
             next_cursor: page.next_cursor.as_deref().map(write_cursor),
         })
         .into_response(),
-        Err(OrchestratorError::Config(message)) => {
-            ApiError::new(ErrorCode::InvalidRequest, message, &request_id).into_response()
-        }
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
 }

@@ -25,8 +25,8 @@
 //! |---|---|---|
 //! | `http` | yes | [`OpenAiProvider`], [`ChatCompletionsProvider`], [`OpenAiConfig`] (reqwest, rustls) |
 //! | `sqlite` | no | `SqliteSessionStore`: sessions in one file (bundled SQLite, a C compile) |
-//! | `postgres` | no | `PgSessionStore`: sessions in PostgreSQL, shared by several processes |
-//! | `index` | no | `aptix::index`: the tantivy workspace index and its retriever (tree-sitter grammars, C compiles) |
+//! | `postgres` | no | `PgSessionStore`: sessions in PostgreSQL, shared by several processes (and, with `runtime`, a `store = "postgres://…"` setting) |
+//! | `index` | no | `aptix::index`: the tantivy workspace index and its retriever (tree-sitter grammars, C compiles); `aptix::tools`: the built-in `search_code`, `read_file` and `list_files` over it |
 //! | `schema` | no | `aptix::schema`: seed 003, JSON of a given shape on any provider |
 //! | `runtime` | no | `aptix::runtime`: a workspace wired as the `aptix` command wires it, from its `aptix.toml`, the user's file and `APTIX_*` (brings `http`, `sqlite`, `index`) |
 //!
@@ -96,20 +96,23 @@
 //! Arguments and output are Rust types; the arguments' JSON schema is derived, and
 //! arguments that do not decode go back to the model as the call's error (naming the
 //! field at fault) without running the tool. [`schemars`] is re-exported so that its
-//! version matches this crate's.
+//! version matches this crate's: without a `schemars` dependency of your own, derive
+//! through it with `#[schemars(crate = "aptix::schemars")]`, as below (with one, of the
+//! same major version, a plain `#[derive(JsonSchema)]` does).
 //!
 //! ```
 //! use std::sync::Arc;
 //!
+//! use aptix::schemars::JsonSchema;
 //! use aptix::wire::Response;
 //! use aptix::{
 //!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Orchestrator, ServerTool,
 //!     Typed, TypedTool, async_trait,
 //! };
-//! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Deserialize, JsonSchema)]
+//! #[schemars(crate = "aptix::schemars")]
 //! struct AddArgs {
 //!     /// The numbers to add.
 //!     numbers: Vec<i64>,
@@ -237,14 +240,21 @@ pub use aptix_model::contract::{
 };
 pub use aptix_model::wire;
 
-pub use aptix_mapping::StreamDelta;
+pub use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
 
 pub use aptix_client::{
-    Capabilities, ClientError, EventStream, FakeProvider, ProviderResponse, ReplyMeta,
-    ResponsesProvider,
+    AuthScheme, CallKind, Capabilities, ClientError, EventStream, FakeProvider, FakeReply,
+    OpenAiConfig, OpenAiConfigBuilder, ProviderResponse, RateLimits, RecordedCall, ReplyMeta,
+    ResponsesProvider, RetryNotice, RetryPolicy, TimeoutKind, Timeouts, TransportPhase,
+    observe_retries,
 };
 #[cfg(feature = "http")]
-pub use aptix_client::{ChatCompletionsProvider, OpenAiConfig, OpenAiProvider};
+pub use aptix_client::{ChatCompletionsProvider, OpenAiProvider, chat};
+/// The events of a server-sent-event stream, for a provider that reads its own
+/// transport ([`EventStream::new`]).
+pub use aptix_sse::SseEvent;
+
+pub use aptix_request::{RequestError, ToolProblem};
 
 pub use aptix_rag::{
     Chunk, ChunkId, LineSpan, RagError, Retrieval, RetrievalQuery, Retriever, ScoredChunk,
@@ -255,10 +265,12 @@ pub use aptix_orchestrator::PgSessionStore;
 #[cfg(feature = "sqlite")]
 pub use aptix_orchestrator::SqliteSessionStore;
 pub use aptix_orchestrator::{
-    ClientTool, CompletedCall, DeltaSink, InMemorySessionStore, MemoryStoreLimits, Mode,
-    ModelSettings, Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError,
-    PendingCall, PendingToolCalls, Scenario, ServerTool, SessionState, SessionStore, StoredTurn,
-    TurnKey, Typed, TypedTool, Versioned,
+    ClientTool, CompactionMethod, CompactionReason, CompactionRecord, CompletedCall, ContextUsage,
+    DeltaSink, InMemorySessionStore, LeaseInfo, MemoryStoreLimits, Mode, ModelSettings,
+    Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, PendingCall,
+    PendingToolCalls, Scenario, ServerTool, SessionPage, SessionState, SessionStore,
+    SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey, Typed, TypedTool,
+    Versioned, retry_delta,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
@@ -268,6 +280,13 @@ pub use schemars;
 /// code and its [`Retriever`] implementation.
 #[cfg(feature = "index")]
 pub use aptix_index as index;
+
+/// The built-in server tools over the workspace index (`aptix-tools`): `search_code`,
+/// `read_file` and `list_files`, as the `aptix` command offers them
+/// ([`builtin_tools`](aptix_tools::builtin_tools)), and the [`FileReader`](aptix_tools::FileReader)
+/// seam through which an editor serves its unsaved buffers to `read_file`.
+#[cfg(feature = "index")]
+pub use aptix_tools as tools;
 
 /// Seed 003 (`aptix-schema`): JSON of a given shape on any provider.
 #[cfg(feature = "schema")]

@@ -369,7 +369,7 @@ impl SessionStore for InMemorySessionStore {
         }
         inner
             .leases
-            .insert(session_id.to_owned(), (holder.to_owned(), now + ttl));
+            .insert(session_id.to_owned(), (holder.to_owned(), expiry(now, ttl)));
         Ok(true)
     }
 
@@ -407,7 +407,7 @@ impl SessionStore for InMemorySessionStore {
         let mut inner = self.lock();
         match inner.leases.get_mut(session_id) {
             Some(lease) if lease.0 == stale_holder => {
-                *lease = (holder.to_owned(), Instant::now() + ttl);
+                *lease = (holder.to_owned(), expiry(Instant::now(), ttl));
                 Ok(true)
             }
             _ => Ok(false),
@@ -424,9 +424,11 @@ impl SessionStore for InMemorySessionStore {
         // the sessions used before it.
         let before = match cursor {
             None => u64::MAX,
-            Some(text) => text.parse::<u64>().map_err(|_| {
-                OrchestratorError::Config(format!("{text:?} is not a session list cursor"))
-            })?,
+            Some(text) => text
+                .parse::<u64>()
+                .map_err(|_| OrchestratorError::InvalidCursor {
+                    cursor: text.to_owned(),
+                })?,
         };
         let limit = limit.max(1);
         let mut sessions = Vec::new();
@@ -466,6 +468,13 @@ impl SessionStore for InMemorySessionStore {
         drop(inner);
         Ok(removed.is_some())
     }
+}
+
+/// When a lease taken at `now` for `ttl` expires: a TTL too long for the clock
+/// (`Duration::MAX` for "never") lasts a century instead of overflowing.
+fn expiry(now: Instant, ttl: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+    now.checked_add(ttl.min(CENTURY)).unwrap_or(now)
 }
 
 #[cfg(test)]
@@ -516,6 +525,22 @@ mod tests {
         assert!(store.load("c").await.unwrap().is_some());
         // Made again, `b` goes on from the version it had.
         assert_eq!(store.commit(state("b"), None, turn("t2")).await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_lease_for_ever_holds_without_overflowing_the_clock() {
+        let store = InMemorySessionStore::new();
+        assert!(store.acquire_lease("s", "a", Duration::MAX).await.unwrap());
+        assert!(!store.acquire_lease("s", "b", Duration::ZERO).await.unwrap());
+        assert!(
+            store
+                .take_over_lease("s", "a", "b", Duration::MAX)
+                .await
+                .unwrap()
+        );
+        let lease = store.lease("s").await.unwrap().unwrap();
+        assert_eq!(lease.holder, "b");
+        assert!(lease.expires_in > Duration::from_secs(50 * 365 * 24 * 60 * 60));
     }
 
     #[tokio::test]

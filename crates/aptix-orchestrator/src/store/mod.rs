@@ -43,7 +43,9 @@ fn parse_cursor(text: &str) -> Result<(i64, String), OrchestratorError> {
         .and_then(|(time, id)| Some((time.parse::<i64>().ok()?, id.to_owned())))
         // No session id holds a NUL (and PostgreSQL refuses one in text).
         .filter(|(_, id)| !id.contains('\0'))
-        .ok_or_else(|| OrchestratorError::Config(format!("{text:?} is not a session list cursor")))
+        .ok_or_else(|| OrchestratorError::InvalidCursor {
+            cursor: text.to_owned(),
+        })
 }
 
 /// A stored turn from a SQL store's row: its scenario as stored

@@ -119,7 +119,9 @@ pub async fn solve_value_with(
 }
 
 /// Solves `request` for a `T`, with the default options. The request's schema is
-/// replaced by `T`'s (`schemars`), normalised as the strategy needs.
+/// replaced by `T`'s (`schemars`), normalised as the strategy needs. `T` must be a
+/// JSON object (a struct, or a map): the Responses API's strict schemas have an object
+/// at their root, so a list or an enum is asked for as a member of a struct.
 ///
 /// # Errors
 ///
