@@ -59,22 +59,17 @@ impl Serving {
             max_concurrent_turns: layer
                 .max_concurrent_turns
                 .unwrap_or(defaults.max_concurrent_turns),
-            body_limit: layer.body_limit.unwrap_or(defaults.body_limit),
+            body_limit: layer.body_limit.map_or(defaults.body_limit, |size| size.0),
             turn_timeout: duration(layer.turn_timeout, defaults.turn_timeout),
             header_read_timeout: duration(layer.header_timeout, defaults.header_read_timeout),
             body_read_timeout: duration(layer.body_timeout, defaults.body_read_timeout),
             ..defaults
         };
-        for (name, value) in [
-            (
-                "max_concurrent_turns (--max-concurrent-turns)",
-                config.max_concurrent_turns,
-            ),
-            ("body_limit (--body-limit, in bytes)", config.body_limit),
-        ] {
-            if value == 0 {
-                return Err(usage(format!("{name} must be at least 1")));
-            }
+        // A body limit of zero is refused as the size is read.
+        if config.max_concurrent_turns == 0 {
+            return Err(usage(
+                "max_concurrent_turns (--max-concurrent-turns) must be at least 1",
+            ));
         }
         Ok(Serving {
             listen: layer

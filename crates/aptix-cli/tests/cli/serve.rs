@@ -34,10 +34,35 @@ fn a_non_loopback_address_without_tokens_is_refused_naming_tokens_file() {
 #[test]
 fn a_zero_limit_or_an_unreadable_tokens_file_is_a_usage_error_naming_it() {
     let sandbox = Sandbox::new();
-    for (flag, named) in [
-        ("--max-concurrent-turns", "max_concurrent_turns"),
-        ("--body-limit", "body_limit"),
-    ] {
+    // A size is read with its unit, and zero is refused as it is read, naming the flag.
+    for limit in ["0", "0MiB", "12 parsecs"] {
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["serve", "--body-limit", limit])
+            .args(["--workspace", &sandbox.workspace_arg()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        let text = stderr(&output);
+        assert!(text.contains("--body-limit"), "{text}");
+        assert!(!text.contains("max_concurrent_turns"), "{text}");
+    }
+    sandbox.write_workspace_file("aptix.toml", "body_limit = \"0KiB\"\n");
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["serve", "--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("body_limit") && stderr(&output).contains("larger than zero"),
+        "{}",
+        stderr(&output)
+    );
+    sandbox.write_workspace_file("aptix.toml", "");
+    for (flag, named) in [("--max-concurrent-turns", "max_concurrent_turns")] {
         let output = sandbox
             .aptix()
             .env("OPENAI_API_KEY", SECRET_KEY)

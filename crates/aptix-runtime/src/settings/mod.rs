@@ -25,7 +25,7 @@ pub(crate) use file::user_config_path;
 use table::Table;
 pub(crate) use table::{KEYS, SERVE_KEYS};
 pub use table::{ServeLayer, SettingsLayer};
-pub use values::{ApiKind, HumanDuration, ListenAddr, StoreUrl};
+pub use values::{ApiKind, ByteSize, HumanDuration, ListenAddr, StoreUrl};
 
 use crate::Error;
 

@@ -7,7 +7,7 @@ use aptix_orchestrator::OrchestratorConfig;
 use aptix_request::{ModelParams, check_model_settings};
 use serde::Deserialize;
 
-use super::values::{ApiKind, FromEnvText, HumanDuration, ListenAddr, StoreUrl};
+use super::values::{ApiKind, ByteSize, FromEnvText, HumanDuration, ListenAddr, StoreUrl};
 use super::{Env, env_var};
 use crate::Error;
 
@@ -216,9 +216,9 @@ settings! {
     /// Turns running at once across all sessions; more are answered 503 [default: 64]
     /// [config: max_concurrent_turns, env: APTIX_MAX_CONCURRENT_TURNS]
     max_concurrent_turns: usize, arg(value_name = "N");
-    /// The largest request body in bytes; larger is 413 [default: 1048576] [config:
-    /// body_limit, env: APTIX_BODY_LIMIT]
-    body_limit: usize, arg(value_name = "BYTES");
+    /// The largest request body, in bytes or with a unit (512KiB, 4MiB); larger is 413
+    /// [default: 1MiB] [config: body_limit, env: APTIX_BODY_LIMIT]
+    body_limit: ByteSize, arg(value_name = "SIZE");
     /// The longest a turn may run (e.g. 10m); longer is 504 [default: 10m] [config:
     /// turn_timeout, env: APTIX_TURN_TIMEOUT]
     turn_timeout: HumanDuration, arg(value_name = "DURATION");

@@ -466,7 +466,7 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
         "relative to the file that names it"
     );
     assert_eq!(from_file.max_concurrent_turns, Some(8));
-    assert_eq!(from_file.body_limit, Some(2048));
+    assert_eq!(from_file.body_limit, Some(ByteSize(2048)));
     assert_eq!(
         from_file.turn_timeout,
         Some(HumanDuration(std::time::Duration::from_secs(120)))
@@ -495,7 +495,7 @@ fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
     };
     let layered = ServeLayer::load(dir.path(), &flags, &env).unwrap();
     assert_eq!(layered.listen, Some("127.0.0.1:9002".parse().unwrap()));
-    assert_eq!(layered.body_limit, Some(4096));
+    assert_eq!(layered.body_limit, Some(ByteSize(4096)));
     assert_eq!(layered.max_concurrent_turns, Some(8));
     assert_eq!(
         layered.header_timeout,

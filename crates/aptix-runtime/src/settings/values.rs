@@ -65,6 +65,72 @@ impl<'de> Deserialize<'de> for HumanDuration {
     }
 }
 
+/// A size in bytes as people write it: a whole number of bytes (in a config file also a
+/// TOML integer), or a number with a unit: `KiB`, `MiB`, `GiB` (powers of 1024), `KB`,
+/// `MB`, `GB` (powers of 1000) or `B`, in any case and with or without a space
+/// (`512KiB`, `2 MiB`, `1.5MB`). Zero is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub usize);
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ByteSize, String> {
+        const EXPECTED: &str = "expected bytes, or a size such as 512KiB, 2MiB or 1MB";
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let unit = unit.trim().to_ascii_lowercase();
+        let scale: u64 = match unit.as_str() {
+            "" | "b" => 1,
+            "kib" => 1 << 10,
+            "mib" => 1 << 20,
+            "gib" => 1 << 30,
+            "kb" => 1_000,
+            "mb" => 1_000_000,
+            "gb" => 1_000_000_000,
+            _ => return Err(format!("{text:?}: unknown unit {unit:?} ({EXPECTED})")),
+        };
+        let bytes = match number.parse::<u64>() {
+            Ok(whole) => whole.checked_mul(scale),
+            // A fraction needs a unit to be a whole number of bytes.
+            Err(_) if scale > 1 => number
+                .parse::<f64>()
+                .ok()
+                .filter(|value| value.is_finite() && *value >= 0.0)
+                .map(|value| value * scale as f64)
+                .filter(|bytes| *bytes < u64::MAX as f64)
+                .map(|bytes| bytes.round() as u64),
+            Err(_) => None,
+        }
+        .ok_or_else(|| format!("{text:?} is not a size ({EXPECTED})"))?;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| format!("{text:?} is larger than this machine can address"))?;
+        if bytes == 0 {
+            return Err("a size must be larger than zero".to_owned());
+        }
+        Ok(ByteSize(bytes))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Bytes(u64),
+            Text(String),
+        }
+        let text = match Written::deserialize(deserializer)? {
+            Written::Bytes(bytes) => bytes.to_string(),
+            Written::Text(text) => text,
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Where sessions are kept, as configured: a PostgreSQL URL or a SQLite file path.
 /// `Debug` hides the password, so a printed layer never shows it; parsing never fails
 /// (a bad value is reported when the store is opened, with the password hidden), so no
@@ -175,6 +241,13 @@ impl FromEnvText for HumanDuration {
     }
 }
 
+impl FromEnvText for ByteSize {
+    const EXPECTED: &'static str = "a size in bytes, or such as 512KiB, 2MiB or 1MB";
+    fn from_env_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
 impl FromEnvText for StoreUrl {
     const EXPECTED: &'static str = "a postgres:// URL or a file path";
     fn from_env_text(text: &str) -> Option<Self> {
@@ -280,5 +353,27 @@ mod tests {
             Some(HumanDuration(std::time::Duration::from_secs(90)))
         );
         assert_eq!(HumanDuration::from_env_text("0"), None);
+    }
+
+    #[test]
+    fn sizes_are_bytes_or_a_number_with_a_unit() {
+        let size = |text: &str| text.parse::<ByteSize>().map(|size| size.0);
+        assert_eq!(size("1048576"), Ok(1_048_576));
+        assert_eq!(size("2MiB"), Ok(2 << 20));
+        assert_eq!(size(" 512 kib "), Ok(512 << 10));
+        assert_eq!(size("1MB"), Ok(1_000_000));
+        assert_eq!(size("1.5MiB"), Ok(1_572_864));
+        assert_eq!(size("10b"), Ok(10));
+        for bad in [
+            "", "0", "0MiB", "1.5", "-1MiB", "1 TiB", "MiB", "1e3", "nanMiB",
+        ] {
+            assert!(size(bad).is_err(), "{bad:?} was read");
+        }
+        assert!(
+            size("99999999999999999999GiB")
+                .unwrap_err()
+                .contains("is not a size")
+        );
+        assert_eq!(ByteSize::from_env_text("4KiB"), Some(ByteSize(4096)));
     }
 }
