@@ -208,7 +208,19 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         }
     };
     let envelope = result.map_err(turn_error)?;
-    report(&envelope, args.json, printer)
+    let code = report(&envelope, args.json, printer)?;
+    // A failed first turn stores nothing: the id printed above names no session yet.
+    if !existed
+        && matches!(
+            runtime.block_on(orchestrator.store().load(&session_id)),
+            Ok(None)
+        )
+    {
+        note(format_args!(
+            "nothing was saved, so session {session_id} was not started"
+        ));
+    }
+    Ok(code)
 }
 
 /// A signal that ends `aptix ask` early.

@@ -503,7 +503,9 @@ impl Orchestrator {
                 .take_over_lease(session_id, &current.holder, &self.instance, ttl)
                 .await?
         {
-            tracing::warn!(
+            // Recovery working as meant (a killed `aptix ask`, a crashed replica): news
+            // for the operator's log, not a warning on a user's terminal.
+            tracing::info!(
                 session = %session_id,
                 holder = %current.holder,
                 "took over the lease of a process that is gone"

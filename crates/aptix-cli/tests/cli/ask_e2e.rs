@@ -329,6 +329,15 @@ async fn a_provider_error_is_an_error_envelope_and_exit_code_1() {
         stderr(&plain)
     );
     assert!(stderr(&plain).contains("check OPENAI_API_KEY"));
+    // The new session's id was printed before the turn; nothing of it was kept.
+    let session = new_session_id(&stderr(&plain));
+    assert!(
+        stderr(&plain).contains(&format!(
+            "nothing was saved, so session {session} was not started"
+        )),
+        "{}",
+        stderr(&plain)
+    );
 
     let json = ask(&["--json", "--no-stream"]);
     assert_eq!(code(&json), 1);
