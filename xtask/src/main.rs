@@ -65,41 +65,14 @@ fn main() -> Result<()> {
 fn ci() -> Result<()> {
     let started = Instant::now();
     cargo(&["fmt", "--all", "--check"])?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
+    clippy(&["--workspace", "--all-targets"])?;
     // The measuring tools (serve-bench, soak) are behind xtask features the workspace
     // build leaves off: lint them too, so they cannot rot unseen.
-    cargo(&[
-        "clippy",
-        "--package",
-        "xtask",
-        "--all-features",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
+    clippy(&["--package", "xtask", "--all-features"])?;
     // No member depends on the facade, so the workspace build leaves its optional
     // features off: lint it, and run its doc examples, with all of them on, so a
     // re-export or a feature that reaches no further cannot rot unseen.
-    cargo(&[
-        "clippy",
-        "--package",
-        "aptix",
-        "--all-features",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
+    clippy(&["--package", "aptix", "--all-features", "--all-targets"])?;
     layering()?;
     unused_dependencies()?;
     acp_test_env()?;
@@ -298,6 +271,14 @@ impl Drop for TestPostgres {
             .arg(&self.dir)
             .status();
     }
+}
+
+/// `cargo clippy` on `target`, every warning an error.
+fn clippy(target: &[&str]) -> Result<()> {
+    let mut args = vec!["clippy"];
+    args.extend_from_slice(target);
+    args.extend_from_slice(&["--locked", "--", "-D", "warnings"]);
+    cargo(&args)
 }
 
 fn has_nextest() -> bool {
