@@ -308,8 +308,10 @@ pub use aptix_schema as schema;
 /// let workspace = Workspace::load(&root, &SettingsLayer::default(), &process_env)?;
 /// let provider = workspace.provider(&process_env)?; // the key from OPENAI_API_KEY
 /// let orchestrator = workspace.orchestrator(provider, None, &Quiet).await?;
-/// let request = aptix::AgentExecuteRequest::from_json_slice(
-///     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Where is a turn stored?"}"#,
+/// let request = aptix::AgentExecuteRequest::user_turn(
+///     aptix::runtime::new_session_id(),
+///     aptix::runtime::new_turn_id(),
+///     "Where is a turn stored?",
 /// )?;
 /// let envelope = orchestrator.execute(request).await?;
 /// println!("{}", envelope.text.unwrap_or_default());

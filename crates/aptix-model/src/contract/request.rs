@@ -92,6 +92,33 @@ impl AgentExecuteRequest {
         validate(value)
     }
 
+    /// A user turn asking `instruction`, checked by the rules a decoded body meets (an
+    /// id with a control character, a blank instruction, ... are the same violations,
+    /// at the same paths). Set its other fields afterwards through
+    /// [`AgentExecuteRequest::UserTurn`], then check it again with
+    /// [`ValidatedRequest::new`].
+    ///
+    /// ```
+    /// use aptix_model::contract::AgentExecuteRequest;
+    ///
+    /// let request = AgentExecuteRequest::user_turn("s-1", "t-1", "Explain the parser")?;
+    /// assert_eq!(request.turn_id().as_str(), "t-1");
+    /// let rejection = AgentExecuteRequest::user_turn("s-1", "", "Explain").unwrap_err();
+    /// assert_eq!(rejection.violations()[0].path, "turnId");
+    /// # Ok::<(), aptix_model::contract::RequestRejection>(())
+    /// ```
+    pub fn user_turn(
+        session_id: impl Into<String>,
+        turn_id: impl Into<String>,
+        instruction: impl Into<String>,
+    ) -> Result<Self, RequestRejection> {
+        validate(&serde_json::json!({
+            "sessionId": session_id.into(),
+            "turnId": turn_id.into(),
+            "instruction": instruction.into(),
+        }))
+    }
+
     /// The session the request belongs to.
     pub fn session_id(&self) -> &SessionId {
         match self {
