@@ -168,5 +168,6 @@ impl IndexConfig {
     }
 }
 
-/// Bumped whenever the schema, the tokenizer or the chunker changes what is stored.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// Bumped whenever the schema, the tokenizer, the chunker or the redaction of secrets
+/// changes what is stored (4: credential-shaped text is redacted).
+pub(crate) const FORMAT_VERSION: u32 = 4;

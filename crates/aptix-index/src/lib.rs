@@ -111,4 +111,4 @@ pub use index::{APTIX_DIR, WorkspaceIndex};
 pub use kind::{FileKind, classify};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};
 pub use search::{HitMatch, SearchQuery, SearchResults, scope_problem};
-pub use secret::is_secret_path;
+pub use secret::{REDACTED, is_secret_path, redact_secrets};

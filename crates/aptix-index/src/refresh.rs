@@ -320,6 +320,8 @@ fn read_and_chunk(
     // Invalid UTF-8 is decoded lossily: a stray Latin-1 byte in a comment should not
     // hide a whole file from retrieval (see the crate docs).
     let text = String::from_utf8_lossy(&bytes);
+    // What has the shape of a credential never reaches the index, so never a model.
+    let text = crate::secret::redact_secrets(&text);
     let lines = LineIndex::new(&text);
     let longest = lines.longest_line();
     if longest > config.max_line_bytes {

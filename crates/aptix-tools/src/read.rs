@@ -115,6 +115,8 @@ impl ReadFile {
         let Ok(text) = String::from_utf8(bytes) else {
             return Err(ToolError::Binary { path: args.path });
         };
+        // As the index stores it: what has the shape of a credential is not read out.
+        let text = aptix_index::redact_secrets(&text);
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();
         if start > total.max(1) {

@@ -373,3 +373,46 @@ fn the_builtin_tools_have_usage_texts_and_valid_names() {
         assert_eq!(tool.parameters()["type"], "object");
     }
 }
+
+#[tokio::test]
+async fn a_credential_in_a_source_file_is_neither_searched_nor_read_out() {
+    let fixture = Fixture::new();
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let pem = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5Xc\n-----END EC PRIVATE KEY-----";
+    fixture.write(
+        "deploy/upload.py",
+        &format!("ACCESS_KEY = \"{key}\"\nSIGNING = \"\"\"{pem}\"\"\"\ndef upload_report(bucket):\n    return bucket\n"),
+    );
+    let index = WorkspaceIndex::open(fixture.dir.path(), IndexConfig::default()).unwrap();
+    index.refresh(&NoProgress).unwrap();
+    let search = SearchCode::new(index);
+    let found = search
+        .execute(r#"{"query":"upload_report ACCESS_KEY SIGNING"}"#)
+        .await
+        .unwrap();
+    assert!(found.contains("deploy/upload.py"), "{found}");
+    assert!(found.contains("[secret redacted]"), "{found}");
+    for leak in [key, "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5Xc"] {
+        assert!(!found.contains(leak), "search showed {leak}: {found}");
+        let hits = search
+            .execute(&format!(r#"{{"query":"{leak}"}}"#))
+            .await
+            .unwrap();
+        assert!(!hits.contains(leak), "{hits}");
+    }
+
+    let whole = read(&fixture, r#"{"path":"deploy/upload.py"}"#)
+        .await
+        .unwrap();
+    let content = whole["content"].as_str().unwrap();
+    assert!(
+        !content.contains(key) && !content.contains("MHcCAQ"),
+        "{content}"
+    );
+    // The lines stay where the file has them.
+    assert!(
+        content.contains("5| def upload_report(bucket):"),
+        "{content}"
+    );
+    assert_eq!(whole["total_lines"], 6);
+}
