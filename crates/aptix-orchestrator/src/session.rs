@@ -394,6 +394,8 @@ pub(crate) fn request_digest(request: &AgentExecuteRequest) -> Option<String> {
         hints: &'a Option<WorkspaceHints>,
     }
     let mut hasher = blake3::Hasher::new();
+    // serde_json writes token by token; the hasher takes whole blocks best.
+    let mut buffered = std::io::BufWriter::with_capacity(4096, &mut hasher);
     let written = match request {
         AgentExecuteRequest::UserTurn(turn) => {
             let UserTurnRequest {
@@ -407,7 +409,7 @@ pub(crate) fn request_digest(request: &AgentExecuteRequest) -> Option<String> {
                 stream: _,
             } = turn;
             serde_json::to_writer(
-                &mut hasher,
+                &mut buffered,
                 &AskedTurn {
                     session_id,
                     turn_id,
@@ -420,12 +422,13 @@ pub(crate) fn request_digest(request: &AgentExecuteRequest) -> Option<String> {
             )
         }
         AgentExecuteRequest::ToolContinuation(continuation) => {
-            serde_json::to_writer(&mut hasher, continuation)
+            serde_json::to_writer(&mut buffered, continuation)
         }
     };
-    written
-        .ok()
-        .map(|()| format!("{DIGEST_RECIPE}{}", hasher.finalize().to_hex()))
+    let flushed = std::io::Write::flush(&mut buffered);
+    drop(buffered);
+    (written.is_ok() && flushed.is_ok())
+        .then(|| format!("{DIGEST_RECIPE}{}", hasher.finalize().to_hex()))
 }
 
 /// The prefix of [`request_digest`]'s digests.
