@@ -117,7 +117,7 @@ pub use handler::{
 };
 pub use plan::{Prepared, prepare};
 pub use solve::{
-    AttemptLog, DEFAULT_MAX_ATTEMPTS, Solution, SolveOptions, Typed, schema_support, solve,
+    AttemptLog, DEFAULT_MAX_ATTEMPTS, Solution, SolveOptions, TypedSolution, schema_support, solve,
     solve_typed_with, solve_value, solve_value_with,
 };
 pub use strategy::{SchemaSupport, Strategy};

@@ -84,7 +84,7 @@ pub struct Solution {
 
 /// A solution read as a Rust type, with what it took.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Typed<T> {
+pub struct TypedSolution<T> {
     /// The solution as `T`.
     pub value: T,
     /// The solution as JSON, with usage and attempts.
@@ -145,11 +145,11 @@ pub async fn solve_typed_with<T: JsonSchema + DeserializeOwned>(
     provider: &dyn ResponsesProvider,
     mut request: SchemaRequest,
     options: &SolveOptions,
-) -> Result<Typed<T>, SchemaError> {
+) -> Result<TypedSolution<T>, SchemaError> {
     request.schema = schema_for_type::<T>();
     let solution = solve_value_with(provider, request, options).await?;
     match deserialize_solution::<T>(&solution.value) {
-        Ok(value) => Ok(Typed { value, solution }),
+        Ok(value) => Ok(TypedSolution { value, solution }),
         Err(source) => Err(SchemaError::Deserialize {
             solution: Box::new(solution),
             source,
