@@ -72,6 +72,50 @@ pub(crate) enum Command {
     /// Run as an Agent Client Protocol agent on stdin/stdout, for editors (Zed,
     /// JetBrains, Neovim); see docs/acp.md
     Acp(Box<crate::acp::AcpArgs>),
+    /// List the workspace's stored sessions, newest first (`show ID` and `delete ID` for
+    /// one); continue one with `aptix ask --session ID`
+    Sessions(SessionsArgs),
+}
+
+/// `aptix sessions`.
+#[derive(Debug, Args)]
+pub(crate) struct SessionsArgs {
+    /// Show or delete one session; without, list them
+    #[command(subcommand)]
+    pub(crate) action: Option<SessionsAction>,
+
+    /// The workspace [default: as for `aptix ask --workspace`]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Where sessions are kept, as for `aptix ask --store` [default: the workspace's
+    /// setting, else .aptix/sessions.db]
+    #[arg(long, value_name = "URL", global = true)]
+    pub(crate) store: Option<aptix_runtime::StoreUrl>,
+
+    /// Print JSON instead of text (`show`: what GET /v1/sessions/{id} answers)
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    /// The most sessions to list, 1 to 1000
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) limit: u16,
+}
+
+/// What `aptix sessions` does to one session.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsAction {
+    /// Show a session: mode, model, turns and tokens, pending tool calls, recent turns
+    Show {
+        /// The session's id
+        id: String,
+    },
+    /// Delete a session with its stored turns (refused while a turn runs on it)
+    Delete {
+        /// The session's id
+        id: String,
+    },
 }
 
 /// `aptix ask`.

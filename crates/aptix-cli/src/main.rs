@@ -19,6 +19,7 @@ mod output;
 mod schema;
 mod search;
 mod serve;
+mod sessions;
 mod workspace;
 
 use std::io::IsTerminal as _;
@@ -97,6 +98,12 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
                 .enable_all()
                 .build()?;
             acp::run(args, &runtime)
+        }
+        Command::Sessions(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            sessions::run(args, &aptix_runtime::process_env, &runtime)
         }
     }
 }

@@ -147,6 +147,20 @@ pub struct CompactionRecord {
 }
 
 impl SessionState {
+    /// What the session's last user turn asked, as its stored message holds it (the
+    /// `[INSTRUCTION]` of the seed's user message); `None` before any user turn, or when
+    /// compaction replaced it.
+    pub fn last_instruction(&self) -> Option<&str> {
+        self.history.iter().rev().find_map(|item| match item {
+            InputItem::Message(message) | InputItem::EasyMessage(message)
+                if message.role == Role::User =>
+            {
+                aptix_request::instruction_of(message)
+            }
+            _ => None,
+        })
+    }
+
     /// A new session in `mode` with `model`.
     pub fn new(
         session_id: impl Into<String>,

@@ -79,3 +79,22 @@ pub use error::{ErrorCode, ServerError};
 pub use metrics::{Metrics, TimedProvider};
 pub use openapi::openapi_json;
 pub use routes::{router, serve};
+
+/// A stored session as JSON, exactly as `GET /v1/sessions/{id}` answers it (mode, model,
+/// pending client tool calls, history length, version, turns and their usage, the most
+/// recent turns), for a front end that shows sessions without serving them; `None`
+/// when `store` holds no session `id`.
+pub async fn session_json(
+    store: &dyn aptix_orchestrator::SessionStore,
+    id: &str,
+) -> Result<Option<serde_json::Value>, aptix_orchestrator::OrchestratorError> {
+    let Some(view) = routes::session_view(store, id).await? else {
+        return Ok(None);
+    };
+    serde_json::to_value(view).map(Some).map_err(|source| {
+        aptix_orchestrator::OrchestratorError::CorruptState {
+            session_id: id.to_owned(),
+            source,
+        }
+    })
+}

@@ -1366,61 +1366,69 @@ pub(crate) async fn session(
         Ok(id) => id,
         Err(refused) => return refused.into_response(),
     };
-    let store = state.orchestrator.store();
-    match store.load(&id).await {
-        Ok(Some(versioned)) => {
-            let session = versioned.value;
-            let recent_turns = match store.list_turns(&id, RECENT_TURNS).await {
-                Ok(turns) => Some(
-                    turns
-                        .into_iter()
-                        .map(|turn| TurnView {
-                            turn_id: turn.turn_id,
-                            scenario: turn.scenario.as_str(),
-                            kind: turn.envelope.kind,
-                            finish_reason: turn.envelope.finish_reason,
-                            usage: turn.envelope.usage,
-                        })
-                        .collect(),
-                ),
-                Err(error) => {
-                    tracing::debug!(%error, "the session's turns are not listed");
-                    None
-                }
-            };
-            let pending_tool_calls = session
-                .pending
-                .map(|pending| {
-                    let turn_id = pending.turn_id;
-                    pending
-                        .client_calls
-                        .into_iter()
-                        .map(|call| PendingCallView {
-                            turn_id: turn_id.clone(),
-                            call_id: call.call_id,
-                            name: call.name,
-                            arguments_json: call.arguments_json,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            axum::Json(SessionView {
-                history_items: session.history.len(),
-                session_id: session.session_id,
-                mode: session.mode,
-                model: session.model.model,
-                last_response_id: session.last_response_id,
-                pending_tool_calls,
-                version: versioned.version,
-                turns: session.totals.turns,
-                usage: session.totals.usage,
-                recent_turns,
-            })
-            .into_response()
-        }
+    match session_view(state.orchestrator.store().as_ref(), &id).await {
+        Ok(Some(view)) => axum::Json(view).into_response(),
         Ok(None) => unknown_session(&id, &request_id).into_response(),
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
+}
+
+/// A stored session as `GET /v1/sessions/{id}` shows it (and `aptix sessions show
+/// --json` prints it); `None` when the store holds no such session.
+pub(crate) async fn session_view(
+    store: &dyn aptix_orchestrator::SessionStore,
+    id: &str,
+) -> Result<Option<SessionView>, OrchestratorError> {
+    let Some(versioned) = store.load(id).await? else {
+        return Ok(None);
+    };
+    let session = versioned.value;
+    let recent_turns = match store.list_turns(id, RECENT_TURNS).await {
+        Ok(turns) => Some(
+            turns
+                .into_iter()
+                .map(|turn| TurnView {
+                    turn_id: turn.turn_id,
+                    scenario: turn.scenario.as_str(),
+                    kind: turn.envelope.kind,
+                    finish_reason: turn.envelope.finish_reason,
+                    usage: turn.envelope.usage,
+                })
+                .collect(),
+        ),
+        Err(error) => {
+            tracing::debug!(%error, "the session's turns are not listed");
+            None
+        }
+    };
+    let pending_tool_calls = session
+        .pending
+        .map(|pending| {
+            let turn_id = pending.turn_id;
+            pending
+                .client_calls
+                .into_iter()
+                .map(|call| PendingCallView {
+                    turn_id: turn_id.clone(),
+                    call_id: call.call_id,
+                    name: call.name,
+                    arguments_json: call.arguments_json,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Some(SessionView {
+        history_items: session.history.len(),
+        session_id: session.session_id,
+        mode: session.mode,
+        model: session.model.model,
+        last_response_id: session.last_response_id,
+        pending_tool_calls,
+        version: versioned.version,
+        turns: session.totals.turns,
+        usage: session.totals.usage,
+        recent_turns,
+    }))
 }
 
 /// A stored session in a listing.

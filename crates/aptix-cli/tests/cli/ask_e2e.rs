@@ -496,3 +496,80 @@ async fn a_chat_server_that_ignores_stream_true_still_gets_its_answer_printed() 
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(stdout(&output), "Whole, not streamed.\n");
 }
+
+#[tokio::test]
+async fn sessions_lists_shows_and_deletes_what_ask_stored() {
+    let server = responses_server().await;
+    let base_url = format!("{}/v1", server.uri());
+    let sandbox = Sandbox::new();
+    let ask = |extra: &[&str], instruction: &str| {
+        sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["ask", "--base-url", &base_url])
+            .args(["--workspace", &sandbox.workspace_arg()])
+            .args(extra)
+            .arg(instruction)
+            .output()
+            .unwrap()
+    };
+    let sessions = |args: &[&str]| {
+        sandbox
+            .aptix()
+            .arg("sessions")
+            .args(["--workspace", &sandbox.workspace_arg()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let first = ask(&[], "What is Aptix?");
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let older = new_session_id(&stderr(&first));
+    let again = ask(
+        &["--session", &older],
+        "And what does it store?\nIn detail.",
+    );
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    let other = ask(&[], "Where is the index kept?");
+    let newer = new_session_id(&stderr(&other));
+
+    // Newest first, with the last thing each asked.
+    let listed = sessions(&[]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let lines: Vec<String> = stdout(&listed).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with(&newer), "{lines:?}");
+    assert!(lines[0].contains("1 turn ") && lines[0].ends_with("Where is the index kept?"));
+    assert!(lines[1].starts_with(&older) && lines[1].contains("2 turns"));
+    assert!(lines[1].ends_with("And what does it store?…"), "{lines:?}");
+    let json = stdout_json(&sessions(&["--json", "--limit", "1"]));
+    assert_eq!(json.as_array().map(Vec::len), Some(1));
+    assert_eq!(json[0]["sessionId"], newer.as_str());
+    assert_eq!(json[0]["lastInstruction"], "Where is the index kept?");
+
+    // One session: the service's view of it, or lines.
+    let shown = stdout_json(&sessions(&["show", &older, "--json"]));
+    assert_eq!(shown["sessionId"], older.as_str());
+    assert_eq!(shown["turns"], 2);
+    assert_eq!(shown["recentTurns"].as_array().map(Vec::len), Some(2));
+    let text = stdout(&sessions(&["show", &older]));
+    assert!(
+        text.starts_with(&format!("session {older}  (mode")),
+        "{text}"
+    );
+    assert!(text.contains("turns: 2;") && text.contains("recent turns, newest first:"));
+
+    // Deleted, it is gone; an unknown id is an error naming the store.
+    let deleted = sessions(&["delete", &older]);
+    assert_eq!(code(&deleted), 0, "{}", stderr(&deleted));
+    for args in [["show", older.as_str()], ["delete", older.as_str()]] {
+        let gone = sessions(&args);
+        assert_eq!(code(&gone), 1);
+        assert!(
+            stderr(&gone).contains(&format!("no session {older} in ")),
+            "{}",
+            stderr(&gone)
+        );
+    }
+    assert_eq!(stdout(&sessions(&[])).lines().count(), 1);
+}

@@ -1,0 +1,213 @@
+//! `aptix sessions`: the workspace's stored sessions, newest first; `show ID` and
+//! `delete ID` for one.
+//!
+//! The sessions are those `aptix ask --session`, `aptix serve` and `aptix acp` keep in
+//! the workspace's store (its SQLite file, or the PostgreSQL database `store` names).
+//! `show --json` prints what `GET /v1/sessions/{id}` answers
+//! (`aptix_server::session_json`), so a script reads one shape from both.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow};
+use aptix_orchestrator::SessionStore;
+use aptix_runtime::{Env, SettingsLayer, Workspace};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+use crate::cli::{SessionsAction, SessionsArgs};
+use crate::exit::SUCCESS;
+use crate::output::{note, print_json, print_line};
+use crate::workspace;
+
+/// How many characters of a session's last instruction a listing shows.
+const INSTRUCTION_WIDTH: usize = 72;
+
+/// Runs `aptix sessions`; returns the exit code.
+pub(crate) fn run(
+    args: &SessionsArgs,
+    env: Env<'_>,
+    runtime: &Runtime,
+) -> Result<u8, anyhow::Error> {
+    let root = workspace::resolve(args.workspace.as_deref())?;
+    let flags = SettingsLayer {
+        store: args.store.clone(),
+        ..SettingsLayer::default()
+    };
+    let workspace = Workspace::load(&root, &flags, env)?;
+    let location = workspace.store_location()?.shown();
+    let store = runtime.block_on(workspace.open_store())?;
+    match &args.action {
+        None => runtime.block_on(list(store, args, &location)),
+        Some(SessionsAction::Show { id }) => {
+            runtime.block_on(show(store.as_ref(), id, args.json, &location))
+        }
+        Some(SessionsAction::Delete { id }) => {
+            let deleted = runtime
+                .block_on(store.delete_session(id))
+                .with_context(|| format!("could not delete session {id}"))?;
+            if !deleted {
+                return Err(anyhow!("no session {id} in {location}"));
+            }
+            note(format_args!("deleted session {id} and its turns"));
+            Ok(SUCCESS)
+        }
+    }
+}
+
+/// The newest sessions, one line each (or a JSON array).
+async fn list(
+    store: Arc<dyn SessionStore>,
+    args: &SessionsArgs,
+    location: &str,
+) -> Result<u8, anyhow::Error> {
+    let page = store
+        .list_sessions(usize::from(args.limit), None)
+        .await
+        .context("could not list the sessions")?;
+    let mut rows = Vec::with_capacity(page.sessions.len());
+    for summary in page.sessions {
+        // A session deleted since the listing is simply not shown.
+        let Some(stored) = store
+            .load(&summary.session_id)
+            .await
+            .with_context(|| format!("could not read session {}", summary.session_id))?
+        else {
+            continue;
+        };
+        rows.push(json!({
+            "sessionId": summary.session_id,
+            "mode": summary.mode,
+            "turns": stored.value.totals.turns,
+            "version": stored.version,
+            "lastInstruction": stored.value.last_instruction(),
+        }));
+    }
+    if args.json {
+        print_json(&rows)?;
+    } else if rows.is_empty() {
+        note(format_args!("no sessions in {location}"));
+    } else {
+        let mut text = String::new();
+        for row in &rows {
+            let turns = row["turns"].as_u64().unwrap_or(0);
+            let _ = writeln!(
+                text,
+                "{}  {}  {turns} turn{}  {}",
+                row["sessionId"].as_str().unwrap_or_default(),
+                row["mode"].as_str().unwrap_or_default(),
+                if turns == 1 { "" } else { "s" },
+                shortened(row["lastInstruction"].as_str().unwrap_or("")),
+            );
+        }
+        print_line(text.trim_end())?;
+    }
+    if page.next_cursor.is_some() {
+        note(format_args!(
+            "more sessions than these {}: raise --limit (at most 1000)",
+            rows.len()
+        ));
+    }
+    Ok(SUCCESS)
+}
+
+/// One session: what `GET /v1/sessions/{id}` answers, as JSON or in lines.
+async fn show(
+    store: &dyn SessionStore,
+    id: &str,
+    json: bool,
+    location: &str,
+) -> Result<u8, anyhow::Error> {
+    let view = aptix_server::session_json(store, id)
+        .await
+        .with_context(|| format!("could not read session {id}"))?
+        .ok_or_else(|| anyhow!("no session {id} in {location}"))?;
+    if json {
+        print_json(&view)?;
+        return Ok(SUCCESS);
+    }
+    let text_of = |value: &Value| value.as_str().unwrap_or("-").to_owned();
+    let number = |value: &Value| value.as_u64().unwrap_or(0);
+    let usage = &view["usage"];
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "session {}  (mode {}, model {}, version {})",
+        text_of(&view["sessionId"]),
+        text_of(&view["mode"]),
+        text_of(&view["model"]),
+        number(&view["version"]),
+    );
+    let _ = writeln!(
+        text,
+        "turns: {}; tokens: {} in ({} cached), {} out ({} reasoning)",
+        number(&view["turns"]),
+        number(&usage["inputTokens"]),
+        number(&usage["cachedTokens"]),
+        number(&usage["outputTokens"]),
+        number(&usage["reasoningTokens"]),
+    );
+    if let Some(response) = view["lastResponseId"].as_str() {
+        let _ = writeln!(text, "continues from response {response}");
+    }
+    for call in view["pendingToolCalls"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            text,
+            "waiting for the result of {} (call {}, turn {})",
+            text_of(&call["name"]),
+            text_of(&call["callId"]),
+            text_of(&call["turnId"]),
+        );
+    }
+    let recent = view["recentTurns"].as_array().cloned().unwrap_or_default();
+    if !recent.is_empty() {
+        let _ = writeln!(text, "recent turns, newest first:");
+    }
+    for turn in &recent {
+        let _ = writeln!(
+            text,
+            "  {}  {}  {}{}  {} in / {} out tokens",
+            text_of(&turn["turnId"]),
+            text_of(&turn["scenario"]),
+            text_of(&turn["kind"]),
+            turn["finishReason"]
+                .as_str()
+                .map(|reason| format!(" ({reason})"))
+                .unwrap_or_default(),
+            number(&turn["usage"]["inputTokens"]),
+            number(&turn["usage"]["outputTokens"]),
+        );
+    }
+    print_line(text.trim_end())?;
+    Ok(SUCCESS)
+}
+
+/// The first line of `text`, at most [`INSTRUCTION_WIDTH`] characters, an ellipsis when
+/// cut.
+fn shortened(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    let more_lines = text.trim().len() > line.len();
+    if !more_lines && line.chars().count() <= INSTRUCTION_WIDTH {
+        return line.to_owned();
+    }
+    let kept: String = line.chars().take(INSTRUCTION_WIDTH - 1).collect();
+    format!("{kept}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_or_many_line_instruction_is_shortened_to_one_line() {
+        assert_eq!(shortened("Where is main?"), "Where is main?");
+        assert_eq!(shortened("First line\nsecond"), "First line…");
+        let long = "x".repeat(100);
+        let shown = shortened(&long);
+        assert_eq!(shown.chars().count(), INSTRUCTION_WIDTH);
+        assert!(shown.ends_with('…'));
+        assert_eq!(shortened(""), "");
+        let exact = "y".repeat(INSTRUCTION_WIDTH);
+        assert_eq!(shortened(&exact), exact);
+    }
+}
