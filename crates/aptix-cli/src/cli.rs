@@ -75,6 +75,13 @@ pub(crate) enum Command {
     /// List the workspace's stored sessions, newest first (`show ID` and `delete ID` for
     /// one); continue one with `aptix ask --session ID`
     Sessions(SessionsArgs),
+    /// Print the completion script for a shell, e.g. `aptix completions bash >
+    /// ~/.local/share/bash-completion/completions/aptix`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `aptix sessions`.

@@ -99,6 +99,14 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
                 .build()?;
             acp::run(args, &runtime)
         }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut command, "aptix", &mut script);
+            // Through the one printer, which takes a closed pipe as the end.
+            output::print_line(String::from_utf8_lossy(&script).trim_end())?;
+            Ok(exit::SUCCESS)
+        }
         Command::Sessions(args) => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -1,7 +1,7 @@
 //! Configuration mistakes end with exit code 2 and a message that says what to change:
 //! a missing key, an unknown config key, a bad flag value.
 
-use crate::support::{Sandbox, code, stderr};
+use crate::support::{Sandbox, code, stderr, stdout};
 
 /// `ask --dry-run` of "hi" in the sandbox's workspace: runs the whole configuration
 /// without a key or a network.
@@ -259,4 +259,35 @@ fn a_store_url_of_an_unknown_kind_is_a_usage_error_naming_the_scheme() {
     assert_eq!(code(&output), 2, "{text}");
     assert!(text.contains("unsupported scheme `mysql`"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
+}
+
+#[test]
+fn completions_cover_every_command_for_each_shell_and_an_unknown_shell_is_usage() {
+    let sandbox = Sandbox::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let output = sandbox
+            .aptix()
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        for word in [
+            "ask",
+            "sessions",
+            "serve",
+            "acp",
+            "body-limit",
+            "max-concurrent-turns",
+        ] {
+            assert!(script.contains(word), "{shell} completes no {word}");
+        }
+    }
+    let output = sandbox
+        .aptix()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("bash"), "{}", stderr(&output));
 }
