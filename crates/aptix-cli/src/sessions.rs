@@ -142,9 +142,9 @@ async fn show(
         text,
         "turns: {}; tokens: {} in ({} cached), {} out ({} reasoning)",
         number(&view["turns"]),
-        number(&usage["inputTokens"]),
+        number(&usage["promptTokens"]),
         number(&usage["cachedTokens"]),
-        number(&usage["outputTokens"]),
+        number(&usage["completionTokens"]),
         number(&usage["reasoningTokens"]),
     );
     if let Some(response) = view["lastResponseId"].as_str() {
@@ -174,8 +174,8 @@ async fn show(
                 .as_str()
                 .map(|reason| format!(" ({reason})"))
                 .unwrap_or_default(),
-            number(&turn["usage"]["inputTokens"]),
-            number(&turn["usage"]["outputTokens"]),
+            number(&turn["usage"]["promptTokens"]),
+            number(&turn["usage"]["completionTokens"]),
         );
     }
     print_line(text.trim_end())?;

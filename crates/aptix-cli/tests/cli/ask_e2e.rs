@@ -558,6 +558,24 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
         "{text}"
     );
     assert!(text.contains("turns: 2;") && text.contains("recent turns, newest first:"));
+    let (prompt, completion) = (
+        shown["usage"]["promptTokens"].as_u64().unwrap(),
+        shown["usage"]["completionTokens"].as_u64().unwrap(),
+    );
+    assert!(prompt > 0 && completion > 0, "{shown}");
+    assert!(
+        text.contains(&format!("tokens: {prompt} in"))
+            && text.contains(&format!("{completion} out")),
+        "{text}"
+    );
+    let newest = &shown["recentTurns"][0];
+    assert!(
+        text.contains(&format!(
+            "{} in / {} out tokens",
+            newest["usage"]["promptTokens"], newest["usage"]["completionTokens"]
+        )),
+        "{text}"
+    );
 
     // Deleted, it is gone; an unknown id is an error naming the store.
     let deleted = sessions(&["delete", &older]);
