@@ -279,6 +279,42 @@ async fn a_client_tool_call_ends_the_turn_and_its_continuation_finishes_it() {
 }
 
 #[tokio::test]
+async fn a_turn_with_two_rounds_of_client_tool_calls_is_continued_twice_under_its_id() {
+    let fake = Arc::new(FakeProvider::new());
+    fake.push_response(call_response("resp_1", &[("call_1", "apply_patch")]))
+        .push_response(call_response("resp_2", &[("call_2", "apply_patch")]))
+        .push_response(text_response("resp_3", "Patched twice."));
+    let store = Arc::new(InMemorySessionStore::new());
+    let orch = orchestrator(fake.clone(), store.clone())
+        .client_tool(client_tool("apply_patch"))
+        .build()
+        .unwrap();
+    orch.execute(user_turn("s1", "t1", "Fix it")).await.unwrap();
+    let round_one = continuation("s1", "t1", json!([result("call_1")])).unwrap();
+    let second = orch.execute(round_one.clone()).await.unwrap();
+    assert_eq!(second.tool_calls[0].call_id, "call_2");
+    // The first round's results sent again: its stored answer, no model call.
+    assert_eq!(orch.execute(round_one.clone()).await.unwrap(), second);
+    assert_eq!(fake.calls().len(), 2);
+
+    // The second round under the same turn id is run, not refused nor answered with
+    // the first round's envelope.
+    let round_two = continuation("s1", "t1", json!([result("call_2")])).unwrap();
+    let third = orch.execute(round_two.clone()).await.unwrap();
+    assert_eq!(third.text.as_deref(), Some("Patched twice."));
+    assert_eq!(call_output_ids(&fake.requests()[2]), ["call_2"]);
+    assert_eq!(orch.execute(round_two).await.unwrap(), third);
+    assert_eq!(fake.calls().len(), 3);
+    // A stale round after the turn ended: no calls are pending, and nothing changes.
+    let stale = orch.execute(round_one).await.unwrap_err();
+    assert!(
+        matches!(stale, OrchestratorError::NothingPending { .. }),
+        "{stale:?}"
+    );
+    assert_eq!(fake.calls().len(), 3);
+}
+
+#[tokio::test]
 async fn mismatched_continuations_are_rejected_and_change_nothing() {
     let fake = Arc::new(FakeProvider::new());
     fake.push_response(call_response(

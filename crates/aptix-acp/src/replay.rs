@@ -140,9 +140,7 @@ fn message_updates(message: &InputMessage, updates: &mut Vec<SessionUpdate>) {
     match message.role {
         Role::User => {
             // A tool continuation's message carries no instruction: nothing the user said.
-            if let Some(instruction) =
-                instruction_of(message).filter(|instruction| !instruction.trim().is_empty())
-            {
+            if let Some(instruction) = instruction_of(message) {
                 updates.push(SessionUpdate::UserMessageChunk(chunk(
                     instruction.to_owned(),
                 )));

@@ -39,9 +39,11 @@ pub enum OrchestratorError {
         /// The ids the request answered, in order.
         received: Vec<String>,
     },
-    /// The turn ran already, for a different request. A `turnId` names one request: a
-    /// retry sends it again unchanged (and gets the stored answer), a new request needs
-    /// a new `turnId`. Nothing was changed.
+    /// The user turn ran already, for a different request. A `turnId` names one request:
+    /// a retry sends it again unchanged (and gets the stored answer), a new request needs
+    /// a new `turnId`. Nothing was changed. (Tool continuations are not refused this
+    /// way: other results under a turn's id are its next round of client tool calls,
+    /// checked against the pending calls.)
     #[error(
         "turn {turn_id} of session {session_id} already ran with a different request; send a retry unchanged, or give a new request a new turnId"
     )]

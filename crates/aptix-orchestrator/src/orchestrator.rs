@@ -25,7 +25,7 @@ use aptix_rag::Retriever;
 
 use crate::OrchestratorError;
 use crate::config::OrchestratorConfig;
-use crate::session::{TurnKey, is_reused, request_digest};
+use crate::session::{Scenario, TurnKey, is_reused, request_digest};
 use crate::store::SessionStore;
 use crate::tools::{ClientTool, ServerTool};
 
@@ -359,10 +359,17 @@ impl Orchestrator {
     ) -> Result<Option<AgentExecuteResponse>, OrchestratorError> {
         match self.store.stored_turn(key).await? {
             Some(stored) if is_reused(stored.request_digest.as_deref(), asked) => {
-                Err(OrchestratorError::TurnReused {
-                    session_id: key.session_id.clone(),
-                    turn_id: key.turn_id.clone(),
-                })
+                match key.scenario {
+                    // A turn whose tool results make the model call client tools again
+                    // is continued again under its id: other results are the next
+                    // round, which the pending calls check (a stale round's results are
+                    // a mismatch there, not another round's answer).
+                    Scenario::ToolContinuation => Ok(None),
+                    Scenario::UserTurn => Err(OrchestratorError::TurnReused {
+                        session_id: key.session_id.clone(),
+                        turn_id: key.turn_id.clone(),
+                    }),
+                }
             }
             Some(stored) => Ok(Some(stored.envelope)),
             None => Ok(None),

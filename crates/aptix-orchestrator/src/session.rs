@@ -491,6 +491,28 @@ mod tests {
     }
 
     #[test]
+    fn the_last_instruction_is_the_last_thing_the_user_asked_not_a_tool_round() {
+        let mut state = SessionState::new("s", "QA", ModelSettings::default());
+        assert_eq!(state.last_instruction(), None);
+        state.history = vec![
+            message(Role::System, "rules"),
+            message(Role::User, "[MODE: QA]\n\n[INSTRUCTION]\nWhere is main?"),
+            message(Role::Assistant, "In src/main.rs."),
+            message(Role::User, "[MODE: QA]\n\n[INSTRUCTION]\nAnd the tests?"),
+            message(Role::Assistant, "Let me look."),
+            // A tool continuation's message: results, no instruction.
+            InputItem::Message(InputMessage::new(
+                Role::User,
+                vec![
+                    ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\n"),
+                    ContentPart::input_text("[TOOL_RESULTS]\n..."),
+                ],
+            )),
+        ];
+        assert_eq!(state.last_instruction(), Some("And the tests?"));
+    }
+
+    #[test]
     fn the_conversation_undoes_every_compaction_latest_first() {
         let system = message(Role::System, "rules");
         let (a, b, c, d) = (

@@ -300,8 +300,8 @@ fn user_message(
 
 /// The instruction a user message built by this crate carries, for a reader of a stored
 /// history (an editor replaying a session): the text after `[INSTRUCTION]` in its first
-/// part. `None` for any other message (a system message, a tool-results-only message,
-/// one written by someone else).
+/// part. `None` for any other message (a system message, a tool continuation's message,
+/// whose `[INSTRUCTION]` is empty, one written by someone else).
 ///
 /// ```
 /// use aptix_model::wire::{ContentPart, InputMessage, Role};
@@ -312,6 +312,12 @@ fn user_message(
 ///     vec![ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\nWhere is main?")],
 /// );
 /// assert_eq!(instruction_of(&message), Some("Where is main?"));
+///
+/// let results = InputMessage::new(
+///     Role::User,
+///     vec![ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\n")],
+/// );
+/// assert_eq!(instruction_of(&results), None);
 /// ```
 pub fn instruction_of(message: &InputMessage) -> Option<&str> {
     if message.role != Role::User {
@@ -328,7 +334,8 @@ pub fn instruction_of(message: &InputMessage) -> Option<&str> {
     let (_mode, instruction) = first
         .strip_prefix(MODE_OPEN)?
         .split_once(INSTRUCTION_OPEN)?;
-    Some(instruction)
+    // A tool continuation's message says nothing the user asked.
+    (!is_blank(instruction)).then_some(instruction)
 }
 
 fn check_mode(mode: &str) -> Result<(), RequestError> {

@@ -34,7 +34,7 @@ pub enum ErrorCode {
     NothingPending,
     /// `409 session_conflict`: the session changed while the turn ran.
     SessionConflict,
-    /// `422 turn_id_reused`: the turn ran already, for a different request. A retry
+    /// `422 turn_id_reused`: the user turn ran already, for a different request. A retry
     /// sends the same request again (and gets the stored envelope); a new request needs
     /// a new `turnId`. `stream` may differ between the two.
     TurnIdReused,

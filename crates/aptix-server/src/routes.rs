@@ -412,7 +412,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         (status = 403, description = "`host_not_allowed`: without tokens, a request addressed to a host that is not loopback (a web page through DNS rebinding)", body = ErrorBody),
         (status = 404, description = "`unknown_session`: a tool continuation names no session", body = ErrorBody),
         (status = 409, description = "`session_busy` (another turn runs on the session), `nothing_pending` (tool results with no calls pending) or `session_conflict` (the session changed while the turn ran)", body = ErrorBody),
-        (status = 422, description = "`turn_id_reused`: the `sessionId` + `turnId` name a stored turn that a different request ran; a retry sends the same request, a new turn needs a new `turnId`", body = ErrorBody),
+        (status = 422, description = "`turn_id_reused`: the `sessionId` + `turnId` name a stored user turn that a different request ran; a retry sends the same request, a new turn needs a new `turnId` (tool continuations with other results are the turn's next round)", body = ErrorBody),
         (status = 408, description = "`body_timeout`: the body did not arrive within the body read timeout (default 60 s)", body = ErrorBody),
         (status = 413, description = "`body_too_large`: over the body limit (default 1 MiB)", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not `application/json`", body = ErrorBody),
