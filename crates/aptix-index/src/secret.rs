@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::Regex;
 
 /// Whether a `/`-separated workspace path may hold secrets: one of its parts is a
 /// secret-looking name (`.env` files, keys and certificates, SSH keys, package-manager
@@ -65,30 +65,45 @@ fn is_secret_name(name: &str) -> bool {
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "[secret redacted]";
 
-/// Credentials by their shape: private key blocks (PEM, OpenSSH, PGP; to their end, or
-/// to the end of the text when cut), and the tokens of the services whose keys have a
-/// fixed prefix (AWS access key ids, GitHub, GitLab, npm, Slack, Google, Stripe live
-/// keys, and OpenAI or Anthropic `sk-` keys, which must also be long and hold a digit).
-static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
+/// The most a private key block may span from its header to its END line: an RSA key
+/// of 8192 bits takes about 6.5 KB. Past it, an END line belongs to something else.
+const MAX_KEY_BYTES: usize = 16 * 1024;
+
+/// The line that opens a private key block (PEM, OpenSSH, PGP), and the one that ends it.
+static KEY_BEGIN: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----").ok());
+static KEY_END: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----").ok());
+
+/// The tokens of the services whose keys have a fixed shape: AWS access key ids (and a
+/// secret access key where it is named), GitHub, GitLab, npm, Hugging Face and Slack
+/// tokens, Slack webhooks, Google API keys, Stripe live keys, and OpenAI or Anthropic
+/// `sk-` keys (which must also be long and hold a digit). Where a group `value` is set,
+/// only it is the secret.
+static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?s:-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?",
-        r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z))",
-        r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        r"|(?i:aws_?secret_?access_?key|secret_?access_?key)[\x22']?\s*[:=]\s*[\x22']?",
+        r"(?P<value>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)",
         r"|\bgh[pousr]_[A-Za-z0-9]{36,}\b",
         r"|\bgithub_pat_[A-Za-z0-9_]{22,}",
         r"|\bglpat-[0-9A-Za-z_\-]{20,}",
         r"|\bnpm_[A-Za-z0-9]{36}\b",
+        r"|\bhf_[A-Za-z0-9]{34,}\b",
         r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-        r"|\bAIza[0-9A-Za-z_\-]{35}\b",
+        r"|https://hooks\.slack\.com/services/[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]+",
+        r"|\bAIza[0-9A-Za-z_\-]{35}",
         r"|\b[rs]k_live_[0-9A-Za-z]{20,}",
         r"|(?P<sk>\bsk-[A-Za-z0-9_\-]{32,})",
     ))
     .ok()
 });
 
-/// `text` with every credential-shaped run replaced by [`REDACTED`], and as many line
-/// breaks as it held, so that line numbers stay those of the file. Borrowed when
-/// nothing was found, which is what almost every file gives.
+/// `text` with every credential-shaped run replaced by [`REDACTED`]: a private key block
+/// from its header to its END line (or, with no END line near, the lines of key text
+/// after the header), and the tokens of [`TOKEN`]'s services. A redacted run keeps its
+/// line breaks, before the marker, so line numbers and the line count stay those of
+/// the file. Borrowed when nothing was found, which is what almost every file gives.
 ///
 /// ```
 /// use aptix_index::redact_secrets;
@@ -100,21 +115,109 @@ static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// );
 /// ```
 pub fn redact_secrets(text: &str) -> Cow<'_, str> {
-    let Some(secret) = SECRET.as_ref() else {
-        // The pattern is a constant that a test compiles: unreachable in a build that
+    let (Some(begin), Some(end), Some(token)) =
+        (KEY_BEGIN.as_ref(), KEY_END.as_ref(), TOKEN.as_ref())
+    else {
+        // The patterns are constants that a test compiles: unreachable in a build that
         // passed its tests, and then nothing could be said to be redacted.
         return Cow::Borrowed(text);
     };
-    secret.replace_all(text, |found: &Captures<'_>| {
-        let whole = found.get(0).map_or("", |m| m.as_str());
-        // An `sk-` run is a key when it holds a digit: CSS classes and slugs do not.
-        if found.name("sk").is_some() && !whole.bytes().any(|b| b.is_ascii_digit()) {
-            return whole.to_owned();
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    for header in begin.find_iter(text) {
+        if spans.last().is_some_and(|last| last.end > header.start()) {
+            continue;
         }
-        let mut replaced = REDACTED.to_owned();
-        replaced.extend(whole.matches('\n').map(|_| '\n'));
-        replaced
+        let body = header.end();
+        let mut window = (body + MAX_KEY_BYTES).min(text.len());
+        while !text.is_char_boundary(window) {
+            window -= 1;
+        }
+        // An END line counts when only key text lies between: in a file about keys,
+        // the next block's END may be far down, past code that is not one.
+        let stop = match end.find(&text[body..window]) {
+            Some(found) if is_key_body(&text[body..body + found.start()]) => body + found.end(),
+            _ => body + key_text_len(&text[body..]),
+        };
+        spans.push(header.start()..stop);
+    }
+    let blocks = spans.len();
+    for found in token.captures_iter(text) {
+        let (Some(whole), value) = (found.get(0), found.name("value")) else {
+            continue;
+        };
+        // An `sk-` run is a key when it holds a digit: CSS classes and slugs do not.
+        if found.name("sk").is_some() && !whole.as_str().bytes().any(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let span = value.unwrap_or(whole).range();
+        if !spans[..blocks]
+            .iter()
+            .any(|block| block.start < span.end && span.start < block.end)
+        {
+            spans.push(span);
+        }
+    }
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    spans.sort_by_key(|span| span.start);
+    let mut redacted = String::with_capacity(text.len());
+    let mut written = 0;
+    for span in spans {
+        if span.start < written {
+            continue;
+        }
+        redacted.push_str(&text[written..span.start]);
+        redacted.extend(text[span.clone()].matches('\n').map(|_| '\n'));
+        redacted.push_str(REDACTED);
+        written = span.end;
+    }
+    redacted.push_str(&text[written..]);
+    Cow::Owned(redacted)
+}
+
+/// How much of `rest`, the text after a key header with no END line near, is key text:
+/// the lines after the header that hold only base64 (in a string literal too: quotes,
+/// commas and `\n` escapes around it), up to the end of the last one; none when the
+/// next line holds anything else (a parser naming the header is not a key).
+fn key_text_len(rest: &str) -> usize {
+    let mut key_end = 0;
+    let mut line_start = 0;
+    for (index, line) in rest.split_inclusive('\n').enumerate() {
+        let content = line.trim_end_matches('\n');
+        match key_text(content) {
+            Some(text) if !text.is_empty() => key_end = line_start + content.len(),
+            // The header's own line, with nothing after the header but dressing.
+            Some(_) if index == 0 => {}
+            _ => break,
+        }
+        line_start += line.len();
+    }
+    key_end
+}
+
+/// Whether `body`, between a key's header and its END line, holds only what a key
+/// block holds: base64 lines, blank lines and armor headers (`Proc-Type: 4,ENCRYPTED`,
+/// `Version: ...`).
+fn is_key_body(body: &str) -> bool {
+    body.split('\n').all(|line| {
+        let armor = line.trim().split_once(": ").is_some_and(|(name, _)| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+        armor || key_text(line).is_some()
     })
+}
+
+/// What is left of a line once string-literal dressing is taken off (quotes, commas,
+/// spaces, `\n` escapes), when it is base64; empty when nothing is left.
+fn key_text(line: &str) -> Option<String> {
+    let text = line
+        .replace("\\n", "")
+        .replace("\\r", "")
+        .replace(['"', '\'', ',', ';', ' ', '\t', '\r'], "");
+    text.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        .then_some(text)
 }
 
 #[cfg(test)]
@@ -122,42 +225,78 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_secret_pattern_compiles() {
-        assert!(SECRET.is_some());
+    fn the_secret_patterns_compile() {
+        assert!(KEY_BEGIN.is_some() && KEY_END.is_some() && TOKEN.is_some());
+    }
+
+    /// `redact_secrets(text)`, checked to keep the text's line count.
+    fn redacted(text: &str) -> String {
+        let out = redact_secrets(text).into_owned();
+        assert_eq!(
+            out.lines().count(),
+            text.lines().count(),
+            "{text:?} -> {out:?}"
+        );
+        out
     }
 
     #[test]
     fn credential_shaped_text_is_redacted_and_lines_are_kept() {
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7x\nabc+/=\n-----END RSA PRIVATE KEY-----";
         let text = format!("const KEY: &str = r#\"{pem}\"#;\nfn main() {{}}\n");
-        let redacted = redact_secrets(&text);
         assert_eq!(
-            redacted,
-            "const KEY: &str = r#\"[secret redacted]\n\n\n\"#;\nfn main() {}\n"
+            redacted(&text),
+            "const KEY: &str = r#\"\n\n\n[secret redacted]\"#;\nfn main() {}\n"
         );
-        assert_eq!(redacted.lines().count(), text.lines().count());
-        // A block cut short is redacted to the end.
+        // A block cut short: the key lines after its header, and no more.
         assert_eq!(
-            redact_secrets("x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk"),
-            "x\n[secret redacted]\n"
+            redacted("x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk"),
+            "x\n\n[secret redacted]"
+        );
+        assert_eq!(
+            redacted("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nAbC+/d==\n\nfn parse() {}\n"),
+            "\n\n[secret redacted]\n\nfn parse() {}\n"
+        );
+        assert_eq!(
+            redacted(
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBF4x\n=a1b2\n-----END PGP PRIVATE KEY BLOCK-----\nok\n"
+            ),
+            "\n\n\n\n\n[secret redacted]\nok\n"
+        );
+        // An escaped one-liner in a string literal.
+        assert_eq!(
+            redacted("k = \"-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\\n\"\n"),
+            "k = \"[secret redacted]\\n\"\n"
         );
         for secret in [
             "AKIAIOSFODNN7EXAMPLE",
             "ghp_0123456789abcdefghijABCDEFGHIJ012345",
             "github_pat_11ABCDEFG0123456789_abcdefghijkl",
             "glpat-abcdefghij0123456789",
+            "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
             "xoxb-1234567890-abcdefghij",
+            "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnop0123",
             "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            "AIzaSyA1234567890abcdefghijklmnopqrstu-",
             "sk_live_0123456789abcdefghijklmn",
             "sk-proj-abc123DEF456ghi789JKL012mno345PQR678",
             "sk-ant-api03-abcdefghijklmnop0123456789ABCDEFGH",
         ] {
             let line = format!("token = \"{secret}\"");
-            assert_eq!(
-                redact_secrets(&line),
-                "token = \"[secret redacted]\"",
-                "{secret}"
+            assert_eq!(redacted(&line), "token = \"[secret redacted]\"", "{secret}");
+        }
+        // A named AWS secret access key: the value, not the name.
+        for line in [
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "AWS_SECRET_ACCESS_KEY=\"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"",
+            "\"SecretAccessKey\": \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\",",
+        ] {
+            let out = redacted(line);
+            assert!(
+                out.contains("[secret redacted]") && !out.contains("wJalr"),
+                "{line} -> {out}"
             );
+            assert!(out.to_ascii_lowercase().contains("secret"), "{out}");
         }
     }
 
@@ -171,9 +310,22 @@ mod tests {
             "AKIA_IS_A_PREFIX",
             "let akia = \"AKIAshort\";",
             "sk-... (your key here)",
+            "secret_access_key = os.environ[\"AWS_SECRET_ACCESS_KEY\"]",
         ] {
-            assert_eq!(redact_secrets(text), text);
+            assert_eq!(redacted(text), text);
         }
+        // Code between a header and a later block's END line is not a key.
+        let two = "let a = \"-----BEGIN EC PRIVATE KEY-----\";\nfn parse() {}\nlet b = \"-----END EC PRIVATE KEY-----\";\n";
+        assert_eq!(
+            redacted(two),
+            "let a = \"[secret redacted]\";\nfn parse() {}\nlet b = \"-----END EC PRIVATE KEY-----\";\n"
+        );
+        // A parser of keys names the header, and its code is not a key.
+        let parser = "const HEADER: &str = \"-----BEGIN RSA PRIVATE KEY-----\";\nfn parse(text: &str) -> Key {\n    decode(text)\n}\n";
+        assert_eq!(
+            redacted(parser),
+            "const HEADER: &str = \"[secret redacted]\";\nfn parse(text: &str) -> Key {\n    decode(text)\n}\n"
+        );
     }
 
     #[test]
