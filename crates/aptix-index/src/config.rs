@@ -169,5 +169,6 @@ impl IndexConfig {
 }
 
 /// Bumped whenever the schema, the tokenizer, the chunker or the redaction of secrets
-/// changes what is stored (4: credential-shaped text is redacted).
-pub(crate) const FORMAT_VERSION: u32 = 4;
+/// changes what is stored (4: credential-shaped text is redacted; 5: a key block stops
+/// where its key text does).
+pub(crate) const FORMAT_VERSION: u32 = 5;
