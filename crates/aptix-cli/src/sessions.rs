@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
 use aptix_orchestrator::SessionStore;
-use aptix_runtime::{Env, SettingsLayer, Workspace};
+use aptix_runtime::{Env, SettingsLayer, StoreLocation, Workspace};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -35,7 +35,26 @@ pub(crate) fn run(
         ..SettingsLayer::default()
     };
     let workspace = Workspace::load(&root, &flags, env)?;
-    let location = workspace.store_location()?.shown();
+    let place = workspace.store_location()?;
+    let location = place.shown();
+    // Looking creates nothing: a SQLite file that is not there holds no session.
+    if let StoreLocation::Sqlite(path) = &place
+        && !path.exists()
+    {
+        return match &args.action {
+            None if args.json => {
+                print_json(&Vec::<Value>::new())?;
+                Ok(SUCCESS)
+            }
+            None => {
+                note(format_args!("no sessions in {location}"));
+                Ok(SUCCESS)
+            }
+            Some(SessionsAction::Show { id } | SessionsAction::Delete { id }) => {
+                Err(anyhow!("no session {id} in {location}"))
+            }
+        };
+    }
     let store = runtime.block_on(workspace.open_store())?;
     match &args.action {
         None => runtime.block_on(list(store, args, &location)),
@@ -67,13 +86,21 @@ async fn list(
         .context("could not list the sessions")?;
     let mut rows = Vec::with_capacity(page.sessions.len());
     for summary in page.sessions {
-        // A session deleted since the listing is simply not shown.
-        let Some(stored) = store
-            .load(&summary.session_id)
-            .await
-            .with_context(|| format!("could not read session {}", summary.session_id))?
-        else {
-            continue;
+        let stored = match store.load(&summary.session_id).await {
+            Ok(Some(stored)) => stored,
+            // Deleted since the listing: not shown.
+            Ok(None) => continue,
+            // One session that does not read (written by a newer build, damaged) is
+            // listed as such; the others still are.
+            Err(error) => {
+                rows.push(json!({
+                    "sessionId": summary.session_id,
+                    "mode": summary.mode,
+                    "version": summary.version,
+                    "unreadable": aptix_model::error_chain(&error),
+                }));
+                continue;
+            }
         };
         rows.push(json!({
             "sessionId": summary.session_id,
@@ -90,6 +117,15 @@ async fn list(
     } else {
         let mut text = String::new();
         for row in &rows {
+            if let Some(reason) = row["unreadable"].as_str() {
+                let _ = writeln!(
+                    text,
+                    "{}  {}  (unreadable: {reason})",
+                    row["sessionId"].as_str().unwrap_or_default(),
+                    row["mode"].as_str().unwrap_or_default(),
+                );
+                continue;
+            }
             let turns = row["turns"].as_u64().unwrap_or(0);
             let _ = writeln!(
                 text,

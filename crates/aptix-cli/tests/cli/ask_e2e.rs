@@ -522,6 +522,18 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
             .output()
             .unwrap()
     };
+    // Before any session: nothing listed, and looking creates no store.
+    let none = sessions(&[]);
+    assert_eq!(code(&none), 0, "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("no sessions in "),
+        "{}",
+        stderr(&none)
+    );
+    let store = sandbox.workspace.path().join(".aptix").join("sessions.db");
+    assert!(!store.exists());
+    assert_eq!(stdout_json(&sessions(&["--json"])), json!([]));
+
     let first = ask(&[], "What is Aptix?");
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     let older = new_session_id(&stderr(&first));
@@ -546,6 +558,29 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
     assert_eq!(json.as_array().map(Vec::len), Some(1));
     assert_eq!(json[0]["sessionId"], newer.as_str());
     assert_eq!(json[0]["lastInstruction"], "Where is the index kept?");
+
+    // A session that does not read is listed as such, and the others still are.
+    let scratch = ask(&[], "A session to damage");
+    let damaged = new_session_id(&stderr(&scratch));
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET state = '{not json' WHERE session_id = ?1",
+            [&damaged],
+        )
+        .unwrap();
+    let listed = sessions(&[]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let text = stdout(&listed);
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|line| line.starts_with(&damaged) && line.contains("(unreadable: ")),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let deleted = sessions(&["delete", &damaged]);
+    assert_eq!(code(&deleted), 0, "{}", stderr(&deleted));
 
     // One session: the service's view of it, or lines.
     let shown = stdout_json(&sessions(&["show", &older, "--json"]));
