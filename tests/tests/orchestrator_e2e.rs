@@ -830,6 +830,11 @@ fn the_builder_refuses_what_every_turn_would_fail_on_and_says_what() {
         ..OrchestratorConfig::default()
     };
     assert!(refused(&with(config)).contains("compact_threshold"));
+    let config = OrchestratorConfig {
+        lease_ttl: Duration::ZERO,
+        ..OrchestratorConfig::default()
+    };
+    assert!(refused(&with(config)).contains("lease_ttl"));
 
     // The defaults and a sound configuration build.
     let ok = orchestrator(

@@ -56,7 +56,10 @@ pub struct OrchestratorConfig {
     /// Send the tools again on continuations (they are not inherited through
     /// `previous_response_id`).
     pub resend_tools_on_continuation: bool,
-    /// How long a session lease lasts before another request may take it over.
+    /// How long a session lease lasts before another request may take it over; at most
+    /// ten years (a longer one, `Duration::MAX` for "never", is ten years). Zero is
+    /// refused by [`build`](crate::OrchestratorBuilder::build): a lease that expires at
+    /// once would let two turns run on one session.
     pub lease_ttl: std::time::Duration,
     /// How a streamed model call recovers from a cut stream.
     pub stream_recovery: StreamRecovery,

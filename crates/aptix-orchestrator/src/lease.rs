@@ -15,6 +15,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The longest a lease lasts: a longer TTL (`Duration::MAX` for "never", a lease for
+/// one process) is this long, which every store's clock can hold.
+pub(crate) const LONGEST_LEASE: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+
 /// A session's lease as the store holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseInfo {

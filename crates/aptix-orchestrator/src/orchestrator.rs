@@ -131,6 +131,11 @@ impl OrchestratorBuilder {
                 "compact_threshold must be above 0 and at most 1, not {threshold}"
             )));
         }
+        if self.config.lease_ttl.is_zero() {
+            return Err(OrchestratorError::Config(
+                "lease_ttl must be longer than zero".into(),
+            ));
+        }
         if self.config.context_window == Some(0) {
             return Err(OrchestratorError::Config(
                 "context_window must be at least 1 token".into(),
@@ -376,6 +381,11 @@ impl Orchestrator {
         }
     }
 
+    /// The configured lease TTL, at most [`LONGEST_LEASE`](crate::lease::LONGEST_LEASE).
+    fn lease_ttl(&self) -> std::time::Duration {
+        self.config.lease_ttl.min(crate::lease::LONGEST_LEASE)
+    }
+
     /// Gives a lease back in the background, for a release that failed (the store was
     /// away for a moment): tried again after 1, 2, 4 ... seconds until it succeeds or the
     /// lease has expired anyway. Otherwise the session stayed busy on every replica for
@@ -388,10 +398,7 @@ impl Orchestrator {
         let holder = self.instance.clone();
         let active = Arc::clone(&self.active);
         let now = tokio::time::Instant::now();
-        // A TTL too long for the clock (`Duration::MAX` for "never") is tried for decades.
-        let expires = now
-            .checked_add(self.config.lease_ttl)
-            .unwrap_or_else(|| now + std::time::Duration::from_secs(30 * 365 * 24 * 60 * 60));
+        let expires = now + self.lease_ttl();
         runtime.spawn(async move {
             let mut wait = std::time::Duration::from_secs(1);
             loop {
@@ -454,7 +461,7 @@ impl Orchestrator {
         session_id: &str,
         turn: impl std::future::Future<Output = T>,
     ) -> T {
-        let ttl = self.config.lease_ttl;
+        let ttl = self.lease_ttl();
         let period = (ttl / 3).max(std::time::Duration::from_millis(50));
         let renewals = async {
             loop {
@@ -494,7 +501,7 @@ impl Orchestrator {
     /// instead of waiting for its TTL. Otherwise the session is busy, and the error says
     /// who holds it and when the lease expires.
     async fn take_lease(&self, session_id: &str) -> Result<(), OrchestratorError> {
-        let ttl = self.config.lease_ttl;
+        let ttl = self.lease_ttl();
         if self
             .store
             .acquire_lease(session_id, &self.instance, ttl)

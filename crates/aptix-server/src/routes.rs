@@ -1550,6 +1550,14 @@ pub(crate) async fn sessions(
             next_cursor: page.next_cursor.as_deref().map(write_cursor),
         })
         .into_response(),
+        // Said of the cursor as the client sent it, not as the store reads it.
+        Err(OrchestratorError::InvalidCursor { .. }) => {
+            let sent = query.cursor.as_deref().unwrap_or_default();
+            let reason = format!(
+                "{sent:?} is not a cursor: pass the nextCursor of the previous page as it came"
+            );
+            unreadable("query string", &reason, &request_id).into_response()
+        }
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
 }

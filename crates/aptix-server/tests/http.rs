@@ -1302,7 +1302,8 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
             "/v1/sessions?cursor=MTphAGI",
             400,
             "invalid_request",
-            "not a session list cursor",
+            // Said of the cursor as sent, not as the store decodes it.
+            "\"MTphAGI\" is not a cursor",
         ),
         (
             "GET",

@@ -470,11 +470,11 @@ impl SessionStore for InMemorySessionStore {
     }
 }
 
-/// When a lease taken at `now` for `ttl` expires: a TTL too long for the clock
-/// (`Duration::MAX` for "never") lasts a century instead of overflowing.
+/// When a lease taken at `now` for `ttl` expires: at most
+/// [`LONGEST_LEASE`](crate::lease::LONGEST_LEASE) later.
 fn expiry(now: Instant, ttl: Duration) -> Instant {
-    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
-    now.checked_add(ttl.min(CENTURY)).unwrap_or(now)
+    now.checked_add(ttl.min(crate::lease::LONGEST_LEASE))
+        .unwrap_or(now)
 }
 
 #[cfg(test)]
@@ -540,7 +540,7 @@ mod tests {
         );
         let lease = store.lease("s").await.unwrap().unwrap();
         assert_eq!(lease.holder, "b");
-        assert!(lease.expires_in > Duration::from_secs(50 * 365 * 24 * 60 * 60));
+        assert!(lease.expires_in > Duration::from_secs(9 * 365 * 24 * 60 * 60));
     }
 
     #[tokio::test]

@@ -597,8 +597,10 @@ fn to_db_version(version: u64) -> i64 {
     i64::try_from(version).unwrap_or(i64::MAX)
 }
 
+/// A lease TTL in seconds, at most [`LONGEST_LEASE`](crate::lease::LONGEST_LEASE):
+/// PostgreSQL's intervals do not reach `Duration::MAX`.
 fn seconds(duration: Duration) -> f64 {
-    duration.as_secs_f64()
+    duration.min(crate::lease::LONGEST_LEASE).as_secs_f64()
 }
 
 fn corrupt(session_id: &str) -> impl FnOnce(serde_json::Error) -> OrchestratorError + '_ {

@@ -95,34 +95,46 @@ impl SqliteSessionStore {
 
     /// Brings the file's schema to [`SCHEMA_VERSION`], or refuses a newer one.
     fn upgrade(connection: &mut Connection) -> Result<(), OrchestratorError> {
+        let version = |connection: &Connection| -> Result<i64, OrchestratorError> {
+            let found: i64 = connection
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(|error| OrchestratorError::store("read the schema version", error))?;
+            if found > SCHEMA_VERSION {
+                return Err(OrchestratorError::store(
+                    "open",
+                    SchemaTooNew {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    },
+                ));
+            }
+            Ok(found)
+        };
+        // A file at this version is opened without taking the write lock.
+        if version(connection)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Read again under the write lock: of processes opening an older file at once,
+        // one upgrades it and the others find it done.
+        let fail = |error| OrchestratorError::store("upgrade the schema", error);
         let transaction = connection
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|error| OrchestratorError::store("create the schema", error))?;
-        let found: i64 = transaction
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|error| OrchestratorError::store("read the schema version", error))?;
-        if found > SCHEMA_VERSION {
-            return Err(OrchestratorError::store(
-                "open",
-                SchemaTooNew {
-                    found,
-                    supported: SCHEMA_VERSION,
-                },
-            ));
+            .map_err(fail)?;
+        let found = version(&transaction)?;
+        if found == SCHEMA_VERSION {
+            return Ok(());
         }
-        if found < SCHEMA_VERSION {
+        // Tables of every version (each `IF NOT EXISTS`), then each step past `found`.
+        transaction.execute_batch(SCHEMA).map_err(fail)?;
+        if found < 4 {
             transaction
-                .execute_batch(SCHEMA)
-                .and_then(|()| {
-                    transaction.execute_batch(&format!(
-                        "ALTER TABLE turns ADD COLUMN request_digest TEXT;
-                         PRAGMA user_version = {SCHEMA_VERSION};"
-                    ))
-                })
-                .and_then(|()| transaction.commit())
-                .map_err(|error| OrchestratorError::store("create the schema", error))?;
+                .execute_batch("ALTER TABLE turns ADD COLUMN request_digest TEXT")
+                .map_err(fail)?;
         }
-        Ok(())
+        transaction
+            .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            .and_then(|()| transaction.commit())
+            .map_err(fail)
     }
 
     /// The file this store writes.

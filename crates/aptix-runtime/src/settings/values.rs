@@ -51,18 +51,40 @@ impl std::str::FromStr for HumanDuration {
 
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Written {
-            Seconds(u64),
-            Text(String),
-        }
-        let text = match Written::deserialize(deserializer)? {
-            Written::Seconds(seconds) => seconds.to_string(),
-            Written::Text(text) => text,
-        };
-        text.parse().map_err(serde::de::Error::custom)
+        text_or_count(
+            deserializer,
+            "a duration such as \"30s\" or \"5m\", or whole seconds",
+        )?
+        .parse()
+        .map_err(serde::de::Error::custom)
     }
+}
+
+/// A setting written as text or as a whole number (a TOML integer), as its text; any
+/// other value is an error that says what was `expected`.
+fn text_or_count<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    expected: &'static str,
+) -> Result<String, D::Error> {
+    struct Visitor(&'static str);
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<String, E> {
+            Ok(value.to_string())
+        }
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<String, E> {
+            u64::try_from(value)
+                .map(|value| value.to_string())
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+        }
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<String, E> {
+            Ok(value.to_owned())
+        }
+    }
+    deserializer.deserialize_any(Visitor(expected))
 }
 
 /// A size in bytes as people write it: a whole number of bytes (in a config file also a
@@ -117,17 +139,12 @@ impl std::str::FromStr for ByteSize {
 
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Written {
-            Bytes(u64),
-            Text(String),
-        }
-        let text = match Written::deserialize(deserializer)? {
-            Written::Bytes(bytes) => bytes.to_string(),
-            Written::Text(text) => text,
-        };
-        text.parse().map_err(serde::de::Error::custom)
+        text_or_count(
+            deserializer,
+            "a size such as \"512KiB\" or \"4MiB\", or whole bytes",
+        )?
+        .parse()
+        .map_err(serde::de::Error::custom)
     }
 }
 
@@ -353,6 +370,34 @@ mod tests {
             Some(HumanDuration(std::time::Duration::from_secs(90)))
         );
         assert_eq!(HumanDuration::from_env_text("0"), None);
+    }
+
+    #[test]
+    fn a_config_file_value_of_the_wrong_kind_says_what_was_expected() {
+        #[derive(Debug, Deserialize)]
+        struct Keys {
+            #[allow(dead_code)]
+            size: Option<ByteSize>,
+            #[allow(dead_code)]
+            wait: Option<HumanDuration>,
+        }
+        let read = |text: &str| {
+            toml::from_str::<Keys>(text)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        assert!(read("size = 2048\nwait = 30").is_ok());
+        assert!(read("size = \"2MiB\"\nwait = \"5m\"").is_ok());
+        for (text, expected) in [
+            ("size = -1", "a size such as"),
+            ("size = 1.5", "a size such as"),
+            ("size = true", "a size such as"),
+            ("wait = -3", "a duration such as"),
+            ("wait = [1]", "a duration such as"),
+        ] {
+            let error = read(text).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
     }
 
     #[test]
