@@ -101,7 +101,9 @@ static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// `text` with every credential-shaped run replaced by [`REDACTED`]: a private key block
 /// from its header to its END line (or, with no END line near, the lines of key text
-/// after the header), and the tokens of [`TOKEN`]'s services. A redacted run keeps its
+/// after the header), and the tokens of the services whose keys have a fixed shape (AWS,
+/// GitHub, GitLab, npm, Hugging Face, Slack, Google, Stripe live, OpenAI and Anthropic
+/// keys; see `docs/index.md`). A redacted run keeps its
 /// line breaks, before the marker, so line numbers and the line count stay those of
 /// the file. Borrowed when nothing was found, which is what almost every file gives.
 ///
