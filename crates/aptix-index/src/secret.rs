@@ -224,6 +224,8 @@ fn key_text(line: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Strategy as _;
+
     use super::*;
 
     #[test]
@@ -328,6 +330,49 @@ mod tests {
             redacted(parser),
             "const HEADER: &str = \"[secret redacted]\";\nfn parse(text: &str) -> Key {\n    decode(text)\n}\n"
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any text, with key headers, END lines and tokens spliced into it anywhere
+        /// (multi-byte characters, escapes and line breaks around them): redaction never
+        /// panics, keeps the line count, and leaves no spliced token behind.
+        #[test]
+        fn redaction_is_total_keeps_lines_and_leaves_no_token(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "\\PC{0,12}",
+                    proptest::sample::select(vec![
+                        "\n", "\r\n", "\\n", "\"", "é", "—", "🔑",
+                        "-----BEGIN RSA PRIVATE KEY-----",
+                        "-----END RSA PRIVATE KEY-----",
+                        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n",
+                        "MIIEowIBAAKCAQEA7x",
+                    ]).prop_map(str::to_owned),
+                    proptest::sample::select(vec![
+                        "AKIAIOSFODNN7EXAMPLE",
+                        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+                        "sk-proj-abc123DEF456ghi789JKL012mno345PQR678",
+                        "xoxb-1234567890-abcdefghij",
+                    ]).prop_map(|token| format!(" {token} ")),
+                ],
+                0..40,
+            )
+        ) {
+            let text: String = pieces.concat();
+            let out = redact_secrets(&text);
+            proptest::prop_assert_eq!(out.lines().count(), text.lines().count());
+            proptest::prop_assert_eq!(out.matches('\n').count(), text.matches('\n').count());
+            for token in [
+                "AKIAIOSFODNN7EXAMPLE",
+                "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+                "sk-proj-abc123DEF456ghi789JKL012mno345PQR678",
+                "xoxb-1234567890-abcdefghij",
+            ] {
+                proptest::prop_assert!(!out.contains(token), "{} left in {:?}", token, out);
+            }
+        }
     }
 
     #[test]
