@@ -491,6 +491,39 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_has_its_requests_digest_whatever_its_spelling_or_stream_and_another_request_not() {
+        let digest = |body: &str| {
+            request_digest(&AgentExecuteRequest::from_json_slice(body.as_bytes()).unwrap()).unwrap()
+        };
+        let asked = digest(r#"{"sessionId": "s", "turnId": "t", "instruction": "Why?"}"#);
+        assert!(asked.starts_with(DIGEST_RECIPE), "{asked}");
+        for retry in [
+            r#"{"instruction": "Why?", "turnId": "t", "sessionId": "s"}"#,
+            r#"{"SessionId": "s", "TurnId": "t", "Instruction": "Why?", "stream": true}"#,
+            r#"{"sessionId": "s", "turnId": "t", "instruction": "Why?", "hints": null}"#,
+        ] {
+            assert_eq!(digest(retry), asked, "{retry}");
+        }
+        for other in [
+            r#"{"sessionId": "s", "turnId": "t", "instruction": "Why not?"}"#,
+            r#"{"sessionId": "s", "turnId": "t", "instruction": "Why?", "hints": {"language": "rust"}}"#,
+            r#"{"sessionId": "s2", "turnId": "t", "instruction": "Why?"}"#,
+        ] {
+            assert_ne!(digest(other), asked, "{other}");
+        }
+        assert!(is_reused(
+            Some(&asked),
+            Some(&digest(
+                r#"{"sessionId": "s", "turnId": "t", "instruction": "No"}"#
+            ))
+        ));
+        assert!(!is_reused(Some(&asked), Some(&asked)));
+        // No digest, or one of another recipe, is no evidence.
+        assert!(!is_reused(None, Some(&asked)));
+        assert!(!is_reused(Some("v0:abc"), Some(&asked)));
+    }
+
+    #[test]
     fn the_last_instruction_is_the_last_thing_the_user_asked_not_a_tool_round() {
         let mut state = SessionState::new("s", "QA", ModelSettings::default());
         assert_eq!(state.last_instruction(), None);
