@@ -74,6 +74,17 @@ pub(crate) fn print_line(text: &str) -> Result<(), anyhow::Error> {
     Ok(())
 }
 
+/// Prints text that came from a store or a model (what a session asked, its mode) as
+/// one line on stdout: on a terminal its control characters are shown, not obeyed
+/// ([`for_terminal`]); redirected, it is written as it is.
+pub(crate) fn print_stored(text: &str) -> Result<(), anyhow::Error> {
+    if io::stdout().is_terminal() {
+        print_line(&for_terminal(text))
+    } else {
+        print_line(text)
+    }
+}
+
 /// Model text as a terminal may show it: a control character other than a line break
 /// or a tab is shown as its symbol (ESC as `␛`, BEL as `␇`), not obeyed. An answer is
 /// the model's, and the model reads the workspace: a file with an escape sequence in it

@@ -17,7 +17,7 @@ use tokio::runtime::Runtime;
 
 use crate::cli::{SessionsAction, SessionsArgs};
 use crate::exit::SUCCESS;
-use crate::output::{note, print_json, print_line};
+use crate::output::{note, print_json, print_stored};
 use crate::workspace;
 
 /// How many characters of a session's last instruction a listing shows.
@@ -136,7 +136,7 @@ async fn list(
                 shortened(row["lastInstruction"].as_str().unwrap_or("")),
             );
         }
-        print_line(text.trim_end())?;
+        print_stored(text.trim_end())?;
     }
     if page.next_cursor.is_some() {
         note(format_args!(
@@ -214,7 +214,7 @@ async fn show(
             number(&turn["usage"]["completionTokens"]),
         );
     }
-    print_line(text.trim_end())?;
+    print_stored(text.trim_end())?;
     Ok(SUCCESS)
 }
 
