@@ -131,7 +131,11 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         settings = ?workspace.settings().configured(),
         "settings in force"
     );
-    let session_id = args.session.clone().unwrap_or_else(new_session_id);
+    let session_id = match &args.session {
+        Some(id) => id.clone(),
+        None if args.continue_last => latest_session(&workspace, runtime)?,
+        None => new_session_id(),
+    };
     let request =
         AgentExecuteRequest::from_json_value(&turn_json(&session_id, &instruction, args, &root)?)
             .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
@@ -221,6 +225,32 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         ));
     }
     Ok(code)
+}
+
+/// `--continue`: the workspace's most recently used session, or a usage error when it
+/// has none (the store is not made for the asking).
+fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, anyhow::Error> {
+    let location = workspace.store_location()?;
+    let none = || {
+        usage(format!(
+            "--continue: no session to continue in {}; ask without it to start one",
+            location.shown()
+        ))
+    };
+    if let aptix_runtime::StoreLocation::Sqlite(path) = &location
+        && !path.exists()
+    {
+        return Err(none());
+    }
+    let store = runtime.block_on(workspace.open_store())?;
+    let page = runtime
+        .block_on(store.list_sessions(1, None))
+        .context("--continue: could not list the sessions")?;
+    page.sessions
+        .into_iter()
+        .next()
+        .map(|latest| latest.session_id)
+        .ok_or_else(none)
 }
 
 /// A signal that ends `aptix ask` early.

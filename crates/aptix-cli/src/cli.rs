@@ -142,6 +142,11 @@ pub(crate) struct AskArgs {
     #[arg(long, value_name = "ID")]
     pub(crate) session: Option<String>,
 
+    /// Continue the workspace's most recently used session (`aptix sessions` lists
+    /// them)
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub(crate) continue_last: bool,
+
     /// Settings that override the environment and the config files.
     #[command(flatten)]
     pub(crate) settings: aptix_runtime::SettingsLayer,
@@ -181,7 +186,7 @@ pub(crate) struct AskArgs {
     /// self-contained schema Request: no session, no attachments, no scope, no tools,
     /// no mode or extra system prompt; those flags are refused with it)
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "session", "files", "images", "scopes", "no_tools", "tools", "mode", "system_prompt",
+        "session", "continue_last", "files", "images", "scopes", "no_tools", "tools", "mode", "system_prompt",
     ])]
     pub(crate) schema: Option<PathBuf>,
 }

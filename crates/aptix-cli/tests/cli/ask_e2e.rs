@@ -525,6 +525,13 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
     // Before any session: nothing listed, and looking creates no store.
     let none = sessions(&[]);
     assert_eq!(code(&none), 0, "{}", stderr(&none));
+    let nothing = ask(&["-c"], "Go on");
+    assert_eq!(code(&nothing), 2, "{}", stderr(&nothing));
+    assert!(
+        stderr(&nothing).contains("--continue: no session to continue in "),
+        "{}",
+        stderr(&nothing)
+    );
     assert!(
         stderr(&none).contains("no sessions in "),
         "{}",
@@ -544,6 +551,14 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
     assert_eq!(code(&again), 0, "{}", stderr(&again));
     let other = ask(&[], "Where is the index kept?");
     let newer = new_session_id(&stderr(&other));
+    // `--continue` takes the most recently used one.
+    let resumed = ask(&["--continue"], "And how is it refreshed?");
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert!(
+        stderr(&resumed).contains(&format!("session {newer} (continued)")),
+        "{}",
+        stderr(&resumed)
+    );
 
     // Newest first, with the last thing each asked.
     let listed = sessions(&[]);
@@ -551,13 +566,13 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
     let lines: Vec<String> = stdout(&listed).lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[0].starts_with(&newer), "{lines:?}");
-    assert!(lines[0].contains("1 turn ") && lines[0].ends_with("Where is the index kept?"));
+    assert!(lines[0].contains("2 turns") && lines[0].ends_with("And how is it refreshed?"));
     assert!(lines[1].starts_with(&older) && lines[1].contains("2 turns"));
     assert!(lines[1].ends_with("And what does it store?…"), "{lines:?}");
     let json = stdout_json(&sessions(&["--json", "--limit", "1"]));
     assert_eq!(json.as_array().map(Vec::len), Some(1));
     assert_eq!(json[0]["sessionId"], newer.as_str());
-    assert_eq!(json[0]["lastInstruction"], "Where is the index kept?");
+    assert_eq!(json[0]["lastInstruction"], "And how is it refreshed?");
 
     // A session that does not read is listed as such, and the others still are.
     let scratch = ask(&[], "A session to damage");
