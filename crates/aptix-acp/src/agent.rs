@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, Meta, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionNotification, StopReason,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, Meta,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionCapabilities, SessionInfo, SessionListCapabilities, SessionNotification, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Lines};
@@ -45,6 +46,15 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
         cwd: &Path,
         reader: Option<Arc<dyn FileReader>>,
     ) -> Result<OpenedWorkspace, AcpError>;
+
+    /// The workspace folder and the session store `open` would use for `cwd`, to list
+    /// its sessions (`session/list`) without building an orchestrator or refreshing the
+    /// index. The default opens the whole workspace; an opener that can do less should.
+    /// Blocking, like `open`.
+    fn sessions_of(&self, cwd: &Path) -> Result<(PathBuf, Arc<dyn SessionStore>), AcpError> {
+        let opened = self.open(cwd, None)?;
+        Ok((opened.root, opened.store))
+    }
 
     /// A new session id.
     fn new_session_id(&self) -> String;
@@ -171,7 +181,8 @@ impl AcpAgent {
 
     fn component(self) -> impl ConnectTo<Client> {
         let shared = self.shared;
-        let (on_initialize, on_new, on_load, on_prompt, on_cancel) = (
+        let (on_initialize, on_new, on_load, on_list, on_prompt, on_cancel) = (
+            Arc::clone(&shared),
             Arc::clone(&shared),
             Arc::clone(&shared),
             Arc::clone(&shared),
@@ -206,6 +217,14 @@ impl AcpAgent {
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
+                async move |request: ListSessionsRequest,
+                            responder: Responder<ListSessionsResponse>,
+                            cx: ConnectionTo<Client>| {
+                    Shared::list_sessions(&on_list, request, responder, &cx)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
                 async move |request: PromptRequest,
                             responder: Responder<PromptResponse>,
                             cx: ConnectionTo<Client>| {
@@ -226,6 +245,18 @@ impl AcpAgent {
 impl ConnectTo<Client> for AcpAgent {
     async fn connect_to(self, client: impl ConnectTo<Agent>) -> Result<(), RpcError> {
         self.component().connect_to(client).await
+    }
+}
+
+/// Sessions in one page of `session/list`.
+const LIST_PAGE: usize = 50;
+
+/// A thread's title from what it first asked: its first line, at most 80 characters.
+fn title_of(instruction: &str) -> String {
+    let line = instruction.trim().lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
     }
 }
 
@@ -262,6 +293,7 @@ impl Shared {
         );
         let capabilities = AgentCapabilities::new()
             .load_session(true)
+            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()))
             .prompt_capabilities(
                 // Text and resource links always; embedded resources and images become the
                 // turn's attachments (AGN-034 files and images). No audio.
@@ -398,6 +430,77 @@ impl Shared {
             tracing::info!(session = %id, workspace = %session.root.display(), "session loaded");
             lock(&shared.sessions).insert(id, session);
             responder.respond(LoadSessionResponse::new())
+        })
+    }
+
+    /// `session/list`: the stored sessions of the workspace for `cwd`, most recently used
+    /// first, titled by what each first asked; without `cwd`, those of the workspaces
+    /// this agent has opened. Pages of [`LIST_PAGE`] sessions, with a cursor for more
+    /// when a `cwd` is given.
+    fn list_sessions(
+        shared: &Arc<Shared>,
+        request: ListSessionsRequest,
+        responder: Responder<ListSessionsResponse>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), RpcError> {
+        let folders = match &request.cwd {
+            Some(cwd) => match checked_cwd(cwd) {
+                Ok(cwd) => vec![cwd],
+                Err(error) => return responder.respond_with_error(error),
+            },
+            None => {
+                let mut roots: Vec<PathBuf> = lock(&shared.sessions)
+                    .values()
+                    .map(|session| session.root.clone())
+                    .collect();
+                roots.sort();
+                roots.dedup();
+                roots
+            }
+        };
+        // A cursor pages one workspace's store; across several there is one page each.
+        let cursor = request.cwd.as_ref().and(request.cursor.clone());
+        let opener = Arc::clone(&shared.opener);
+        cx.spawn(async move {
+            let mut sessions = Vec::new();
+            let mut next_cursor = None;
+            for folder in folders {
+                let opener = Arc::clone(&opener);
+                let (root, store) = match tokio::task::spawn_blocking(move || opener.sessions_of(&folder)).await {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(error)) => return responder.respond_with_error(internal(error.to_string())),
+                    Err(error) => {
+                        return responder.respond_with_error(internal(format!(
+                            "opening the workspace stopped: {error}"
+                        )));
+                    }
+                };
+                let page = match store.list_sessions(LIST_PAGE, cursor.as_deref()).await {
+                    Ok(page) => page,
+                    Err(aptix_orchestrator::OrchestratorError::InvalidCursor { cursor }) => {
+                        return responder.respond_with_error(invalid_params(format!(
+                            "{cursor:?} is not a cursor of session/list: pass the nextCursor of the previous page"
+                        )));
+                    }
+                    Err(error) => {
+                        return responder.respond_with_error(internal(format!(
+                            "could not list the sessions of {}: {error}",
+                            root.display()
+                        )));
+                    }
+                };
+                next_cursor = page.next_cursor;
+                for summary in page.sessions {
+                    // A session that does not read is listed without a title.
+                    let title = match store.load(&summary.session_id).await {
+                        Ok(Some(stored)) => stored.value.first_instruction().map(title_of),
+                        Ok(None) => continue,
+                        Err(_) => None,
+                    };
+                    sessions.push(SessionInfo::new(summary.session_id, root.clone()).title(title));
+                }
+            }
+            responder.respond(ListSessionsResponse::new(sessions).next_cursor(next_cursor))
         })
     }
 

@@ -122,12 +122,10 @@ fn shown(error: &anyhow::Error) -> String {
     format!("{error:#}")
 }
 
-impl WorkspaceOpener for CliWorkspaces {
-    fn open(
-        &self,
-        cwd: &Path,
-        reader: Option<Arc<dyn FileReader>>,
-    ) -> Result<OpenedWorkspace, AcpError> {
+impl CliWorkspaces {
+    /// The workspace folder for an editor's `cwd`: the pinned one, else `cwd` when it is
+    /// a folder a workspace may be (not the home folder or `/`).
+    fn root_for(&self, cwd: &Path) -> Result<PathBuf, AcpError> {
         let root = self.pinned.clone().unwrap_or_else(|| cwd.to_path_buf());
         if self.pinned.is_none()
             && let Some(why) = workspace::too_wide(&root)
@@ -139,11 +137,50 @@ impl WorkspaceOpener for CliWorkspaces {
                 ),
             });
         }
+        Ok(root)
+    }
+}
+
+impl WorkspaceOpener for CliWorkspaces {
+    fn open(
+        &self,
+        cwd: &Path,
+        reader: Option<Arc<dyn FileReader>>,
+    ) -> Result<OpenedWorkspace, AcpError> {
+        let root = self.root_for(cwd)?;
         self.open_workspace(&root, reader)
             .map_err(|error| AcpError::Workspace {
                 path: root.clone(),
                 reason: shown(&error.into()),
             })
+    }
+
+    fn sessions_of(
+        &self,
+        cwd: &Path,
+    ) -> Result<(PathBuf, Arc<dyn aptix_orchestrator::SessionStore>), AcpError> {
+        let root = self.root_for(cwd)?;
+        let failed = |error: aptix_runtime::Error| AcpError::Workspace {
+            path: root.clone(),
+            reason: shown(&error.into()),
+        };
+        let (workspace, _provider) = self.workspace(&root).map_err(failed)?;
+        // An editor lists sessions as it opens a folder: one never used holds none, and
+        // listing them makes no store in it.
+        if let aptix_runtime::StoreLocation::Sqlite(path) =
+            workspace.store_location().map_err(failed)?
+            && !path.exists()
+        {
+            return Ok((
+                root,
+                Arc::new(aptix_orchestrator::InMemorySessionStore::new()),
+            ));
+        }
+        // Called on a blocking thread of the runtime, as `open` is.
+        let store = tokio::runtime::Handle::current()
+            .block_on(workspace.open_store())
+            .map_err(failed)?;
+        Ok((root, store))
     }
 
     fn new_session_id(&self) -> String {

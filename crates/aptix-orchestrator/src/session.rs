@@ -146,19 +146,31 @@ pub struct CompactionRecord {
     pub kept_items: usize,
 }
 
+/// The instruction a history item carries, when it is a user turn's message.
+fn instruction_in(item: &InputItem) -> Option<&str> {
+    match item {
+        InputItem::Message(message) | InputItem::EasyMessage(message)
+            if message.role == Role::User =>
+        {
+            aptix_request::instruction_of(message)
+        }
+        _ => None,
+    }
+}
+
 impl SessionState {
     /// What the session's last user turn asked, as its stored message holds it (the
     /// `[INSTRUCTION]` of the seed's user message); `None` before any user turn, or when
     /// compaction replaced it.
     pub fn last_instruction(&self) -> Option<&str> {
-        self.history.iter().rev().find_map(|item| match item {
-            InputItem::Message(message) | InputItem::EasyMessage(message)
-                if message.role == Role::User =>
-            {
-                aptix_request::instruction_of(message)
-            }
-            _ => None,
-        })
+        self.history.iter().rev().find_map(instruction_in)
+    }
+
+    /// What the session's first user turn in its history asked: a title for it (an
+    /// editor's list of threads). After a compaction replaced the first turns, the
+    /// earliest one kept.
+    pub fn first_instruction(&self) -> Option<&str> {
+        self.history.iter().find_map(instruction_in)
     }
 
     /// A new session in `mode` with `model`.
@@ -543,6 +555,7 @@ mod tests {
             )),
         ];
         assert_eq!(state.last_instruction(), Some("And the tests?"));
+        assert_eq!(state.first_instruction(), Some("Where is main?"));
     }
 
     #[test]

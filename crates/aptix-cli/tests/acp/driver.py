@@ -192,6 +192,14 @@ async def second_process(results):
             transport_kwargs={"stderr": stderr.fileno()},
         ) as (conn, _process):
             await conn.initialize(protocol_version=1)
+            # The editor's thread history: the stored sessions of its folder.
+            listed = await conn.list_sessions(cwd=WORKSPACE)
+            results["list"] = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
+            try:
+                await conn.list_sessions(cwd=WORKSPACE, cursor="not-a-cursor")
+                results["listBadCursor"] = {"error": None}
+            except RequestError as error:
+                results["listBadCursor"] = {"error": failure(error)}
             await conn.load_session(cwd=WORKSPACE, session_id=results["sessionId"], mcp_servers=[])
             events = editor.take()
             results["load"] = {

@@ -222,6 +222,11 @@ async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
         true
     );
     assert_eq!(init["authMethods"], json!([]));
+    assert_eq!(
+        init["agentCapabilities"]["sessionCapabilities"]["list"],
+        json!({}),
+        "{init}"
+    );
 
     // A streamed answer: text arrives while the provider still streams, before the answer.
     let first = &results["first"];
@@ -312,7 +317,20 @@ async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
     assert_eq!(unknown["code"], -32002, "{unknown}");
     assert_eq!(results["servingAfterError"], true);
 
-    // A second process loads the session from the store and replays it.
+    // A second process lists the folder's stored sessions (the one with turns; the one
+    // opened and never prompted stored nothing), titled by what each first asked.
+    let listed = &results["list"]["sessions"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    assert_eq!(listed[0]["sessionId"], results["sessionId"], "{listed:#}");
+    assert_eq!(listed[0]["title"], "Hello", "{listed:#}");
+    assert!(
+        listed[0]["cwd"].as_str().is_some_and(|cwd| !cwd.is_empty()),
+        "{listed:#}"
+    );
+    let bad_cursor = &results["listBadCursor"]["error"];
+    assert_eq!(bad_cursor["code"], -32602, "{bad_cursor}");
+
+    // And loads the session from the store and replays it.
     let load = &results["load"];
     assert_eq!(
         load["user"],
