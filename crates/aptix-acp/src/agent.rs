@@ -434,7 +434,7 @@ impl Shared {
     }
 
     /// `session/list`: the stored sessions of the workspace for `cwd`, most recently used
-    /// first, titled by what each first asked; without `cwd`, those of the workspaces
+    /// first, titled by what each first asked, with when each last changed; without `cwd`, those of the workspaces
     /// this agent has opened. Pages of [`LIST_PAGE`] sessions, with a cursor for more
     /// when a `cwd` is given.
     fn list_sessions(
@@ -497,7 +497,15 @@ impl Shared {
                         Ok(None) => continue,
                         Err(_) => None,
                     };
-                    sessions.push(SessionInfo::new(summary.session_id, root.clone()).title(title));
+                    let updated = summary.updated_at_unix_ms.map(|ms| {
+                        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+                        humantime::format_rfc3339_seconds(at).to_string()
+                    });
+                    sessions.push(
+                        SessionInfo::new(summary.session_id, root.clone())
+                            .title(title)
+                            .updated_at(updated),
+                    );
                 }
             }
             responder.respond(ListSessionsResponse::new(sessions).next_cursor(next_cursor))

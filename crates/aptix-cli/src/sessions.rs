@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, anyhow};
 use aptix_orchestrator::SessionStore;
@@ -85,6 +86,7 @@ async fn list(
         .await
         .context("could not list the sessions")?;
     let mut rows = Vec::with_capacity(page.sessions.len());
+    let mut ages = Vec::with_capacity(page.sessions.len());
     for summary in page.sessions {
         let stored = match store.load(&summary.session_id).await {
             Ok(Some(stored)) => stored,
@@ -97,6 +99,7 @@ async fn list(
                     "sessionId": summary.session_id,
                     "mode": summary.mode,
                     "version": summary.version,
+                    "updatedAt": rfc3339(summary.updated_at_unix_ms),
                     "unreadable": aptix_model::error_chain(&error),
                 }));
                 continue;
@@ -107,8 +110,10 @@ async fn list(
             "mode": summary.mode,
             "turns": stored.value.totals.turns,
             "version": stored.version,
+            "updatedAt": rfc3339(summary.updated_at_unix_ms),
             "lastInstruction": stored.value.last_instruction(),
         }));
+        ages.push(summary.updated_at_unix_ms.map(age));
     }
     if args.json {
         print_json(&rows)?;
@@ -116,6 +121,7 @@ async fn list(
         note(format_args!("no sessions in {location}"));
     } else {
         let mut text = String::new();
+        let mut ages = ages.into_iter();
         for row in &rows {
             if let Some(reason) = row["unreadable"].as_str() {
                 let _ = writeln!(
@@ -127,9 +133,10 @@ async fn list(
                 continue;
             }
             let turns = row["turns"].as_u64().unwrap_or(0);
+            let age = ages.next().flatten().unwrap_or_else(|| "-".to_owned());
             let _ = writeln!(
                 text,
-                "{}  {}  {turns} turn{}  {}",
+                "{}  {}  {turns} turn{}  {age}  {}",
                 row["sessionId"].as_str().unwrap_or_default(),
                 row["mode"].as_str().unwrap_or_default(),
                 if turns == 1 { "" } else { "s" },
@@ -218,6 +225,27 @@ async fn show(
     Ok(SUCCESS)
 }
 
+/// A time in milliseconds since the Unix epoch as RFC 3339 (`2026-11-27T18:40:12Z`).
+fn rfc3339(unix_ms: Option<u64>) -> Option<String> {
+    unix_ms.map(|ms| {
+        humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    })
+}
+
+/// How long ago `unix_ms` was, coarsely: `just now`, `5m ago`, `3h ago`, `12d ago`.
+fn age(unix_ms: u64) -> String {
+    let then = UNIX_EPOCH + Duration::from_millis(unix_ms);
+    let seconds = SystemTime::now()
+        .duration_since(then)
+        .map_or(0, |ago| ago.as_secs());
+    match seconds {
+        0..60 => "just now".to_owned(),
+        60..3_600 => format!("{}m ago", seconds / 60),
+        3_600..172_800 => format!("{}h ago", seconds / 3_600),
+        _ => format!("{}d ago", seconds / 86_400),
+    }
+}
+
 /// The first line of `text`, at most [`INSTRUCTION_WIDTH`] characters, an ellipsis when
 /// cut.
 fn shortened(text: &str) -> String {
@@ -233,6 +261,28 @@ fn shortened(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_are_coarse_and_times_are_rfc_3339() {
+        let now = u64::try_from(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap();
+        assert_eq!(age(now), "just now");
+        assert_eq!(age(now - 5 * 60_000 - 10), "5m ago");
+        assert_eq!(age(now - 3 * 3_600_000 - 10), "3h ago");
+        assert_eq!(age(now - 12 * 86_400_000 - 10), "12d ago");
+        // A clock behind the store's is not "in the future".
+        assert_eq!(age(now + 60_000), "just now");
+        assert_eq!(
+            rfc3339(Some(1_795_545_612_000)).as_deref(),
+            Some("2026-11-24T18:40:12Z")
+        );
+        assert_eq!(rfc3339(None), None);
+    }
 
     #[test]
     fn a_long_or_many_line_instruction_is_shortened_to_one_line() {

@@ -194,6 +194,16 @@ async fn check_racing_commits(store: Arc<dyn SessionStore>) {
 /// Listing pages through every session once, newest first; deleting removes a session
 /// with its turns, refuses one with a live lease, and says whether it existed.
 async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
+    let unix_ms = || {
+        u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap()
+    };
+    let before = unix_ms();
     for n in 0..5 {
         let session = format!("s{n}");
         store
@@ -207,11 +217,18 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
         // Distinct change times for the file store's millisecond clock.
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
+    let after = unix_ms();
     let mut seen = Vec::new();
+    let mut times = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
         let page = store.list_sessions(2, cursor.as_deref()).await.unwrap();
         assert!(page.sessions.len() <= 2);
+        times.extend(
+            page.sessions
+                .iter()
+                .map(|summary| summary.updated_at_unix_ms),
+        );
         seen.extend(
             page.sessions
                 .iter()
@@ -223,6 +240,16 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
         }
     }
     assert_eq!(seen, ["s4", "s3", "s2", "s1", "s0"]);
+    // Each says when its last turn was committed (a database's clock may differ from
+    // this one by a little), newest first.
+    for time in &times {
+        let time = time.unwrap_or_else(|| panic!("no update time: {times:?}"));
+        assert!(
+            time + 5_000 >= before && time <= after + 5_000,
+            "{time} not in {before}..{after}"
+        );
+    }
+    assert!(times.windows(2).all(|pair| pair[0] >= pair[1]), "{times:?}");
     assert!(store.list_sessions(10, Some("not a cursor")).await.is_err());
 
     assert!(store.delete_session("s2").await.unwrap());

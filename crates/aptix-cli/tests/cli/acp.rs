@@ -323,6 +323,12 @@ async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
     assert_eq!(listed[0]["sessionId"], results["sessionId"], "{listed:#}");
     assert_eq!(listed[0]["title"], "Hello", "{listed:#}");
+    // RFC 3339, as ACP asks: `2026-11-27T18:40:12Z`.
+    let updated = listed[0]["updatedAt"].as_str().unwrap_or_default();
+    assert!(
+        updated.len() == 20 && updated.ends_with('Z') && updated.as_bytes()[10] == b'T',
+        "{listed:#}"
+    );
     assert!(
         listed[0]["cwd"].as_str().is_some_and(|cwd| !cwd.is_empty()),
         "{listed:#}"

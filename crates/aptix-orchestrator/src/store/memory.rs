@@ -84,6 +84,8 @@ struct Entry {
     turns: VecDeque<StoredTurn>,
     tick: u64,
     touched: Instant,
+    /// When its last turn was committed, for listings.
+    committed: std::time::SystemTime,
 }
 
 impl InMemorySessionStore {
@@ -317,6 +319,7 @@ impl SessionStore for InMemorySessionStore {
             let old_state = std::mem::replace(&mut entry.state, state);
             entry.replaced.extend(replaced);
             entry.version = version;
+            entry.committed = std::time::SystemTime::now();
             let mut dropped: Vec<StoredTurn> = Vec::new();
             if let Some(at) = entry
                 .turns
@@ -344,6 +347,7 @@ impl SessionStore for InMemorySessionStore {
                     turns: VecDeque::from([turn]),
                     tick,
                     touched: now,
+                    committed: std::time::SystemTime::now(),
                 }),
             );
             let evicted = inner.evict(&self.limits, now);
@@ -445,6 +449,11 @@ impl SessionStore for InMemorySessionStore {
                     session_id: session_id.clone(),
                     version: entry.version,
                     mode: entry.state.mode.clone(),
+                    updated_at_unix_ms: entry
+                        .committed
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .ok()
+                        .and_then(|since| u64::try_from(since.as_millis()).ok()),
                 });
             }
         }

@@ -200,6 +200,10 @@ pub struct SessionSummary {
     pub version: u64,
     /// The agent mode.
     pub mode: String,
+    /// When its last turn was committed, in milliseconds since the Unix epoch (by the
+    /// store's clock: the database's for PostgreSQL); `None` from a store that does not
+    /// say.
+    pub updated_at_unix_ms: Option<u64>,
 }
 
 /// What a store that cannot do `operation` answers: the session store's error, its source

@@ -949,6 +949,7 @@ impl SessionStore for PgStore {
                 session_id,
                 version: to_version(row.get(1)),
                 mode: row.get::<_, Option<String>>(2).unwrap_or_default(),
+                updated_at_unix_ms: u64::try_from(row.get::<_, i64>(3) / 1000).ok(),
             });
         }
         Ok(page)

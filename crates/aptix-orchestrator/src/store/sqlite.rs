@@ -557,6 +557,7 @@ impl SessionStore for SqliteSessionStore {
                     session_id,
                     version: to_version(version),
                     mode,
+                    updated_at_unix_ms: u64::try_from(updated).ok(),
                 });
             }
             Ok(page)
