@@ -168,7 +168,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         note(format_args!("session {session_id} (continued)"));
     } else {
         note(format_args!(
-            "session {session_id} (new); continue it with --session {session_id}"
+            "session {session_id} (new); continue it with --session {session_id} (or -c)"
         ));
     }
 
