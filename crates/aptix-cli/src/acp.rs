@@ -165,20 +165,10 @@ impl WorkspaceOpener for CliWorkspaces {
             reason: shown(&error.into()),
         };
         let (workspace, _provider) = self.workspace(&root).map_err(failed)?;
-        // An editor lists sessions as it opens a folder: one never used holds none, and
-        // listing them makes no store in it.
-        if let aptix_runtime::StoreLocation::Sqlite(path) =
-            workspace.store_location().map_err(failed)?
-            && !path.exists()
-        {
-            return Ok((
-                root,
-                Arc::new(aptix_orchestrator::InMemorySessionStore::new()),
-            ));
-        }
-        // Called on a blocking thread of the runtime, as `open` is.
+        // An editor lists sessions as it opens a folder: listing a folder never used
+        // makes no store in it. Called on a blocking thread of the runtime, as `open` is.
         let store = tokio::runtime::Handle::current()
-            .block_on(workspace.open_store())
+            .block_on(workspace.existing_store())
             .map_err(failed)?;
         Ok((root, store))
     }

@@ -230,19 +230,13 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
 /// `--continue`: the workspace's most recently used session, or a usage error when it
 /// has none (the store is not made for the asking).
 fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, anyhow::Error> {
-    let location = workspace.store_location()?;
+    let location = workspace.store_location()?.shown();
     let none = || {
         usage(format!(
-            "--continue: no session to continue in {}; ask without it to start one",
-            location.shown()
+            "--continue: no session to continue in {location}; ask without it to start one"
         ))
     };
-    if let aptix_runtime::StoreLocation::Sqlite(path) = &location
-        && !path.exists()
-    {
-        return Err(none());
-    }
-    let store = runtime.block_on(workspace.open_store())?;
+    let store = runtime.block_on(workspace.existing_store())?;
     let page = runtime
         .block_on(store.list_sessions(1, None))
         .context("--continue: could not list the sessions")?;

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, anyhow};
 use aptix_orchestrator::SessionStore;
-use aptix_runtime::{Env, SettingsLayer, StoreLocation, Workspace};
+use aptix_runtime::{Env, SettingsLayer, Workspace};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -36,27 +36,9 @@ pub(crate) fn run(
         ..SettingsLayer::default()
     };
     let workspace = Workspace::load(&root, &flags, env)?;
-    let place = workspace.store_location()?;
-    let location = place.shown();
+    let location = workspace.store_location()?.shown();
     // Looking creates nothing: a SQLite file that is not there holds no session.
-    if let StoreLocation::Sqlite(path) = &place
-        && !path.exists()
-    {
-        return match &args.action {
-            None if args.json => {
-                print_json(&Vec::<Value>::new())?;
-                Ok(SUCCESS)
-            }
-            None => {
-                note(format_args!("no sessions in {location}"));
-                Ok(SUCCESS)
-            }
-            Some(SessionsAction::Show { id } | SessionsAction::Delete { id }) => {
-                Err(anyhow!("no session {id} in {location}"))
-            }
-        };
-    }
-    let store = runtime.block_on(workspace.open_store())?;
+    let store = runtime.block_on(workspace.existing_store())?;
     match &args.action {
         None => runtime.block_on(list(store, args, &location)),
         Some(SessionsAction::Show { id }) => {

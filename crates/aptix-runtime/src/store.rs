@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aptix_orchestrator::{
-    InMemorySessionStore, LeaseInfo, OrchestratorError, SessionPage, SessionState, SessionStore,
-    StoredTurn, TurnKey, Versioned, redact_url,
+    LeaseInfo, OrchestratorError, SessionPage, SessionState, SessionStore, StoredTurn, TurnKey,
+    Versioned, redact_url,
 };
 use async_trait::async_trait;
 
@@ -207,20 +207,6 @@ async fn open_postgres(
     )))
 }
 
-/// The store for a dry run: the configured store when it exists (so that a continued
-/// session shows its continuation), else an empty one in memory, so a dry run creates
-/// no file.
-pub(crate) async fn open_for_dry_run(
-    workspace: &Path,
-    settings: &Settings,
-    password: Option<&str>,
-) -> Result<Arc<dyn SessionStore>, Error> {
-    match StoreLocation::of(workspace, settings)? {
-        StoreLocation::Sqlite(path) if !path.is_file() => Ok(Arc::new(InMemorySessionStore::new())),
-        _ => open(workspace, settings, password).await,
-    }
-}
-
 /// Creates `<workspace>/.aptix/` and its `.gitignore` when missing.
 pub(crate) fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, Error> {
     let dir = workspace.join(APTIX_DIR);
@@ -360,6 +346,7 @@ impl SessionStore for ConfiguredStore {
 mod tests {
     use super::*;
     use crate::settings::SettingsLayer;
+    use aptix_orchestrator::InMemorySessionStore;
 
     fn settings_with_store(store: Option<&str>) -> Settings {
         Settings::of(SettingsLayer {

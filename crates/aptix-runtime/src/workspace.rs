@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aptix_client::{Capabilities, ResponsesProvider};
 use aptix_model::wire::CreateResponseRequest;
-use aptix_orchestrator::{Orchestrator, SessionStore};
+use aptix_orchestrator::{InMemorySessionStore, Orchestrator, SessionStore};
 use aptix_tools::FileReader;
 
 use crate::index::{Reporter, turn_parts};
@@ -124,6 +124,19 @@ impl Workspace {
         Ok(Arc::clone(store))
     }
 
+    /// The configured session store for looking into it (a dry run, a listing):
+    /// [`open_store`](Self::open_store)'s when it exists, else an empty one in memory,
+    /// so that looking makes no file (a SQLite store not made yet holds no session).
+    pub async fn existing_store(&self) -> Result<Arc<dyn SessionStore>, Error> {
+        match self.store_location()? {
+            StoreLocation::Sqlite(path) if !path.is_file() => Ok(Arc::new(ConfiguredStore::new(
+                Arc::new(InMemorySessionStore::new()),
+                self.settings.clone(),
+            ))),
+            _ => self.open_store().await,
+        }
+    }
+
     /// The orchestrator a front end runs turns on: `provider` (the one
     /// [`provider`](Self::provider) makes, or a wrapper of it), the configured session
     /// store, the workspace index as the retriever (refreshed first when stale) and the
@@ -165,9 +178,7 @@ impl Workspace {
         reporter: &dyn Reporter,
     ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
-        let inner =
-            store::open_for_dry_run(&self.root, &self.settings, self.store_password()).await?;
-        let store = Arc::new(ConfiguredStore::new(inner, self.settings.clone()));
+        let store = self.existing_store().await?;
         self.build(provider::stand_in(&self.settings), store, None, reporter)
     }
 
