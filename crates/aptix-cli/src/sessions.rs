@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, anyhow};
 use aptix_orchestrator::SessionStore;
 use aptix_runtime::{Env, SettingsLayer, Workspace};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::runtime::Runtime;
 
 use crate::cli::{SessionsAction, SessionsArgs};
@@ -68,34 +68,29 @@ async fn list(
         .await
         .context("could not list the sessions")?;
     let mut rows = Vec::with_capacity(page.sessions.len());
-    let mut ages = Vec::with_capacity(page.sessions.len());
     for summary in page.sessions {
-        let stored = match store.load(&summary.session_id).await {
-            Ok(Some(stored)) => stored,
+        let (turns, last_instruction, unreadable) = match store.load(&summary.session_id).await {
+            Ok(Some(stored)) => (
+                Some(stored.value.totals.turns),
+                stored.value.last_instruction().map(str::to_owned),
+                None,
+            ),
             // Deleted since the listing: not shown.
             Ok(None) => continue,
             // One session that does not read (written by a newer build, damaged) is
             // listed as such; the others still are.
-            Err(error) => {
-                rows.push(json!({
-                    "sessionId": summary.session_id,
-                    "mode": summary.mode,
-                    "version": summary.version,
-                    "updatedAt": rfc3339(summary.updated_at_unix_ms),
-                    "unreadable": aptix_model::error_chain(&error),
-                }));
-                continue;
-            }
+            Err(error) => (None, None, Some(aptix_model::error_chain(&error))),
         };
-        rows.push(json!({
-            "sessionId": summary.session_id,
-            "mode": summary.mode,
-            "turns": stored.value.totals.turns,
-            "version": stored.version,
-            "updatedAt": rfc3339(summary.updated_at_unix_ms),
-            "lastInstruction": stored.value.last_instruction(),
-        }));
-        ages.push(summary.updated_at_unix_ms.map(age));
+        rows.push(Row {
+            updated_at: rfc3339(summary.updated_at_unix_ms),
+            age: summary.updated_at_unix_ms.map(age),
+            session_id: summary.session_id,
+            mode: summary.mode,
+            version: summary.version,
+            turns,
+            last_instruction,
+            unreadable,
+        });
     }
     if args.json {
         print_json(&rows)?;
@@ -103,26 +98,21 @@ async fn list(
         note(format_args!("no sessions in {location}"));
     } else {
         let mut text = String::new();
-        let mut ages = ages.into_iter();
         for row in &rows {
-            if let Some(reason) = row["unreadable"].as_str() {
-                let _ = writeln!(
-                    text,
-                    "{}  {}  (unreadable: {reason})",
-                    row["sessionId"].as_str().unwrap_or_default(),
-                    row["mode"].as_str().unwrap_or_default(),
-                );
+            let Row {
+                session_id, mode, ..
+            } = row;
+            if let Some(reason) = &row.unreadable {
+                let _ = writeln!(text, "{session_id}  {mode}  (unreadable: {reason})");
                 continue;
             }
-            let turns = row["turns"].as_u64().unwrap_or(0);
-            let age = ages.next().flatten().unwrap_or_else(|| "-".to_owned());
+            let turns = row.turns.unwrap_or(0);
             let _ = writeln!(
                 text,
-                "{}  {}  {turns} turn{}  {age}  {}",
-                row["sessionId"].as_str().unwrap_or_default(),
-                row["mode"].as_str().unwrap_or_default(),
+                "{session_id}  {mode}  {turns} turn{}  {}  {}",
                 if turns == 1 { "" } else { "s" },
-                shortened(row["lastInstruction"].as_str().unwrap_or("")),
+                row.age.as_deref().unwrap_or("-"),
+                shortened(row.last_instruction.as_deref().unwrap_or("")),
             );
         }
         print_stored(text.trim_end())?;
@@ -134,6 +124,24 @@ async fn list(
         ));
     }
     Ok(SUCCESS)
+}
+
+/// A listed session: a line of text, or an object of `--json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    session_id: String,
+    mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turns: Option<u64>,
+    version: u64,
+    updated_at: Option<String>,
+    /// How long ago, for the text only.
+    #[serde(skip)]
+    age: Option<String>,
+    last_instruction: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unreadable: Option<String>,
 }
 
 /// One session: what `GET /v1/sessions/{id}` answers, as JSON or in lines.
