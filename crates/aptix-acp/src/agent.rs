@@ -434,9 +434,9 @@ impl Shared {
     }
 
     /// `session/list`: the stored sessions of the workspace for `cwd`, most recently used
-    /// first, titled by what each first asked, with when each last changed; without `cwd`, those of the workspaces
-    /// this agent has opened. Pages of [`LIST_PAGE`] sessions, with a cursor for more
-    /// when a `cwd` is given.
+    /// first, titled by what each first asked, with when each last changed; without
+    /// `cwd`, those of the workspaces this agent has opened. Pages of [`LIST_PAGE`]
+    /// sessions, with a cursor for more when a `cwd` is given.
     fn list_sessions(
         shared: &Arc<Shared>,
         request: ListSessionsRequest,
@@ -458,17 +458,23 @@ impl Shared {
                 roots
             }
         };
-        // A cursor pages one workspace's store; across several there is one page each.
-        let cursor = request.cwd.as_ref().and(request.cursor.clone());
+        // A cursor pages one workspace's store; across several there is one page each,
+        // and no cursor (one given back would be ignored, and a client paging would
+        // get the same page forever).
+        let paged = request.cwd.is_some();
+        let cursor = request.cursor.clone().filter(|_| paged);
         let opener = Arc::clone(&shared.opener);
         cx.spawn(async move {
             let mut sessions = Vec::new();
             let mut next_cursor = None;
             for folder in folders {
                 let opener = Arc::clone(&opener);
-                let (root, store) = match tokio::task::spawn_blocking(move || opener.sessions_of(&folder)).await {
+                let opened = tokio::task::spawn_blocking(move || opener.sessions_of(&folder));
+                let (root, store) = match opened.await {
                     Ok(Ok(found)) => found,
-                    Ok(Err(error)) => return responder.respond_with_error(internal(error.to_string())),
+                    Ok(Err(error)) => {
+                        return responder.respond_with_error(internal(error.to_string()));
+                    }
                     Err(error) => {
                         return responder.respond_with_error(internal(format!(
                             "opening the workspace stopped: {error}"
@@ -479,7 +485,8 @@ impl Shared {
                     Ok(page) => page,
                     Err(aptix_orchestrator::OrchestratorError::InvalidCursor { cursor }) => {
                         return responder.respond_with_error(invalid_params(format!(
-                            "{cursor:?} is not a cursor of session/list: pass the nextCursor of the previous page"
+                            "{cursor:?} is not a cursor of session/list: pass the nextCursor \
+                             of the previous page"
                         )));
                     }
                     Err(error) => {
@@ -489,7 +496,7 @@ impl Shared {
                         )));
                     }
                 };
-                next_cursor = page.next_cursor;
+                next_cursor = page.next_cursor.filter(|_| paged);
                 for summary in page.sessions {
                     // A session that does not read is listed without a title.
                     let title = match store.load(&summary.session_id).await {

@@ -202,6 +202,9 @@ async def second_process(results):
                 results["listBadCursor"] = {"error": failure(error)}
             await conn.load_session(cwd=WORKSPACE, session_id=results["sessionId"], mcp_servers=[])
             events = editor.take()
+            # Without a folder: those of the workspaces open in this agent, one page.
+            open_ones = await conn.list_sessions()
+            results["listOpen"] = open_ones.model_dump(by_alias=True, exclude_none=True, mode="json")
             results["load"] = {
                 "updates": updates(events),
                 "user": [

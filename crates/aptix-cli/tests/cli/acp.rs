@@ -333,6 +333,12 @@ async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
         listed[0]["cwd"].as_str().is_some_and(|cwd| !cwd.is_empty()),
         "{listed:#}"
     );
+    let open_ones = &results["listOpen"];
+    assert_eq!(
+        open_ones["sessions"][0]["sessionId"], results["sessionId"],
+        "{open_ones:#}"
+    );
+    assert!(open_ones.get("nextCursor").is_none(), "{open_ones:#}");
     let bad_cursor = &results["listBadCursor"]["error"];
     assert_eq!(bad_cursor["code"], -32602, "{bad_cursor}");
 
