@@ -10,6 +10,8 @@
 # and starts it on a free loopback port, with its Unix socket in DIR and its log in
 # DIR/server.log. Without --durable the server skips fsync (tests throw it away); the
 # store benchmark passes --durable for figures a deployment would see.
+# Members of the role `aptix_password_auth` (made here, NOLOGIN) must give their password
+# over TCP (scram-sha-256), as on a deployed server, so tests can check password login.
 # Run as root, the server runs as the `postgres` user (PostgreSQL refuses root).
 # Set APTIX_PG_BIN to a folder holding initdb and pg_ctl to use other binaries.
 set -euo pipefail
@@ -82,6 +84,15 @@ start() {
   fi
   as_server_user "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C \
     --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  # The first matching line decides: the password rule goes before initdb's trust lines.
+  local hba="$dir/data/pg_hba.conf"
+  {
+    echo "host all +aptix_password_auth 127.0.0.1/32 scram-sha-256"
+    echo "host all +aptix_password_auth ::1/128 scram-sha-256"
+    cat "$hba"
+  } >"$hba.new"
+  chown --reference="$hba" "$hba.new" 2>/dev/null || true
+  mv "$hba.new" "$hba"
   local options="-c listen_addresses=127.0.0.1 -c max_connections=300 -k $dir"
   if [[ "$durable" != "--durable" ]]; then
     options+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -92,7 +103,11 @@ start() {
     if as_server_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
       -o "-p $port $options" start >/dev/null; then
       echo "$port" >"$dir/port"
-      echo "postgres://postgres@127.0.0.1:$port/postgres"
+      local url="postgres://postgres@127.0.0.1:$port/postgres"
+      "$bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$url" \
+        -c "CREATE ROLE aptix_password_auth NOLOGIN" >/dev/null ||
+        die "could not create the role aptix_password_auth on the test server"
+      echo "$url"
       return
     fi
   done

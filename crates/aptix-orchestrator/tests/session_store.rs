@@ -1052,6 +1052,84 @@ mod postgres {
         .unwrap();
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_role_that_logs_in_with_a_password_connects_with_it_and_only_with_it() {
+        // The test server asks members of `aptix_password_auth` for a password over TCP
+        // (scram-sha-256, as a deployed server does; scripts/test-postgres.sh), where
+        // every other role is trusted. The password has the characters a URL must escape.
+        let (database, owner_store) = fresh().await;
+        drop(owner_store);
+        let raw = connect_raw(&database).await;
+        let role = format!("pw_{}", std::process::id());
+        let password = format!("p@ss:w/rd %{}", std::process::id());
+        raw.batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role};
+             CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE aptix_password_auth;
+             GRANT USAGE ON SCHEMA public TO {role};
+             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};"
+        ))
+        .await
+        .unwrap();
+        let (user, rest) = database.url().split_once('@').unwrap();
+        let scheme = &user[..user.find("://").unwrap() + 3];
+        let bare = format!("{scheme}{role}@{rest}");
+
+        let chain = |error: &aptix_orchestrator::OrchestratorError| {
+            let mut text = format!("{error} {error:?}");
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                text.push_str(&format!(" | {cause}"));
+                source = cause.source();
+            }
+            text
+        };
+        // No password: refused, and the error says it was the password.
+        let error = PgSessionStore::connect(&bare, 1).await.unwrap_err();
+        let text = chain(&error);
+        assert!(text.contains("password"), "{text}");
+        // A wrong one: refused, and never printed.
+        let error = PgSessionStore::connect_with_password(&bare, 1, "wrong-secret-xyz")
+            .await
+            .unwrap_err();
+        let text = chain(&error);
+        assert!(text.contains("password"), "{text}");
+        assert!(!text.contains("wrong-secret-xyz"), "{text}");
+
+        // The right one, given apart (PGPASSWORD's way) ...
+        let store = PgSessionStore::connect_with_password(&bare, 2, &password)
+            .await
+            .unwrap_or_else(|error| panic!("{}", chain(&error)));
+        store
+            .commit(state("s", None), None, turn("t1", Scenario::UserTurn, "a"))
+            .await
+            .unwrap();
+        assert!(!format!("{store:?}").contains(&password));
+        drop(store);
+        // ... or in the URL, percent-encoded; it wins over one given apart.
+        let encoded: String = password
+            .bytes()
+            .map(|byte| match byte {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (byte as char).to_string(),
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        let with_password = format!("{scheme}{role}:{encoded}@{rest}");
+        let store = PgSessionStore::connect_with_password(&with_password, 2, "wrong-secret-xyz")
+            .await
+            .unwrap_or_else(|error| panic!("{}", chain(&error)));
+        assert_eq!(store.load("s").await.unwrap().unwrap().version, 1);
+        assert!(!format!("{store:?}").contains(&encoded));
+        drop(store);
+
+        raw.batch_execute(&format!(
+            "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role};
+             REVOKE USAGE ON SCHEMA public FROM {role};
+             DROP ROLE {role};"
+        ))
+        .await
+        .unwrap();
+    }
+
     #[tokio::test]
     async fn a_password_never_shows_in_errors_or_debug() {
         // Nothing listens on port 1: connecting fails, and neither the error chain nor

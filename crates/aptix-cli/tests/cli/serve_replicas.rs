@@ -294,3 +294,72 @@ async fn two_hundred_concurrent_turns_over_twenty_sessions_are_each_recorded_onc
         busy.load(Ordering::SeqCst)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_logs_in_with_the_password_from_pgpassword() {
+    // The test server asks members of `aptix_password_auth` for a password
+    // (scram-sha-256, scripts/test-postgres.sh): the URL names the role only, and the
+    // password comes from libpq's variable, as an operator keeps it out of `ps`.
+    let database = TestDatabase::create();
+    let owner = database_client(database.url()).await;
+    let role = format!("replica_pw_{}", std::process::id());
+    let password = "s3cret with spaces & @:/";
+    let name = database.url().rsplit('/').next().unwrap().to_owned();
+    owner
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role};
+             CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE aptix_password_auth;
+             ALTER DATABASE {name} OWNER TO {role};"
+        ))
+        .await
+        .unwrap();
+    let (user, rest) = database.url().split_once('@').unwrap();
+    let scheme = &user[..user.find("://").unwrap() + 3];
+    let url = format!("{scheme}{role}@{rest}");
+
+    let upstream =
+        FaultServer::start(vec![Reply::json(200, &answer("resp_1", "Logged in."))]).await;
+    let sandbox = Sandbox::new();
+    let (served, base) = serve(
+        &sandbox,
+        &upstream,
+        &[("APTIX_STORE_URL", &url), ("PGPASSWORD", password)],
+        &[],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());
+    let response = client
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .body(json!({"sessionId": "s-pw", "turnId": "t-1", "instruction": "Go"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["text"], "Logged in.", "{body}");
+    assert_eq!(
+        count(&owner, "SELECT count(*) FROM aptix_turns").await,
+        1,
+        "the turn is stored under the password-authenticated role"
+    );
+    drop(served);
+
+    // A wrong password: the replica does not start, says why, and never prints it.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .env("APTIX_STORE_URL", &url)
+        .env("PGPASSWORD", "wrong-password-xyz")
+        .args(["sessions", "--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("password"), "{stderr}");
+    assert!(!stderr.contains("wrong-password-xyz"), "{stderr}");
+}
