@@ -26,7 +26,7 @@ See docs/cli.md for every flag, config key and environment variable.";
 /// Aptix turns one instruction into one well-formed `/v1/responses` call, with code from
 /// your workspace as context, and maps the answer into a typed envelope.
 #[derive(Debug, Parser)]
-#[command(name = "aptix", version, after_help = AFTER_HELP)]
+#[command(name = "aptix", version = env!("APTIX_VERSION"), after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     /// More log output on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set,
     /// replaces these levels)

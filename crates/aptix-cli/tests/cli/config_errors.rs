@@ -291,3 +291,39 @@ fn completions_cover_every_command_for_each_shell_and_an_unknown_shell_is_usage(
     assert_eq!(code(&output), 2);
     assert!(stderr(&output).contains("bash"), "{}", stderr(&output));
 }
+
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.aptix().arg("--version").output().unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let version = stdout(&output);
+    let expected = concat!("aptix ", env!("CARGO_PKG_VERSION"));
+    assert!(version.starts_with(expected), "{version}");
+    // Built from a git checkout (as every test run is, but a source archive's), the
+    // commit follows, abbreviated as `git log` abbreviates it, with its date.
+    let head = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    match head {
+        // A packager names the commit of an archive build (APTIX_BUILD_COMMIT).
+        _ if let Some(named) = option_env!("APTIX_BUILD_COMMIT") => {
+            assert!(version.contains(named.trim()), "{version:?}");
+        }
+        Some(head) => {
+            let commit = version[expected.len()..]
+                .trim()
+                .strip_prefix('(')
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no commit in {version:?}"));
+            assert!(
+                commit.len() >= 7 && head.starts_with(commit),
+                "{version:?} does not name HEAD {head}"
+            );
+        }
+        None => assert_eq!(version.trim(), expected),
+    }
+}
