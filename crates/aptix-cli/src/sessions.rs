@@ -46,7 +46,7 @@ pub(crate) fn run(
         }
         Some(SessionsAction::Delete { id }) => {
             let deleted = runtime
-                .block_on(store.delete_session(id))
+                .block_on(aptix_orchestrator::delete_session(store.as_ref(), id))
                 .with_context(|| format!("could not delete session {id}"))?;
             if !deleted {
                 return Err(anyhow!("no session {id} in {location}"));

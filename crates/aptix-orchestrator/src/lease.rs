@@ -28,6 +28,67 @@ pub struct LeaseInfo {
     pub expires_in: Duration,
 }
 
+/// The error for a session whose lease `current` keeps a caller out, saying who holds
+/// it and for how long when that is known.
+pub(crate) fn busy(session_id: &str, current: Option<LeaseInfo>) -> crate::OrchestratorError {
+    crate::OrchestratorError::SessionBusy {
+        session_id: session_id.to_owned(),
+        holder: current.as_ref().map(|lease| {
+            Holder::parse(&lease.holder)
+                .map_or_else(|| lease.holder.clone(), |holder| holder.describe())
+        }),
+        expires_in: current.map(|lease| lease.expires_in),
+    }
+}
+
+/// Deletes a session and its turns, as `DELETE /v1/sessions/{id}` and `aptix sessions
+/// delete` do: `Ok(false)` when there is no such session.
+///
+/// A session with a turn running is not deleted ([`OrchestratorError::SessionBusy`],
+/// naming the lease's holder and when it expires). A lease left by a process of this
+/// host that is gone (a killed `aptix ask`) does not count: it is taken over and
+/// dropped first, as a turn takes such a lease over instead of waiting for its TTL.
+///
+/// [`OrchestratorError::SessionBusy`]: crate::OrchestratorError::SessionBusy
+pub async fn delete_session(
+    store: &dyn crate::SessionStore,
+    session_id: &str,
+) -> Result<bool, crate::OrchestratorError> {
+    match store.delete_session(session_id).await {
+        Err(crate::OrchestratorError::SessionBusy { .. }) => {}
+        done => return done,
+    }
+    let current = store.lease(session_id).await?;
+    if let Some(lease) = &current
+        && holder_is_gone(&lease.holder)
+    {
+        let me = new_holder_id();
+        // Held for as long as a delete takes; if this process dies in between, this
+        // very rule clears it again.
+        if store
+            .take_over_lease(session_id, &lease.holder, &me, Duration::from_secs(60))
+            .await?
+        {
+            tracing::info!(
+                session = %session_id,
+                holder = %lease.holder,
+                "deleting a session whose lease a process that is gone left"
+            );
+            store.release_lease(session_id, &me).await?;
+            return match store.delete_session(session_id).await {
+                // Another process took the session in between: busy, with its lease.
+                Err(crate::OrchestratorError::SessionBusy { .. }) => {
+                    Err(busy(session_id, store.lease(session_id).await?))
+                }
+                done => done,
+            };
+        }
+        // Another process took it over first.
+        return Err(busy(session_id, store.lease(session_id).await?));
+    }
+    Err(busy(session_id, current))
+}
+
 /// A holder id, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Holder {

@@ -87,7 +87,7 @@ pub use config::{
     OrchestratorConfig, StreamRecovery, context_window_for,
 };
 pub use error::OrchestratorError;
-pub use lease::LeaseInfo;
+pub use lease::{LeaseInfo, delete_session};
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use recovery::retry_delta;
 pub use session::{

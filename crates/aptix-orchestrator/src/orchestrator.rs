@@ -526,14 +526,7 @@ impl Orchestrator {
             );
             return Ok(());
         }
-        Err(OrchestratorError::SessionBusy {
-            session_id: session_id.to_owned(),
-            holder: current.as_ref().map(|lease| {
-                crate::lease::Holder::parse(&lease.holder)
-                    .map_or_else(|| lease.holder.clone(), |holder| holder.describe())
-            }),
-            expires_in: current.map(|lease| lease.expires_in),
-        })
+        Err(crate::lease::busy(session_id, current))
     }
 
     fn enter(&self, session_id: &str) -> Result<ActiveTurn<'_>, OrchestratorError> {

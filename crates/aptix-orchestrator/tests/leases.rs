@@ -330,3 +330,71 @@ async fn the_background_release_leaves_a_later_turn_its_lease() {
     // Once the second turn is over, its own release gave the lease back.
     assert_eq!(store.lease("s-1").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn deleting_a_session_clears_a_dead_processs_lease_and_refuses_a_live_ones() {
+    let (_dir, store) = store();
+    let orchestrator = Orchestrator::builder(answering(), store.clone())
+        .build()
+        .unwrap();
+    orchestrator.execute(turn("t-1")).await.unwrap();
+
+    // A holder on another host (alive as far as this host can tell), two minutes to go: refused, and
+    // the error says who and until when; the session is untouched.
+    let live = "aptix:elsewhere@x:1:1:0-0";
+    assert!(
+        store
+            .acquire_lease("s-1", live, Duration::from_secs(120))
+            .await
+            .unwrap()
+    );
+    let error = aptix_orchestrator::delete_session(store.as_ref(), "s-1")
+        .await
+        .unwrap_err();
+    let OrchestratorError::SessionBusy {
+        holder, expires_in, ..
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert!(
+        holder.as_deref().is_some_and(|h| h.contains("elsewhere")),
+        "{error:?}"
+    );
+    assert!(
+        expires_in.is_some_and(|left| left > Duration::from_secs(60)),
+        "{error:?}"
+    );
+    assert!(store.load("s-1").await.unwrap().is_some());
+    store.release_lease("s-1", live).await.unwrap();
+
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return; // Only Linux can tell that a pid is gone; elsewhere the TTL applies.
+    }
+    // As `kill -9` leaves it: the lease of a pid that does not exist, 5 minutes to go.
+    let dead = aptix_testkit::dead_holder_id().expect("a /proc to tell a gone process by");
+    assert!(
+        store
+            .acquire_lease("s-1", &dead, Duration::from_secs(300))
+            .await
+            .unwrap()
+    );
+    // The store alone refuses (it cannot tell a dead holder); the rule clears it.
+    assert!(matches!(
+        store.delete_session("s-1").await,
+        Err(OrchestratorError::SessionBusy { .. })
+    ));
+    assert!(
+        aptix_orchestrator::delete_session(store.as_ref(), "s-1")
+            .await
+            .unwrap()
+    );
+    assert!(store.load("s-1").await.unwrap().is_none());
+    assert!(store.lease("s-1").await.unwrap().is_none());
+    assert!(
+        !aptix_orchestrator::delete_session(store.as_ref(), "s-1")
+            .await
+            .unwrap(),
+        "a second delete finds nothing"
+    );
+}

@@ -1593,7 +1593,7 @@ pub(crate) async fn delete_session(
         Ok(id) => id,
         Err(refused) => return refused.into_response(),
     };
-    match state.orchestrator.store().delete_session(&id).await {
+    match aptix_orchestrator::delete_session(state.orchestrator.store().as_ref(), &id).await {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
         Ok(false) => unknown_session(&id, &request_id).into_response(),
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),

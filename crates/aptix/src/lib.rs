@@ -270,7 +270,7 @@ pub use aptix_orchestrator::{
     Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, PendingCall,
     PendingToolCalls, Scenario, ServerTool, SessionPage, SessionState, SessionStore,
     SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey, Typed, TypedTool,
-    Versioned, retry_delta,
+    Versioned, delete_session, retry_delta,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
