@@ -35,6 +35,7 @@ fn is_secret_name(name: &str) -> bool {
         ".docker",
         "credentials",
         "secrets",
+        "kubeconfig",
     ];
     const PREFIXES: &[&str] = &[
         ".env",
@@ -56,6 +57,9 @@ fn is_secret_name(name: &str) -> bool {
         ".asc",
         ".gpg",
         ".kdbx",
+        ".env",
+        ".tfstate",
+        ".tfstate.backup",
     ];
     NAMES.contains(&lower.as_str())
         || PREFIXES.iter().any(|prefix| lower.starts_with(prefix))
@@ -78,13 +82,16 @@ static KEY_END: LazyLock<Option<Regex>> =
 /// The tokens of the services whose keys have a fixed shape: AWS access key ids (and a
 /// secret access key where it is named), GitHub, GitLab, npm, Hugging Face and Slack
 /// tokens, Slack webhooks, Google API keys, Stripe live keys, and OpenAI or Anthropic
-/// `sk-` keys (which must also be long and hold a digit). Where a group `value` is set,
-/// only it is the secret.
+/// `sk-` keys (which must also be long and hold a digit), JSON web tokens, and the
+/// password of a URL (`postgres://user:password@host`). Where a group `value` or
+/// `password` is set, only it is the secret.
 static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
         r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        r"|(?i:aws_?secret_?access_?key|secret_?access_?key)[\x22']?\s*[:=]\s*[\x22']?",
+        r"|(?i:aws_?secret\w*|secret_?access_?key)[\x22']?\s*[:=]\s*[\x22']?",
         r"(?P<value>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)",
+        r"|\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@\x22'`]+:(?P<password>[^\s/@\x22'`{}$<>%*\[\]][^\s/@\x22'`]*)@",
+        r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         r"|\bgh[pousr]_[A-Za-z0-9]{36,}\b",
         r"|\bgithub_pat_[A-Za-z0-9_]{22,}",
         r"|\bglpat-[0-9A-Za-z_\-]{20,}",
@@ -144,7 +151,8 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     }
     let blocks = spans.len();
     for found in token.captures_iter(text) {
-        let (Some(whole), value) = (found.get(0), found.name("value")) else {
+        let value = found.name("value").or_else(|| found.name("password"));
+        let Some(whole) = found.get(0) else {
             continue;
         };
         // An `sk-` run is a key when it holds a digit: CSS classes and slugs do not.
@@ -203,17 +211,32 @@ fn key_text_len(rest: &str) -> usize {
 /// `Version: ...`).
 fn is_key_body(body: &str) -> bool {
     body.split('\n').all(|line| {
-        let armor = line.trim().split_once(": ").is_some_and(|(name, _)| {
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        });
+        let armor = uncommented(line)
+            .trim()
+            .split_once(": ")
+            .is_some_and(|(name, _)| {
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
         armor || key_text(line).is_some()
     })
 }
 
-/// What is left of a line once string-literal dressing is taken off (quotes, commas,
-/// spaces, `\n` escapes), when it is base64; empty when nothing is left.
+/// `line` without the comment or quote marks it opens with (`#`, `//`, `/*`, `*`, `--`,
+/// `>`, `%`, `!`, repeated or nested): a key pasted into a comment, a doc comment or a
+/// Markdown quote is still a key.
+fn uncommented(line: &str) -> &str {
+    const MARKS: [&str; 8] = ["//", "/*", "#", "*", "--", ">", "%", "!"];
+    let mut rest = line.trim_start();
+    while let Some(after) = MARKS.iter().find_map(|mark| rest.strip_prefix(mark)) {
+        rest = after.trim_start();
+    }
+    rest
+}
+
+/// What is left of a line once comment marks and string-literal dressing are taken off
+/// (quotes, commas, spaces, `\n` escapes), when it is base64; empty when nothing is left.
 fn key_text(line: &str) -> Option<String> {
-    let text = line
+    let text = uncommented(line)
         .replace("\\n", "")
         .replace("\\r", "")
         .replace(['"', '\'', ',', ';', ' ', '\t', '\r'], "");
@@ -355,6 +378,8 @@ mod tests {
                         "ghp_0123456789abcdefghijABCDEFGHIJ012345",
                         "sk-proj-abc123DEF456ghi789JKL012mno345PQR678",
                         "xoxb-1234567890-abcdefghij",
+                        "postgres://admin:Pw9secretvalue@db",
+                        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3In0.dozjgNryP4J3jVmNHl0w",
                     ]).prop_map(|token| format!(" {token} ")),
                 ],
                 0..40,
@@ -369,10 +394,71 @@ mod tests {
                 "ghp_0123456789abcdefghijABCDEFGHIJ012345",
                 "sk-proj-abc123DEF456ghi789JKL012mno345PQR678",
                 "xoxb-1234567890-abcdefghij",
+                "Pw9secretvalue",
+                "dozjgNryP4J3jVmNHl0w",
             ] {
                 proptest::prop_assert!(!out.contains(token), "{} left in {:?}", token, out);
             }
         }
+    }
+
+    #[test]
+    fn a_key_in_a_comment_or_a_quote_is_redacted_whole() {
+        for mark in ["# ", "// ", " * ", "> ", "-- ", "%% ", "/// ", "#   "] {
+            let text = format!(
+                "def load():\n    {mark}-----BEGIN RSA PRIVATE KEY-----\n    {mark}MIIEpAIBAAKCAQEA1c7+9z5Pad7O\n    {mark}Zk1lQdsQ1Uv0kHQ8g1F/aSYc==\n    {mark}-----END RSA PRIVATE KEY-----\n    return None\n"
+            );
+            let out = redacted(&text);
+            assert!(
+                !out.contains("MIIEpAIBAAKCAQEA1c7") && !out.contains("Zk1lQdsQ1U"),
+                "{mark:?}: {out}"
+            );
+            assert!(out.ends_with("    return None\n"), "{mark:?}: {out}");
+            // No END line near: the commented key lines after the header, and no more.
+            let cut = format!(
+                "{mark}-----BEGIN OPENSSH PRIVATE KEY-----\n{mark}b3BlbnNzaC1rZXktdjEAAAA\n{mark}QyNTUxOQAAACBGVmF1bHQ\nfn parse() {{}}\n"
+            );
+            let out = redacted(&cut);
+            assert!(
+                !out.contains("b3BlbnNz") && !out.contains("QyNTUx"),
+                "{mark:?}: {out}"
+            );
+            assert!(out.ends_with("\nfn parse() {}\n"), "{mark:?}: {out}");
+        }
+        // Armor headers in a commented block.
+        let armored = "# -----BEGIN RSA PRIVATE KEY-----\n# Proc-Type: 4,ENCRYPTED\n# DEK-Info: AES-128-CBC,0A1B\n#\n# MIIEowIBAAKCAQEA7x\n# -----END RSA PRIVATE KEY-----\nx = 1\n";
+        assert_eq!(redacted(armored), "# \n\n\n\n\n[secret redacted]\nx = 1\n");
+    }
+
+    #[test]
+    fn url_passwords_jwts_and_named_aws_secrets_are_redacted() {
+        assert_eq!(
+            redacted("DATABASE_URL=postgres://admin:SuperS3cretPass@db.internal:5432/app\n"),
+            "DATABASE_URL=postgres://admin:[secret redacted]@db.internal:5432/app\n"
+        );
+        assert_eq!(
+            redacted("url = \"https://bot:p%40ss@example.com/x\"\n"),
+            "url = \"https://bot:[secret redacted]@example.com/x\"\n"
+        );
+        // Templates and masks are code, not secrets; nor is a port.
+        for text in [
+            "format!(\"{scheme}://{user}:{password}@{host}\")",
+            "url=\"postgres://$USER:$PGPASSWORD@localhost/db\"",
+            "postgres://aptix:***@127.0.0.1:1",
+            "http://localhost:8080/path@v2",
+            "git@github.com:org/repo.git",
+        ] {
+            assert_eq!(redacted(text), text);
+        }
+        let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(
+            redacted(&format!("token = \"{jwt}\"")),
+            "token = \"[secret redacted]\""
+        );
+        assert_eq!(
+            redacted("AWS_SECRET = \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"\n"),
+            "AWS_SECRET = \"[secret redacted]\"\n"
+        );
     }
 
     #[test]
@@ -388,6 +474,10 @@ mod tests {
             "credentials",
             "credentials.json",
             "secrets.yaml",
+            "prod.env",
+            "terraform.tfstate",
+            "terraform.tfstate.backup",
+            "kubeconfig",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
