@@ -60,8 +60,8 @@ pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u
     )
     .map_err(|error| usage(format!("the schema request cannot be built: {error}")))?;
     note(format_args!(
-        "dry run, nothing sent: strategy {:?}",
-        prepared.strategy()
+        "dry run, nothing sent: strategy {}",
+        prepared.strategy().as_str()
     ));
     let sent = workspace.wire_request(prepared.body().clone(), false)?;
     print_json(&sent.body)?;
@@ -92,7 +92,7 @@ pub(crate) fn run(
             if json {
                 print_json(&json!({
                     "solution": solution.value,
-                    "strategy": format!("{:?}", solution.strategy),
+                    "strategy": solution.strategy.as_str(),
                     "attempts": solution.attempts,
                     "usage": solution.usage,
                     "responseId": solution.response_id,

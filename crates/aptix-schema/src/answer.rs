@@ -220,10 +220,14 @@ impl Prepared {
             };
             (Reply::Text(text), parsed)
         };
-        let value = match parsed {
+        let mut value = match parsed {
             Ok(value) => value,
             Err(message) => return reject(AttemptProblem::NotJson { message }, reply),
         };
+        // Strict mode spells an absent optional member `null`, and JSON-mode models often
+        // do: read such members as absent, so the answer is judged by the caller's rules
+        // and the solution is one the caller's schema accepts.
+        crate::absent::drop_absent_nulls(&mut value, &self.validation_schema);
         let violations: Vec<Violation> = self
             .validator
             .iter_errors(&value)

@@ -97,6 +97,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod absent;
 mod answer;
 mod context;
 mod error;

@@ -4,8 +4,8 @@
 //!
 //! The schema is schemars' draft 2020-12 output; the strict normaliser then closes its
 //! objects, removes what strict mode does not take (`format: "uint32"`, `default`,
-//! `$schema`) and turns `oneOf` enums into `anyOf`. Optional fields come back as
-//! `null`, which `Option<T>` fields read as `None`.
+//! `$schema`) and turns `oneOf` enums into `anyOf`. An optional field the model gives as
+//! `null` is read as `None` (an `Option`) or as absent (`#[serde(default)]`).
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -25,38 +25,16 @@ impl SchemaRequest {
     }
 }
 
-/// A validated solution as a `T`.
-///
-/// The value is read as it is first. When that fails, it is read again with every
-/// `null` object member removed: strict mode makes optional fields nullable, so a
-/// field that is optional by `#[serde(default)]` rather than by being an `Option`
-/// comes back as `null`, which serde reads only as "absent". The first error is the
-/// one returned.
+/// A validated solution as a `T`. The solution already has the shape `T`'s schema
+/// describes: a `null` strict mode made the model write for a field optional by
+/// `#[serde(default)]` was read as absent before it was validated (`crate::absent`),
+/// and an `Option` field's `null` reads as `None`.
 ///
 /// # Errors
 ///
-/// The `serde_json` error of reading the value as it was given.
+/// The `serde_json` error of reading the value.
 pub(crate) fn deserialize_solution<T: DeserializeOwned>(
     value: &Value,
 ) -> Result<T, serde_json::Error> {
-    match T::deserialize(value) {
-        Ok(typed) => Ok(typed),
-        Err(error) => {
-            let mut stripped = value.clone();
-            drop_null_members(&mut stripped);
-            T::deserialize(&stripped).map_err(|_| error)
-        }
-    }
-}
-
-/// Removes every object member whose value is `null`, at any depth.
-fn drop_null_members(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|_, member| !member.is_null());
-            map.values_mut().for_each(drop_null_members);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_null_members),
-        _ => {}
-    }
+    T::deserialize(value)
 }

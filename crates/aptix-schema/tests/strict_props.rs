@@ -8,10 +8,16 @@
 //!
 //! - normalising is idempotent (the wire schema is its own normal form);
 //! - the input schema accepts the instance (the generator is right);
-//! - the wire schema and the validation schema both accept the instance once every
-//!   absent optional property is filled with `null`.
+//! - the wire schema accepts the instance once every absent optional property is
+//!   filled with `null` (what a strict model writes), and the validation schema accepts
+//!   it as it is (optional properties stay optional there);
+//! - an answer written the strict way, the `null`s filled in, is accepted as the
+//!   instance itself: the solution has the shape the caller's schema describes.
 
-use aptix_schema::normalize_strict;
+use aptix_model::wire::Response;
+use aptix_schema::{
+    HandlerRegistry, SchemaRequest, SchemaSupport, Verdict, normalize_strict, prepare,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -291,6 +297,21 @@ proptest! {
         let filled = render(&inst, true);
         prop_assert_eq!(accepts(&schema, &sparse), Ok(()), "input rejects its own instance {}", sparse);
         prop_assert_eq!(accepts(&strict.wire, &filled), Ok(()), "wire {} rejects {}", strict.wire, filled);
-        prop_assert_eq!(accepts(&strict.validation, &filled), Ok(()), "validation {} rejects {}", strict.validation, filled);
+        prop_assert_eq!(accepts(&strict.validation, &sparse), Ok(()), "validation {} rejects {}", strict.validation, sparse);
+
+        let prepared = prepare(
+            SchemaRequest::new("m", schema.clone()).user("q"),
+            &HandlerRegistry::default(),
+            &SchemaSupport::full(),
+            Some(aptix_schema::Strategy::NativeSchema),
+        )
+        .map_err(|error| TestCaseError::fail(error.to_string()))?;
+        let reply: Response = serde_json::from_value(json!({
+            "id": "resp_1", "status": "completed",
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": filled.to_string()}]}]
+        }))
+        .map_err(|error| TestCaseError::fail(error.to_string()))?;
+        prop_assert_eq!(prepared.evaluate(&reply, 1), Verdict::Accepted(sparse.clone()), "schema {}", schema);
     }
 }

@@ -174,3 +174,55 @@ async fn a_failed_schema_request_is_an_error_and_flags_it_cannot_use_are_refused
         );
     }
 }
+
+#[tokio::test]
+async fn an_optional_member_left_out_or_null_gives_a_solution_the_schema_accepts() {
+    // A server that does not enforce strict mode leaves the optional `nick` out; one
+    // that does writes it `null`. Both are answers of the caller's schema, accepted at
+    // the first attempt, and the printed solution has the caller's shape.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "capital": {"type": "string"},
+            "population": {"type": "integer"},
+            "nick": {"type": "string"}
+        },
+        "required": ["capital", "population"]
+    });
+    for answer in [
+        r#"{"capital":"Paris","population":2100000}"#,
+        r#"{"capital":"Paris","population":2100000,"nick":null}"#,
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/responses"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "resp_1", "status": "completed", "model": "m",
+                "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                            "content": [{"type": "output_text", "text": answer}]}]
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let sandbox = Sandbox::new();
+        let file = sandbox.write_workspace_file("schema.json", &schema.to_string());
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["ask", "--json", "--no-stream", "--schema"])
+            .arg(&file)
+            .args(["--base-url", &format!("{}/v1", server.uri())])
+            .arg("Capital of France?")
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{answer}: {}", stderr(&output));
+        let printed = stdout_json(&output);
+        assert_eq!(
+            printed["solution"],
+            json!({"capital": "Paris", "population": 2_100_000}),
+            "{answer}"
+        );
+        assert_eq!(printed["attempts"], 1, "{printed}");
+        assert_eq!(printed["strategy"], "native_schema", "{printed}");
+    }
+}

@@ -32,8 +32,9 @@
 //!
 //! The result holds two schemas built by the same walk: [`wire`](StrictSchema::wire),
 //! what is sent, and [`validation`](StrictSchema::validation), the same schema with
-//! the removed keywords kept (and `oneOf` kept as `oneOf`), which the solution is
-//! validated against. The model is constrained by the first and judged by the second,
+//! the removed keywords kept (and `oneOf` kept as `oneOf`) and optional properties left
+//! optional, which the solution is validated against once the `null`s strict mode
+//! made the model write for absent members are removed. The model is constrained by the first and judged by the second,
 //! so nothing the caller asked for is silently lost.
 //!
 //! Normalising is idempotent, and the wire schema accepts every instance the input
@@ -59,7 +60,7 @@ pub struct StrictSchema {
     /// The schema to send.
     pub wire: Value,
     /// The schema to validate the solution against: `wire` with the removed keywords
-    /// kept.
+    /// kept, and optional properties optional (neither required nor made nullable).
     pub validation: Value,
     /// The keywords removed from `wire`, in the order they were met.
     pub removed: Vec<RemovedKeyword>,
@@ -219,7 +220,7 @@ impl<'r> Walker<'r> {
             ));
         }
         if has_type_in(&out, "object") || out.contains_key("properties") {
-            close_object(&mut out, &map, pointer)?;
+            close_object(&mut out, &map, pointer, self.mode)?;
         }
         if has_type_in(&out, "array") && !out.contains_key("items") {
             return Err(not_strict(
@@ -438,6 +439,7 @@ fn close_object(
     out: &mut Map<String, Value>,
     original: &Map<String, Value>,
     pointer: &str,
+    mode: Mode,
 ) -> Result<(), SchemaError> {
     let explicitly_closed = original.get("additionalProperties") == Some(&Value::Bool(false));
     let mut properties = match out.remove("properties") {
@@ -482,10 +484,14 @@ fn close_object(
             required.push(Value::String(name.clone()));
         }
     }
-    for (name, schema) in properties.iter_mut() {
-        if !declared.contains(name) {
-            *schema = nullable(std::mem::take(schema));
-            required.push(Value::String(name.clone()));
+    // The solution is judged with optional properties optional: a `null` strict mode
+    // made the model write for one is read as absent first (`crate::absent`).
+    if mode == Mode::Wire {
+        for (name, schema) in properties.iter_mut() {
+            if !declared.contains(name) {
+                *schema = nullable(std::mem::take(schema));
+                required.push(Value::String(name.clone()));
+            }
         }
     }
     out.insert("properties".to_owned(), Value::Object(properties));
