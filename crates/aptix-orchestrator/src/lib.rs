@@ -68,6 +68,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod commit;
 mod compaction;
 mod config;
 mod error;

@@ -46,6 +46,8 @@ pub struct Orchestrator {
     /// Sessions with a turn running in this instance (or a lease being given back
     /// in the background).
     active: Arc<Mutex<HashSet<String>>>,
+    /// Commits of dropped turns still running (see `commit.rs`).
+    pub(crate) commits: Arc<crate::commit::InFlight>,
     /// The provider answered its compaction route with 404, 405 or 501: compaction
     /// writes a summary instead, without asking again.
     pub(crate) compact_endpoint_missing: std::sync::atomic::AtomicBool,
@@ -182,6 +184,7 @@ impl OrchestratorBuilder {
             config: self.config,
             instance: instance_name(),
             active: Arc::new(Mutex::new(HashSet::new())),
+            commits: Arc::default(),
             compact_endpoint_missing: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -442,7 +445,28 @@ impl Orchestrator {
     /// another process would otherwise wait for the lease to expire. Does nothing when
     /// this instance holds no lease on the session.
     pub async fn release_session(&self, session_id: &str) -> Result<(), OrchestratorError> {
+        // A dropped turn's commit still running keeps the session until it lands.
+        self.commits.settled(session_id).await;
         self.store.release_lease(session_id, &self.instance).await
+    }
+
+    /// Answers for a turn whose future was dropped before it ended (a deadline, a
+    /// shutdown): waits for a commit it had begun, which runs to its end (a store's
+    /// write cannot be taken back half-way), gives the session's lease back, and returns
+    /// the turn's envelope when it was stored after all. `None`: nothing of the turn
+    /// was stored, and the client may send it again.
+    ///
+    /// # Errors
+    ///
+    /// A store error, from giving the lease back or from looking the turn up.
+    pub async fn settle_dropped_turn(
+        &self,
+        key: &TurnKey,
+    ) -> Result<Option<AgentExecuteResponse>, OrchestratorError> {
+        let released = self.release_session(&key.session_id).await;
+        let stored = self.store.stored_turn(key).await?;
+        released?;
+        Ok(stored.map(|turn| turn.envelope))
     }
 
     /// Runs `turn` while renewing this instance's lease on the session every third of

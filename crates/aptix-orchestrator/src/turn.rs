@@ -1,6 +1,7 @@
 //! The body of a turn: preparing the first request, calling the model, the bounded
 //! server-tool loop, pending client calls, history, and the one commit at the end.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use aptix_client::ClientError;
@@ -521,7 +522,15 @@ impl Orchestrator {
                     envelope: envelope.clone(),
                     request_digest: asked,
                 };
-                self.store.commit(state, version, stored).await?;
+                // Once begun, the commit runs to its end even if this turn is dropped.
+                let store = Arc::clone(&self.store);
+                let session_id = key.session_id.clone();
+                crate::commit::Shielded::new(
+                    async move { store.commit(state, version, stored).await },
+                    &self.commits,
+                    &session_id,
+                )
+                .await?;
                 return Ok(envelope);
             }
             // Only server calls: send their results and let the model go on.

@@ -628,7 +628,7 @@ fn turn_future(
         let Turn {
             request, permit, ..
         } = turn;
-        let session_id = request.session_id().as_str().to_owned();
+        let key = aptix_orchestrator::TurnKey::of(&request);
         // A request the provider sends again is counted, and a streamed turn's client is
         // told before the wait (`event: retry`).
         let observer = {
@@ -656,31 +656,45 @@ fn turn_future(
             std::future::poll_fn(move |cx| guard.poll(cx, timed.as_mut())).await
         };
         let outcome = match metrics.turn(stoppable).await {
-            None => {
-                // The turn's future is dropped: nothing of it was stored, and its lease is
-                // given back so that the next process need not wait for it to expire.
-                if let Err(error) = orchestrator.release_session(&session_id).await {
-                    tracing::warn!(session = %session_id, %error, "could not release the session of a stopped turn");
-                }
-                Err(ApiError::new(
-                    ErrorCode::ShuttingDown,
-                    "the service is stopping and stopped this turn before it ended; nothing of it was stored: send it again",
-                    &request_id,
-                ))
-            }
             Some(Ok(Ok(envelope))) => {
                 metrics.envelope(&envelope);
                 Ok(envelope)
             }
             Some(Ok(Err(error))) => Err(ApiError::from_orchestrator(error, &request_id)),
-            Some(Err(_)) => Err(ApiError::new(
-                ErrorCode::TurnTimeout,
-                format!(
-                    "the turn ran past the deadline of {} and was stopped",
-                    aptix_client::human_duration(deadline)
-                ),
-                &request_id,
-            )),
+            // Stopped (a shutdown) or past its deadline: the turn's future is dropped. A
+            // commit it had begun runs to its end, so what the client is told is what
+            // the store holds: the envelope if the turn was stored after all, else that
+            // nothing of it was. The lease is given back so that the next process need
+            // not wait for it to expire.
+            dropped => {
+                let settled = match orchestrator.settle_dropped_turn(&key).await {
+                    Ok(stored) => stored,
+                    Err(error) => {
+                        tracing::warn!(session = %key.session_id, %error, "could not settle a stopped turn");
+                        None
+                    }
+                };
+                match (settled, dropped) {
+                    (Some(envelope), _) => {
+                        tracing::info!(session = %key.session_id, turn = %key.turn_id, "a stopped turn was stored as it stopped; answering with it");
+                        metrics.envelope(&envelope);
+                        Ok(envelope)
+                    }
+                    (None, None) => Err(ApiError::new(
+                        ErrorCode::ShuttingDown,
+                        "the service is stopping and stopped this turn before it ended; nothing of it was stored: send it again",
+                        &request_id,
+                    )),
+                    (None, _) => Err(ApiError::new(
+                        ErrorCode::TurnTimeout,
+                        format!(
+                            "the turn ran past the deadline of {} and was stopped; nothing of it was stored",
+                            aptix_client::human_duration(deadline)
+                        ),
+                        &request_id,
+                    )),
+                }
+            }
         };
         drop(permit);
         log_turn_end(&outcome, streamed, started);

@@ -1996,3 +1996,131 @@ async fn readyz_says_why_the_store_is_not_ready_and_never_waits_long() {
         assert!(!message.contains("postgres://"), "{message}");
     }
 }
+
+/// A store whose commits take `delay` (an `await`, so a dropped commit future would
+/// never write) over an in-memory one the test reads.
+struct SlowCommit {
+    inner: Arc<InMemorySessionStore>,
+    delay: Duration,
+}
+
+#[async_trait]
+impl aptix_orchestrator::SessionStore for SlowCommit {
+    async fn load(
+        &self,
+        session_id: &str,
+    ) -> Result<
+        Option<aptix_orchestrator::Versioned<aptix_orchestrator::SessionState>>,
+        aptix_orchestrator::OrchestratorError,
+    > {
+        self.inner.load(session_id).await
+    }
+
+    async fn stored_turn(
+        &self,
+        key: &aptix_orchestrator::TurnKey,
+    ) -> Result<Option<aptix_orchestrator::StoredTurn>, aptix_orchestrator::OrchestratorError> {
+        self.inner.stored_turn(key).await
+    }
+
+    async fn commit(
+        &self,
+        state: aptix_orchestrator::SessionState,
+        expected: Option<u64>,
+        turn: aptix_orchestrator::StoredTurn,
+    ) -> Result<u64, aptix_orchestrator::OrchestratorError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.commit(state, expected, turn).await
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, aptix_orchestrator::OrchestratorError> {
+        self.inner.acquire_lease(session_id, holder, ttl).await
+    }
+
+    async fn release_lease(
+        &self,
+        session_id: &str,
+        holder: &str,
+    ) -> Result<(), aptix_orchestrator::OrchestratorError> {
+        self.inner.release_lease(session_id, holder).await
+    }
+
+    async fn lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<aptix_orchestrator::LeaseInfo>, aptix_orchestrator::OrchestratorError> {
+        self.inner.lease(session_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_turn_stopped_by_its_deadline_answers_with_what_the_store_holds() {
+    use aptix_orchestrator::SessionStore as _;
+    let key = |session: &str| aptix_orchestrator::TurnKey {
+        session_id: session.to_owned(),
+        turn_id: "t-1".to_owned(),
+        scenario: aptix_orchestrator::Scenario::UserTurn,
+    };
+    let config = || ServerConfig {
+        turn_timeout: Duration::from_millis(150),
+        ..ServerConfig::default()
+    };
+
+    // The model answers at once and the commit straddles the deadline: it runs to its
+    // end, and the client gets the envelope that was stored, not a 504 that says
+    // nothing was.
+    let inner = Arc::new(InMemorySessionStore::new());
+    let fake = Arc::new(FakeProvider::new());
+    fake.push_response(text_response("resp_1", "stored as it stopped"));
+    let orchestrator = Orchestrator::builder(
+        fake,
+        Arc::new(SlowCommit {
+            inner: Arc::clone(&inner),
+            delay: Duration::from_millis(400),
+        }),
+    )
+    .build()
+    .unwrap();
+    let server = start_with(orchestrator, config()).await;
+    let response = server.post(&turn("s-1", "t-1")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let envelope: Value = response.json().await.unwrap();
+    assert_eq!(envelope["text"], "stored as it stopped", "{envelope}");
+    let stored = inner
+        .stored_turn(&key("s-1"))
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(
+        stored.envelope.text.as_deref(),
+        Some("stored as it stopped")
+    );
+    assert!(
+        inner.lease("s-1").await.unwrap().is_none(),
+        "lease given back"
+    );
+
+    // The model is slower than the deadline: 504, nothing stored, the session free.
+    let inner = Arc::new(InMemorySessionStore::new());
+    let slow = gated();
+    let server = start_on(slow.clone(), Arc::clone(&inner), config()).await;
+    let (status, body) = error_of(server.post(&turn("s-2", "t-1")).send().await.unwrap()).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "turn_timeout");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("nothing of it was stored")),
+        "{body}"
+    );
+    assert!(inner.stored_turn(&key("s-2")).await.unwrap().is_none());
+    assert!(
+        inner.lease("s-2").await.unwrap().is_none(),
+        "lease given back"
+    );
+}
