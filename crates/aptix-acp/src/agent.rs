@@ -628,17 +628,33 @@ impl Session {
             result = turn => Some(result),
             () = cancel => None,
         };
-        let Some(result) = outcome else {
-            // The turn's future is dropped: the provider stream and any tool running
-            // stop, and nothing was stored (a turn is committed once, at its end).
-            lock(&reporter).cancel_open_calls();
-            if let Err(error) = turns.release_session(&self.id).await {
-                tracing::warn!(session = %self.id, %error, "could not release the session after a cancel");
+        let envelope = match outcome {
+            Some(result) => result?,
+            None => {
+                // The turn's future is dropped: the provider stream and any tool running
+                // stop. A turn is committed once, at its end, and a commit already begun
+                // runs to its end: then the turn is answered as the finished turn it was.
+                let key = aptix_orchestrator::TurnKey {
+                    session_id: self.id.clone(),
+                    turn_id: turn_id.to_owned(),
+                    scenario: aptix_orchestrator::Scenario::UserTurn,
+                };
+                match turns.settle_dropped_turn(&key).await {
+                    Ok(Some(envelope)) => {
+                        tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled as it was stored; answering with it");
+                        envelope
+                    }
+                    settled => {
+                        if let Err(error) = settled {
+                            tracing::warn!(session = %self.id, %error, "could not release the session after a cancel");
+                        }
+                        lock(&reporter).cancel_open_calls();
+                        tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled; nothing stored");
+                        return Ok(PromptResponse::new(StopReason::Cancelled));
+                    }
+                }
             }
-            tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled; nothing stored");
-            return Ok(PromptResponse::new(StopReason::Cancelled));
         };
-        let envelope = result?;
         log_turn(&self.id, &envelope);
         if envelope.kind == Kind::Error {
             return Err(from_error_envelope(&envelope));

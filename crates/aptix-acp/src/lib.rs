@@ -13,7 +13,7 @@
 //! | `session/new {cwd}` | a session whose workspace is `cwd`, opened by the caller's [`WorkspaceOpener`] (settings, store, index refreshed, tools, the orchestrator over them) |
 //! | `session/load` | the stored history replayed as updates, then the answer |
 //! | `session/prompt` | text: the instruction; links and resources: attachments; the answer's `stopReason` from the envelope (`end_turn`, `max_tokens`, `refusal`, `max_turn_requests`, `cancelled`); a provider failure: a JSON-RPC error saying what to do |
-//! | `session/cancel` | the turn's future is dropped (the provider stream and any tool stop), nothing is stored, the prompt answers `cancelled` |
+//! | `session/cancel` | the turn's future is dropped (the provider stream and any tool stop), nothing is stored, the prompt answers `cancelled` (too late once the answer is being stored: then it answers as finished) |
 //! | `fs/read_text_file` | when the editor offers it, the built-in `read_file` tool reads through it (unsaved buffers) |
 //!
 //! Every handler that waits hands its work to a task of the connection, so the message
