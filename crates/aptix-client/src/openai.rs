@@ -244,7 +244,7 @@ pub(crate) fn whole_reply_as_event(
     let request_id = meta.request_id.clone();
     tracing::debug!("a streamed request was answered with JSON; reading it whole");
     let event = async move {
-        let read = response.bytes();
+        let read = crate::transport::read_reply(response);
         let bytes = match limit {
             Some(limit) => {
                 tokio::time::timeout(limit, read)
@@ -256,7 +256,12 @@ pub(crate) fn whole_reply_as_event(
             }
             None => read.await,
         }
-        .map_err(|error| ClientError::decode("reply", &[], 0, error.to_string()))?;
+        .map_err(|error| match error {
+            crate::transport::ReplyError::Read(error) => {
+                ClientError::decode("reply", &[], 0, error.to_string())
+            }
+            crate::transport::ReplyError::TooLarge(error) => error,
+        })?;
         let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
         to_event(&bytes, request_id.as_deref())
     };

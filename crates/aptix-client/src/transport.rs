@@ -137,8 +137,11 @@ impl HttpTransport {
                         Ok(meta) => meta,
                         Err(headers) => return Err(self.status_error(response, headers).await),
                     };
-                    let bytes = response.bytes().await.map_err(|error| {
-                        AttemptError::new(self.transport_error(TransportPhase::ReadBody, &error))
+                    let bytes = read_reply(response).await.map_err(|error| match error {
+                        ReplyError::Read(error) => AttemptError::new(
+                            self.transport_error(TransportPhase::ReadBody, &error),
+                        ),
+                        ReplyError::TooLarge(error) => AttemptError::new(error),
                     })?;
                     // A whole reply can echo the key too (a `failed` response's error).
                     Ok((scrub_bytes(bytes, self.config.secret()), meta))
@@ -405,6 +408,53 @@ fn retry_reason(error: &ClientError) -> String {
 
 /// Reads at most about `limit` bytes of a body: an error page can be large, and only
 /// its start is kept. A read failure keeps what arrived.
+/// The most of a whole (unstreamed) reply that is read: the limit on one streamed
+/// event, since a stream's final event carries the same whole response. A bigger reply
+/// (a server gone wrong, a hostile one) is refused before it fills memory and the
+/// session store.
+pub(crate) const MAX_REPLY_BODY: usize = aptix_sse::DEFAULT_MAX_EVENT_SIZE;
+
+/// Why a whole reply was not read.
+pub(crate) enum ReplyError {
+    /// The connection failed while reading.
+    Read(reqwest::Error),
+    /// The reply is over [`MAX_REPLY_BODY`].
+    TooLarge(ClientError),
+}
+
+/// A whole reply, at most [`MAX_REPLY_BODY`] bytes of it: a declared length over the
+/// limit is refused before any of the body is read, an undeclared one as soon as the
+/// limit is passed.
+pub(crate) async fn read_reply(mut response: reqwest::Response) -> Result<Bytes, ReplyError> {
+    let too_large = |size: String| {
+        ReplyError::TooLarge(ClientError::decode(
+            "response body",
+            &[],
+            0,
+            format!(
+                "the reply is {size}, over the {} MiB a reply may be",
+                MAX_REPLY_BODY / (1024 * 1024)
+            ),
+        ))
+    };
+    let declared = response.content_length();
+    if let Some(length) = declared
+        && length > MAX_REPLY_BODY as u64
+    {
+        return Err(too_large(format!("{length} bytes")));
+    }
+    let mut body = bytes::BytesMut::with_capacity(
+        declared.map_or(0, |length| usize::try_from(length).unwrap_or(0)),
+    );
+    while let Some(chunk) = response.chunk().await.map_err(ReplyError::Read)? {
+        if body.len() + chunk.len() > MAX_REPLY_BODY {
+            return Err(too_large("larger".to_owned()));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
     let mut body = Vec::new();
     while body.len() < limit {

@@ -136,3 +136,41 @@ async fn a_background_stream_resumes_after_the_last_event_seen() {
         .unwrap_err();
     assert!(matches!(error, ClientError::Config { .. }), "{error:?}");
 }
+
+#[tokio::test]
+async fn a_whole_reply_over_the_limit_is_refused_before_it_fills_memory() {
+    // 17 MiB of answer text, sent chunked with no declared length, as a server gone
+    // wrong might: refused once past 16 MiB (the limit on a streamed final event), not
+    // read whole, and not asked again.
+    let text = "x".repeat(17 * 1024 * 1024);
+    let body = json!({"id": "resp_big", "object": "response", "status": "completed",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]}]})
+    .to_string()
+    .into_bytes();
+    let steps = body
+        .chunks(1024 * 1024)
+        .map(|chunk| Step::Send(chunk.to_vec()))
+        .collect();
+    let huge = Reply {
+        status: Some(200),
+        headers: vec![("content-type".into(), "application/json".into())],
+        steps,
+    };
+    let server = FaultServer::start(vec![huge.clone()]).await;
+    let error = provider(&server).create(&request()).await.unwrap_err();
+    let ClientError::Decode { what, message, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(*what, "response body");
+    assert!(message.contains("over the 16 MiB"), "{message}");
+    assert_eq!(server.requests().len(), 1, "not retried");
+
+    // The same reply to a streamed request (a server that ignores `stream: true`).
+    let server = FaultServer::start(vec![huge]).await;
+    let stream = provider(&server).stream(&request()).await.unwrap();
+    let items: Vec<_> = stream.collect().await;
+    assert_eq!(items.len(), 1);
+    let error = items[0].as_ref().unwrap_err();
+    assert!(error.to_string().contains("over the 16 MiB"), "{error}");
+}
