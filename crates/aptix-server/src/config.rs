@@ -17,7 +17,7 @@ use crate::metrics::Metrics;
 /// Bearer tokens accepted by the service. Compared in constant time; never shown by
 /// `Debug`, logs or errors.
 #[derive(Clone, Default)]
-pub struct Tokens(Vec<String>);
+pub struct Tokens(Vec<[u8; 32]>);
 
 impl Tokens {
     /// Tokens from a file's text: one per line, `#` comments and blank lines ignored,
@@ -27,7 +27,7 @@ impl Tokens {
             text.lines()
                 .map(str::trim)
                 .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                .map(str::to_owned)
+                .map(digest)
                 .collect(),
         )
     }
@@ -38,7 +38,7 @@ impl Tokens {
             text.split(',')
                 .map(str::trim)
                 .filter(|token| !token.is_empty())
-                .map(str::to_owned)
+                .map(digest)
                 .collect(),
         )
     }
@@ -53,13 +53,21 @@ impl Tokens {
         self.0.len()
     }
 
-    /// Whether `presented` is one of the tokens. Every configured token is compared, each
-    /// in constant time, so the time taken says nothing about which one nearly matched.
+    /// Whether `presented` is one of the tokens. Tokens are kept as digests of a fixed
+    /// length, and every one is compared in constant time, so the time taken says
+    /// nothing about which one nearly matched, nor how long one is.
     pub fn accepts(&self, presented: &str) -> bool {
+        let presented = digest(presented);
         self.0.iter().fold(false, |found, token| {
-            found | bool::from(token.as_bytes().ct_eq(presented.as_bytes()))
+            found | bool::from(token.ct_eq(&presented))
         })
     }
+}
+
+/// A token's BLAKE3 digest: what is kept and compared, so that no token is held in
+/// memory as text and every comparison takes the same time whatever the lengths.
+fn digest(token: &str) -> [u8; 32] {
+    *blake3::hash(token.as_bytes()).as_bytes()
 }
 
 impl fmt::Debug for Tokens {

@@ -256,13 +256,20 @@ fn authorized(state: &AppState, request: &Request) -> Result<String, ApiError> {
 fn unknown_session(id: &str, request_id: &str) -> ApiError {
     ApiError::new(
         ErrorCode::UnknownSession,
-        format!("there is no session {id}"),
+        format!("there is no session {id:?}"),
         request_id,
     )
 }
 
-/// Any path no route has: the one error shape, as every other refusal.
-async fn not_found(request: Request) -> Response {
+/// Any path no route has: the one error shape, as every other refusal. Under `/v1/`,
+/// where every route needs the token, the token is asked for first, so that no one
+/// without it learns which routes exist.
+async fn not_found(State(state): State<AppState>, request: Request) -> Response {
+    if request.uri().path().starts_with("/v1/")
+        && let Err(refused) = authorized(&state, &request)
+    {
+        return refused.into_response();
+    }
     let message = format!(
         "there is no route {} {}",
         request.method(),
@@ -326,10 +333,10 @@ fn bearer_token(value: &str) -> Option<&str> {
 /// through DNS rebinding read the answers, but its requests then carry the page's own
 /// host name. Requests without a `Host` (HTTP/1.0) pass.
 fn local_host(headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
-    let Some(host) = headers.get(header::HOST) else {
+    let Some(host) = single(headers, header::HOST, request_id)? else {
         return Ok(());
     };
-    let name = host.to_str().ok().map(host_name);
+    let name = host.to_str().ok().and_then(host_name);
     if name.is_some_and(is_loopback_name) {
         return Ok(());
     }
@@ -342,13 +349,39 @@ fn local_host(headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
     ))
 }
 
-/// The name of a `Host` value, without its port: `[::1]:8787` -> `::1`.
-fn host_name(host: &str) -> &str {
+/// The name of a `Host` value, without its port: `[::1]:8787` -> `::1`; `None` when
+/// what follows the name is not a port (`localhost:80@evil.com`).
+fn host_name(host: &str) -> Option<&str> {
     let host = host.trim();
+    let is_port = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
     if let Some(bracketed) = host.strip_prefix('[') {
-        return bracketed.split(']').next().unwrap_or_default();
+        let (name, rest) = bracketed.split_once(']')?;
+        return (rest.is_empty() || rest.strip_prefix(':').is_some_and(is_port)).then_some(name);
     }
-    host.rsplit_once(':').map_or(host, |(name, _port)| name)
+    match host.rsplit_once(':') {
+        Some((name, port)) => is_port(port).then_some(name),
+        None => Some(host),
+    }
+}
+
+/// The one value of header `name`, `None` when absent. Sent twice it is refused: a
+/// proxy in front may read the other one (RFC 9112 §3.2 requires this of `Host`, and
+/// two `Authorization` headers are as ambiguous).
+fn single<'h>(
+    headers: &'h HeaderMap,
+    name: header::HeaderName,
+    request_id: &str,
+) -> Result<Option<&'h header::HeaderValue>, ApiError> {
+    let mut values = headers.get_all(&name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("the request has more than one {name} header"),
+            request_id,
+        ));
+    }
+    Ok(first)
 }
 
 /// `localhost` (and its subdomains, which resolve to loopback by RFC 6761) or a
@@ -374,8 +407,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         }
         return Ok(());
     }
-    let presented = headers
-        .get(header::AUTHORIZATION)
+    let presented = single(headers, header::AUTHORIZATION, request_id)?
         .and_then(|value| value.to_str().ok())
         .and_then(bearer_token);
     match presented {
@@ -522,10 +554,17 @@ fn wants_stream(accept: Option<&str>, body_asks: bool) -> bool {
     for range in accept.split(',') {
         let mut parameters = range.split(';');
         let media = parameters.next().unwrap_or_default().trim();
-        let weight = parameters
-            .filter_map(|parameter| parameter.trim().strip_prefix("q="))
-            .find_map(|weight| weight.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
+        // A weight is 0 to 1 with at most three decimals (RFC 9110 §12.4.2); a range
+        // with any other is not one the client stated, and counts as not acceptable.
+        let weight = match parameters.find_map(|parameter| parameter.trim().strip_prefix("q=")) {
+            None => 1.0,
+            Some(weight) => weight
+                .trim()
+                .parse::<f32>()
+                .ok()
+                .filter(|weight| (0.0..=1.0).contains(weight))
+                .unwrap_or(0.0),
+        };
         if media.eq_ignore_ascii_case("text/event-stream") {
             stream = Some(weight);
         } else if media.eq_ignore_ascii_case("application/json") {
@@ -1716,6 +1755,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_host_is_a_name_and_a_port_or_nothing() {
+        assert_eq!(host_name("localhost:8787"), Some("localhost"));
+        assert_eq!(host_name("[::1]:8787"), Some("::1"));
+        assert_eq!(host_name("[::1]"), Some("::1"));
+        assert_eq!(host_name(" example.com "), Some("example.com"));
+        assert_eq!(host_name("localhost:80@evil.com"), None);
+        assert_eq!(host_name("[::1]x"), None);
+        assert_eq!(host_name("[::1"), None);
+    }
+
+    #[test]
     fn a_stream_is_what_accept_prefers_or_what_the_body_asks_and_accept_admits() {
         for (accept, body_asks, streamed) in [
             (None, false, false),
@@ -1748,6 +1798,16 @@ mod tests {
             (Some("*/*"), false, false),
             (Some("*/*"), true, true),
             (Some("text/*;q=0"), true, false),
+            // A weight that is not one (out of 0..=1, or not a number) states nothing
+            // acceptable.
+            (
+                Some("text/event-stream;q=abc, application/json"),
+                false,
+                false,
+            ),
+            (Some("text/event-stream;q=2"), false, false),
+            (Some("text/event-stream;q=2"), true, false),
+            (Some("text/event-stream;q=1.0"), false, true),
         ] {
             assert_eq!(
                 wants_stream(accept, body_asks),

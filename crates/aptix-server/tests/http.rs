@@ -499,6 +499,31 @@ async fn tokens_guard_the_api_and_never_come_back() {
     }
     let session = server.get("/v1/sessions/s1").await;
     assert_eq!(session.status(), 401);
+    // Two Authorization headers are refused, whichever comes first: a proxy in front
+    // may read the other one.
+    let address = server.base.trim_start_matches("http://");
+    for (first, second) in [("secret-token-123", "wrong"), ("wrong", "secret-token-123")] {
+        let sent = format!(
+            "GET /v1/sessions HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {first}\r\nauthorization: Bearer {second}\r\nconnection: close\r\n\r\n"
+        );
+        let answer = raw_exchange(&server.base, sent.as_bytes()).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(
+            answer.contains("more than one authorization header"),
+            "{answer}"
+        );
+    }
+    // Under /v1/ a path no route has asks for the token first: without it, no one
+    // learns which routes exist.
+    assert_eq!(server.get("/v1/nothing-here").await.status(), 401);
+    let missing = server
+        .get_with(
+            "/v1/nothing-here",
+            "authorization",
+            "Bearer secret-token-123",
+        )
+        .await;
+    assert_eq!(missing.status(), 404);
     for open in ["/healthz", "/readyz"] {
         let response = server
             .client
@@ -561,6 +586,19 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
             .status(),
         200
     );
+    // What follows a loopback name must be a port.
+    for host in ["localhost:80@evil.example", "[::1]x", "127.0.0.1:80:evil"] {
+        let (status, _) = error_of(open.get_with("/v1/sessions", "host", host).await).await;
+        assert_eq!(status, 403, "{host}");
+    }
+    // Two Host headers are refused (RFC 9112 §3.2), whichever comes first.
+    for (first, second) in [("localhost", "evil.example"), ("evil.example", "localhost")] {
+        let sent = format!(
+            "GET /v1/sessions HTTP/1.1\r\nhost: {first}\r\nhost: {second}\r\nconnection: close\r\n\r\n"
+        );
+        let answer = raw_exchange(&open.base, sent.as_bytes()).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    }
     // The health routes stay open to any host, as to any caller.
     let health = open.get_with("/healthz", "host", "evil.example").await;
     assert_eq!(health.status(), 200);
