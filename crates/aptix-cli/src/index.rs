@@ -38,7 +38,7 @@ pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
     let stats = aptix_runtime::refresh_index(&index, &StderrReporter)?;
     print_line(&summary(&stats))?;
     for skipped in &stats.skipped {
-        tracing::info!(path = %skipped.path, reason = %skipped.reason, "skipped");
+        tracing::info!(path = ?skipped.path, reason = %skipped.reason, "skipped");
     }
     Ok(SUCCESS)
 }
@@ -125,10 +125,10 @@ fn summary(stats: &IndexStats) -> String {
     let seconds = stats.elapsed.as_secs_f64().max(0.001);
     let rate = (stats.bytes_indexed as f64 / seconds) as u64;
     let mut text = format!(
-        "indexed {} ({}, {} lines) into {} in {:.1?} ({}/s); {} unchanged, {} removed, {} skipped; {} in the index",
+        "indexed {} ({}, {}) into {} in {:.1?} ({}/s); {} unchanged, {} removed, {} skipped; {} in the index",
         count(stats.files_indexed, "file"),
         HumanBytes(stats.bytes_indexed),
-        stats.lines_indexed,
+        count(stats.lines_indexed, "line"),
         count(stats.chunks_added, "chunk"),
         stats.elapsed,
         HumanBytes(rate),

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::cli::SearchArgs;
 use crate::exit::{SUCCESS, usage};
-use crate::output::{StderrReporter, print_json, print_line, warn};
+use crate::output::{StderrReporter, print_json, print_stored, warn};
 use crate::workspace;
 
 /// Runs `aptix search`; returns the exit code.
@@ -39,7 +39,7 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
     if args.json {
         print_json(&as_json(&results))?;
     } else {
-        print_line(&as_text(&results))?;
+        print_stored(&as_text(&results))?;
     }
     Ok(SUCCESS)
 }

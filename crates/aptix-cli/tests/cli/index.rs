@@ -254,3 +254,21 @@ fn indexing_a_subfolder_does_not_take_it_out_of_its_project() {
     assert_eq!(code(&asked), 0, "{}", stderr(&asked));
     assert_eq!(stdout_json(&asked)["model"], "from-the-project");
 }
+
+#[test]
+fn a_file_name_with_an_escape_sequence_is_never_written_raw_to_the_log() {
+    // A cloned repository's file names are anyone's: one holding an escape sequence
+    // would set the terminal's title or clear the screen if the skip log wrote it raw.
+    let sandbox = code_workspace();
+    sandbox.write_workspace_file("bin\u{1b}]0;PWNED\u{7}\u{1b}[2J.rs", "\0binary\0");
+    let output = sandbox
+        .aptix()
+        .args(["index", "-v", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let log = stderr(&output);
+    assert!(log.contains("skipped"), "{log}");
+    assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "{log:?}");
+    assert!(log.contains(r"\u{1b}]0;PWNED"), "{log}");
+}
