@@ -26,11 +26,11 @@ use std::sync::{Arc, Mutex};
 
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
 use aptix_rag::ScoredChunk;
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Count, TopDocs};
 use tantivy::index::SegmentId;
 use tantivy::query::{
-    Bm25StatisticsProvider, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur, Query,
-    RegexQuery, TermQuery,
+    AllQuery, Bm25StatisticsProvider, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, Occur,
+    Query, RegexQuery, TermQuery,
 };
 use tantivy::schema::Value as _;
 use tantivy::schema::{Field, IndexRecordOption};
@@ -195,6 +195,8 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     }
     let mut clauses: Vec<(Occur, Box<dyn Query>)> =
         vec![(Occur::Must, text_query(&inner.fields, &chosen))];
+    let mut scoped: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    let warned_before_scope = warnings.len();
     for condition in &query.scope {
         match store::scope_field(&inner.fields, &condition.key) {
             Some(field) => {
@@ -203,6 +205,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
                     warnings.push(problem);
                 }
                 clauses.extend(scope_clauses(field, condition));
+                scoped.extend(scope_clauses(field, condition));
             }
             None => warnings.push(format!(
                 "{}; condition ignored",
@@ -261,6 +264,22 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         }
     }
     let hits = rank::finish(hits, limit);
+    // No hit under a scope: say whether the scope itself leaves nothing to search (a
+    // kind no file has, a value spelt otherwise than the index keeps it), which would
+    // otherwise look like a question nothing answers.
+    if hits.is_empty() && !scoped.is_empty() && warnings.len() == warned_before_scope {
+        scoped.push((Occur::Must, Box::new(AllQuery)));
+        let in_scope = searcher
+            .search(&BooleanQuery::new(scoped), &Count)
+            .map_err(|e| inner.store_error(e))?;
+        if in_scope == 0 {
+            let conditions: Vec<String> = query.scope.iter().map(describe_condition).collect();
+            warnings.push(format!(
+                "no chunk of the index is in the scope {}: values are compared as the index keeps them (languages and kinds in lower case, extensions without the dot)",
+                conditions.join(" and ")
+            ));
+        }
+    }
     let terms: Vec<String> = chosen.into_iter().map(|(term, _, _)| term).collect();
     let matches = hits.iter().map(|hit| explain(hit, &terms)).collect();
     Ok(SearchResults {
@@ -554,6 +573,16 @@ impl Bm25StatisticsProvider for ExactStats<'_> {
 
 /// The clauses of one scope condition on its exact field. Filters score zero so that
 /// they narrow the results without reordering them.
+/// `kind == test`, `path contains src, lib`: a condition as a person wrote it.
+fn describe_condition(condition: &ScopeCondition) -> String {
+    format!(
+        "`{} {} {}`",
+        condition.key,
+        condition.operator.as_str(),
+        condition.values.join(", ")
+    )
+}
+
 fn scope_clauses(field: Field, condition: &ScopeCondition) -> Vec<(Occur, Box<dyn Query>)> {
     let exact = |value: &str| -> Box<dyn Query> {
         Box::new(TermQuery::new(

@@ -46,7 +46,16 @@ fn condition(key: &str, operator: ScopeOperator, values: &[&str]) -> ScopeCondit
 fn search(text: &str, scope: Vec<ScopeCondition>) -> Vec<Chunk> {
     let query = SearchQuery::new(text).with_scope(scope).with_limit(100);
     let results = fixture().search(&query).unwrap();
-    assert!(results.warnings.is_empty(), "{:?}", results.warnings);
+    // The one warning a valid scope may bring: that nothing of the index is in it,
+    // and then nothing is found.
+    let empty_scope = results.hits.is_empty()
+        && results.warnings.len() == 1
+        && results.warnings[0].starts_with("no chunk of the index is in the scope");
+    assert!(
+        results.warnings.is_empty() || empty_scope,
+        "{:?}",
+        results.warnings
+    );
     results.hits.into_iter().map(|hit| hit.chunk).collect()
 }
 
@@ -262,11 +271,48 @@ fn a_kind_no_chunk_has_is_a_warning_and_matches_nothing() {
     // A real kind, or a substring test, is no problem.
     for (operator, value) in [
         (ScopeOperator::Equals, "source"),
-        (ScopeOperator::Contains, "sau"),
+        (ScopeOperator::Contains, "sour"),
     ] {
         let query = SearchQuery::new(BROAD).with_scope(vec![condition("kind", operator, &[value])]);
         assert!(fixture().search(&query).unwrap().warnings.is_empty());
     }
+}
+
+#[test]
+fn a_scope_that_leaves_nothing_to_search_says_so() {
+    // Values spelt otherwise than the index keeps them: a capital, a dot.
+    for (key, value) in [("language", "Rust"), ("extension", ".rs")] {
+        let query = SearchQuery::new(BROAD).with_scope(vec![condition(
+            key,
+            ScopeOperator::Equals,
+            &[value],
+        )]);
+        let results = fixture().search(&query).unwrap();
+        assert!(results.hits.is_empty(), "{key}");
+        assert_eq!(results.warnings.len(), 1, "{:?}", results.warnings);
+        assert!(
+            results.warnings[0].starts_with(&format!(
+                "no chunk of the index is in the scope `{key} == {value}`"
+            )),
+            "{}",
+            results.warnings[0]
+        );
+    }
+    // In scope, but no hit: no warning, the question is just not answered there.
+    let query = SearchQuery::new("zzqx_nothing_like_it").with_scope(vec![condition(
+        "language",
+        ScopeOperator::Equals,
+        &["rust"],
+    )]);
+    let results = fixture().search(&query).unwrap();
+    assert!(
+        results
+            .warnings
+            .iter()
+            .all(|warning| !warning.contains("scope")),
+        "{:?}",
+        results.warnings
+    );
 }
 
 #[test]
