@@ -139,12 +139,7 @@ pub(crate) fn analyse(text: &str) -> Analysis {
     // Function words dropped, kept back in case nothing else is left: a query of
     // function words alone ("what does once do") is still about something.
     let mut held: Vec<String> = Vec::new();
-    let mut sentence_start = true;
     for (word, in_code, area, lead) in words {
-        // A function word written with a capital inside a sentence is a name
-        // (`Either`, `Some`, `Once`), not English.
-        let named = !sentence_start && !lead && word.chars().next().is_some_and(char::is_uppercase);
-        sentence_start = word.ends_with(['.', '?', '!', ':']);
         let lower = word.to_ascii_lowercase();
         for (keys, kind) in KIND_WORDS {
             if keys.contains(&lower.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -167,7 +162,7 @@ pub(crate) fn analyse(text: &str) -> Analysis {
             for (position, token) in tokens.into_iter().enumerate() {
                 if position == 0 && identifier {
                     add(token, IDENTIFIER_WEIGHT, true, path_like);
-                } else if !is_stop_word(&token) || named {
+                } else if !is_stop_word(&token) {
                     let single = (!identifier).then(|| singular(&token)).flatten();
                     add(token, 1.0, false, path_like);
                     if let Some(single) = single {
@@ -936,16 +931,15 @@ mod tests {
     }
 
     #[test]
-    fn function_words_that_name_code_are_kept() {
-        // Capitalised inside a sentence: a type or a variant.
-        assert_eq!(terms("what does Either do here"), ["either"]);
-        assert!(terms("returns Some when found").contains(&"some".to_owned()));
-        // At a sentence's start, a capital is grammar.
-        assert!(!terms("Once it runs, check it.").contains(&"once".to_owned()));
-        // Nothing but function words: they are what the question is about.
+    fn a_query_of_function_words_alone_searches_them() {
+        // `aptix search Either`, "what does once do": the function words are what the
+        // question is about (a type, a method), not noise around it.
         assert_eq!(terms("once"), ["once"]);
         assert_eq!(terms("Either"), ["either"]);
         assert!(terms("what does once do").contains(&"once".to_owned()));
+        // Beside other words they are noise, even capitalised: in prose about Rust,
+        // `Some` and `None` name nothing in particular.
+        assert!(!terms("returns Some when the parser finds a header").contains(&"some".to_owned()));
     }
 
     #[test]
