@@ -88,10 +88,13 @@ static KEY_END: LazyLock<Option<Regex>> =
 static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
         r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        r"|(?i:aws_?secret\w*|secret_?access_?key)[\x22']?\s*[:=]\s*[\x22']?",
+        r"|(?i:aws_?secret[a-z0-9_]*|secret_?access_?key)[\x22']?\s*[:=]\s*[\x22']?",
         r"(?P<value>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)",
-        r"|\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@\x22'`]+:(?P<password>[^\s/@\x22'`{}$<>%*\[\]][^\s/@\x22'`]*)@",
-        r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+        // Every branch opens with a literal, which the regex's prefilter looks for
+        // first: a branch opening with a class (a URL's scheme) made every word a
+        // candidate and indexing half as fast again.
+        r"|://[^\s/:@\x22'`]+:(?P<password>[^\s/@\x22'`{}$<>%*\[\]][^\s/@\x22'`]*)@",
+        r"|eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         r"|\bgh[pousr]_[A-Za-z0-9]{36,}\b",
         r"|\bgithub_pat_[A-Za-z0-9_]{22,}",
         r"|\bglpat-[0-9A-Za-z_\-]{20,}",
