@@ -318,9 +318,12 @@ fn dry_run(
     runtime: &Runtime,
 ) -> Result<u8, anyhow::Error> {
     let orchestrator = runtime.block_on(workspace.dry_run_orchestrator(&StderrReporter))?;
-    let body = runtime
-        .block_on(orchestrator.dry_run(request))
+    let (body, warnings) = runtime
+        .block_on(orchestrator.dry_run_warned(request))
         .map_err(turn_error)?;
+    for warning in &warnings {
+        warn(warning);
+    }
     let sent = workspace.wire_request(body, !args.no_stream)?;
     note(format_args!(
         "dry run, nothing sent: POST {}",

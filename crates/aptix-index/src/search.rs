@@ -187,7 +187,14 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     let chosen =
         choose_terms(&analysis, &stats, &inner.fields).map_err(|e| inner.store_error(e))?;
     if chosen.is_empty() {
-        warnings.push(no_terms_warning(&analysis));
+        // An empty index (being built for the first time by another process, or a
+        // workspace without a file to index) is no question about another project.
+        let warning = if searcher.num_docs() == 0 {
+            "the workspace index holds no chunk yet (another process may be building it; try again when `aptix index` has run)".to_owned()
+        } else {
+            no_terms_warning(&analysis)
+        };
+        warnings.push(warning);
         return Ok(SearchResults {
             warnings,
             ..SearchResults::default()

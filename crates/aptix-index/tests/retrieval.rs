@@ -396,3 +396,17 @@ fn the_index_is_a_shareable_retriever() {
     let retriever: std::sync::Arc<dyn Retriever> = std::sync::Arc::new(fixture().clone());
     drop(retriever);
 }
+
+#[test]
+fn an_index_with_nothing_in_it_says_so_rather_than_blaming_the_words() {
+    let empty = tempfile::tempdir().unwrap();
+    let index = indexed(empty.path(), IndexConfig::default());
+    let results = index.search(&SearchQuery::new("invoice total")).unwrap();
+    assert!(results.hits.is_empty());
+    assert_eq!(results.warnings.len(), 1, "{:?}", results.warnings);
+    assert!(
+        results.warnings[0].starts_with("the workspace index holds no chunk yet"),
+        "{}",
+        results.warnings[0]
+    );
+}

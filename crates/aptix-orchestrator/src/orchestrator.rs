@@ -300,6 +300,17 @@ impl Orchestrator {
         &self,
         request: &AgentExecuteRequest,
     ) -> Result<CreateResponseRequest, OrchestratorError> {
+        self.dry_run_warned(request).await.map(|(body, _)| body)
+    }
+
+    /// [`dry_run`](Self::dry_run), with the warnings the turn's envelope would carry
+    /// about that body: context chunks left out of the token budget, a scope nothing
+    /// is in, a retrieval that failed. A dry run is how a user checks what will be
+    /// sent, and these say what will not be.
+    pub async fn dry_run_warned(
+        &self,
+        request: &AgentExecuteRequest,
+    ) -> Result<(CreateResponseRequest, Vec<String>), OrchestratorError> {
         let request = checked(request.clone())?;
         let loaded = self.store.load(request.session_id().as_str()).await?;
         let mut state = match loaded {
@@ -312,7 +323,7 @@ impl Orchestrator {
             None => self.new_session(request.session_id().as_str()),
         };
         let prepared = self.prepare(&request, &mut state).await?;
-        Ok(prepared.body)
+        Ok((prepared.body, prepared.warnings))
     }
 
     async fn run(

@@ -214,12 +214,7 @@ impl Orchestrator {
                 let offered = attached + retrieved.len();
                 let packed = select_context(inputs.chunks, retrieved, &query, &counter);
                 let left_out = offered - packed.kept.len();
-                if left_out > 0 {
-                    warnings.push(format!(
-                        "{left_out} of {offered} context chunk(s) were left out to keep the context within {} tokens (or {} chunks)",
-                        query.token_budget, query.max_chunks
-                    ));
-                }
+                warnings.extend(packed.left_out_warning(left_out, offered, &query));
                 let sources = packed.kept.iter().map(source_ref).collect();
                 let (builder, replayed) =
                     self.request_builder(state, &mode, outputs, &mut warnings);

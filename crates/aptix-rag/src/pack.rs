@@ -211,6 +211,32 @@ pub fn select_context(
     pack_keeping(candidates, kept, query.token_budget, counter)
 }
 
+impl Packed {
+    /// The warning to pass on when `left_out` of the `offered` context chunks were not
+    /// sent (they did not fit `query`'s token budget or chunk count, or overlapped
+    /// another), `None` when none was left out. It says so loudly when nothing was kept:
+    /// an empty context otherwise looks like a question nothing answers. The one wording
+    /// of this warning, for the orchestrator and for retrievers that pack.
+    pub fn left_out_warning(
+        &self,
+        left_out: usize,
+        offered: usize,
+        query: &RetrievalQuery,
+    ) -> Option<String> {
+        (left_out > 0).then(|| {
+            let none_kept = if self.kept.is_empty() {
+                "; no context is sent: raise the context token budget"
+            } else {
+                ""
+            };
+            format!(
+                "{left_out} of {offered} context chunk(s) were left out to keep the context within {} tokens (or {} chunks){none_kept}",
+                query.token_budget, query.max_chunks
+            )
+        })
+    }
+}
+
 /// `chunk` cut to its first lines whose text fits in `max_tokens` o200k tokens, its line
 /// span cut to match, with the tokens of the text kept; `None` when not even its first
 /// line fits. A chunk that fits is returned whole. For an attachment too large for the

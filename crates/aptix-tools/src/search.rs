@@ -91,10 +91,32 @@ impl SearchCode {
 #[serde(deny_unknown_fields)]
 struct Args {
     query: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     scope: Vec<String>,
     #[serde(default)]
     limit: Option<usize>,
+}
+
+/// A list of strings, or one string for a list of one: models often write one condition
+/// as a string where the schema asks for a list, and `null` for none.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    let wrong = || {
+        serde::de::Error::custom(
+            "scope must be a list of conditions such as [\"kind == source\"] (or one condition as a string)",
+        )
+    };
+    match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(one)) => Ok(vec![one]),
+        Some(Value::Array(many)) => many
+            .into_iter()
+            .map(|item| match item {
+                Value::String(condition) => Ok(condition),
+                _ => Err(wrong()),
+            })
+            .collect(),
+        Some(_) => Err(wrong()),
+    }
 }
 
 #[async_trait]

@@ -347,7 +347,33 @@ async fn search_code_finds_chunks_within_a_scope() {
             .unwrap()
             .contains("pub fn parse_status_line")
     );
+    // One condition written as a string, and `null` for none, as models often send
+    // them: read as a list of one, and as none.
+    for args in [
+        r#"{"query":"parse_status_line","scope":"path contains crates/","limit":3}"#,
+        r#"{"query":"parse_status_line","scope":["path contains crates/"],"limit":3}"#,
+    ] {
+        let value: Value = serde_json::from_str(&tool.execute(args).await.unwrap()).unwrap();
+        let hits = value["hits"].as_array().unwrap();
+        assert!(
+            !hits.is_empty()
+                && hits
+                    .iter()
+                    .all(|h| h["path"].as_str().unwrap().starts_with("crates/")),
+            "{args}: {hits:?}"
+        );
+    }
+    let unscoped: Value = serde_json::from_str(
+        &tool
+            .execute(r#"{"query":"parse_status_line","scope":null}"#)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(!unscoped["hits"].as_array().unwrap().is_empty());
     for (args, expected) in [
+        (r#"{"query":"x","scope":7}"#, "scope must be a list"),
+        (r#"{"query":"x","scope":[7]}"#, "scope must be a list"),
         (r#"{"query":"  "}"#, "query is empty"),
         (
             r#"{"query":"x","scope":["path ~ crates"]}"#,

@@ -272,3 +272,34 @@ fn a_file_name_with_an_escape_sequence_is_never_written_raw_to_the_log() {
     assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "{log:?}");
     assert!(log.contains(r"\u{1b}]0;PWNED"), "{log}");
 }
+
+#[test]
+fn a_dry_run_says_what_the_turn_would_leave_out() {
+    // A budget too small for any chunk: the body has no context, and the dry run says
+    // so as the turn's envelope would, instead of an empty context that looks like a
+    // question nothing answers.
+    let sandbox = code_workspace();
+    assert_eq!(code(&index(&sandbox)), 0);
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--no-tools",
+            "--context-token-budget",
+            "20",
+        ])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Where is commit_turn defined and what does it return?")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(!user_text(&stdout_json(&output)).contains("[CONTEXT]"));
+    let warned = stderr(&output);
+    assert!(
+        warned.contains("warning: ")
+            && warned.contains("left out to keep the context within 20 tokens")
+            && warned.contains("no context is sent"),
+        "{warned}"
+    );
+}
