@@ -1012,9 +1012,7 @@ mod postgres {
         ))
         .await
         .unwrap();
-        let (user, rest) = database.url().split_once('@').unwrap();
-        let scheme = &user[..user.find("://").unwrap() + 3];
-        let url = format!("{scheme}{role}@{rest}");
+        let url = database.url_as(&role);
         let store = PgSessionStore::connect(&url, 2)
             .await
             .unwrap_or_else(|error| panic!("{error}: {:?}", std::error::Error::source(&error)));
@@ -1070,9 +1068,7 @@ mod postgres {
         ))
         .await
         .unwrap();
-        let (user, rest) = database.url().split_once('@').unwrap();
-        let scheme = &user[..user.find("://").unwrap() + 3];
-        let bare = format!("{scheme}{role}@{rest}");
+        let bare = database.url_as(&role);
 
         let chain = |error: &aptix_orchestrator::OrchestratorError| {
             let mut text = format!("{error} {error:?}");
@@ -1113,7 +1109,7 @@ mod postgres {
                 other => format!("%{other:02X}"),
             })
             .collect();
-        let with_password = format!("{scheme}{role}:{encoded}@{rest}");
+        let with_password = database.url_as(&format!("{role}:{encoded}"));
         let store = PgSessionStore::connect_with_password(&with_password, 2, "wrong-secret-xyz")
             .await
             .unwrap_or_else(|error| panic!("{}", chain(&error)));

@@ -49,6 +49,15 @@ impl TestDatabase {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    /// The database's URL for another login: `user_info` replaces `postgres`
+    /// (`role`, or `role:password` percent-encoded).
+    pub fn url_as(&self, user_info: &str) -> String {
+        match self.url.split_once("://").zip(self.url.split_once('@')) {
+            Some(((scheme, _), (_, rest))) => format!("{scheme}://{user_info}@{rest}"),
+            None => self.url.clone(),
+        }
+    }
 }
 
 impl Drop for TestDatabase {

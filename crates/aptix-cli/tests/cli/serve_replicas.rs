@@ -313,9 +313,7 @@ async fn a_replica_logs_in_with_the_password_from_pgpassword() {
         ))
         .await
         .unwrap();
-    let (user, rest) = database.url().split_once('@').unwrap();
-    let scheme = &user[..user.find("://").unwrap() + 3];
-    let url = format!("{scheme}{role}@{rest}");
+    let url = database.url_as(&role);
 
     let upstream =
         FaultServer::start(vec![Reply::json(200, &answer("resp_1", "Logged in."))]).await;
