@@ -104,9 +104,11 @@ start() {
       -o "-p $port $options" start >/dev/null; then
       echo "$port" >"$dir/port"
       local url="postgres://postgres@127.0.0.1:$port/postgres"
-      "$bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$url" \
-        -c "CREATE ROLE aptix_password_auth NOLOGIN" >/dev/null ||
-        die "could not create the role aptix_password_auth on the test server"
+      if ! "$bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$url" \
+        -c "CREATE ROLE aptix_password_auth NOLOGIN" >/dev/null; then
+        as_server_user "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+        die "could not create the role aptix_password_auth on the test server (is psql in $bin?)"
+      fi
       echo "$url"
       return
     fi

@@ -19,7 +19,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Lines};
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteResponse, FinishReason, Kind};
+use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
 use aptix_orchestrator::{Orchestrator, SessionStore};
 use aptix_tools::FileReader;
 use tokio::sync::oneshot;
@@ -603,6 +603,8 @@ impl Session {
         };
         // Reading linked files through the editor is part of the prompt: a cancel stops
         // it too.
+        // The request as built, kept to settle the turn if it is cancelled.
+        let built: Mutex<Option<AgentExecuteRequest>> = Mutex::new(None);
         let turn = async {
             let request = prompt::user_turn(
                 &self.id,
@@ -612,6 +614,7 @@ impl Session {
                 self.editor.as_deref(),
             )
             .await?;
+            *lock(&built) = Some(request.clone());
             // A model request sent again after a 429, a 5xx or a lost connection is
             // told to the editor before the wait, as a cut stream's retry is.
             let observer = {
@@ -634,12 +637,13 @@ impl Session {
                 // The turn's future is dropped: the provider stream and any tool running
                 // stop. A turn is committed once, at its end, and a commit already begun
                 // runs to its end: then the turn is answered as the finished turn it was.
-                let key = aptix_orchestrator::TurnKey {
-                    session_id: self.id.clone(),
-                    turn_id: turn_id.to_owned(),
-                    scenario: aptix_orchestrator::Scenario::UserTurn,
+                let request = lock(&built).take();
+                let settled = match &request {
+                    Some(request) => turns.settle_dropped_turn(request).await,
+                    // Cancelled while its linked files were read: nothing ran.
+                    None => turns.release_session(&self.id).await.map(|()| None),
                 };
-                match turns.settle_dropped_turn(&key).await {
+                match settled {
                     Ok(Some(envelope)) => {
                         tracing::info!(session = %self.id, turn = %turn_id, "prompt cancelled as it was stored; answering with it");
                         envelope

@@ -172,6 +172,8 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         ));
     }
 
+    // Kept to settle the turn if a signal stops it.
+    let asked = request.clone();
     let mut printer = AnswerPrinter::new();
     let show_text = !args.json;
     let outcome = {
@@ -198,14 +200,24 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     let result = match outcome {
         Ok(result) => result,
         Err(signal) => {
-            // The turn's future is dropped: nothing was stored. Give the session back
-            // now rather than leave it locked until the lease expires.
+            // The turn's future is dropped. A commit it had begun runs to its end: the
+            // turn is then saved after all, and said so. The session is given back now
+            // rather than left locked until the lease expires.
             let _ = printer.finish();
-            if let Err(error) = runtime.block_on(orchestrator.release_session(&session_id)) {
-                warn(&format!("could not release the session: {error}"));
-            }
+            let saved = match runtime.block_on(orchestrator.settle_dropped_turn(&asked)) {
+                Ok(stored) => stored.is_some(),
+                Err(error) => {
+                    warn(&format!("could not release the session: {error}"));
+                    false
+                }
+            };
+            let outcome = if saved {
+                "the turn had ended and was saved"
+            } else {
+                "the turn was not saved"
+            };
             note(format_args!(
-                "interrupted by {}; the turn was not saved and session {session_id} is free",
+                "interrupted by {}; {outcome} and session {session_id} is free",
                 signal.name()
             ));
             return Ok(signal.exit_code());

@@ -6,7 +6,7 @@
 //! | 1 | the model or the provider failed (an error envelope), or a runtime failure (I/O, the session store) |
 //! | 2 | bad usage or configuration: a flag, an environment variable or a config file is wrong, or no API key is set for a host that needs one |
 //! | 3 | the answer is incomplete: the output token limit (or a content filter) cut it short; what arrived was printed |
-//! | 130, 143 | interrupted by SIGINT or SIGTERM: the turn was dropped, not saved, and the session released |
+//! | 130, 143 | interrupted by SIGINT or SIGTERM: the turn was dropped, not saved (unless its answer was already being written), and the session released |
 //!
 //! Clap's own usage errors also exit with 2.
 

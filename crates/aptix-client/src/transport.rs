@@ -406,8 +406,6 @@ fn retry_reason(error: &ClientError) -> String {
     }
 }
 
-/// Reads at most about `limit` bytes of a body: an error page can be large, and only
-/// its start is kept. A read failure keeps what arrived.
 /// The most of a whole (unstreamed) reply that is read: the limit on one streamed
 /// event, since a stream's final event carries the same whole response. A bigger reply
 /// (a server gone wrong, a hostile one) is refused before it fills memory and the
@@ -455,6 +453,8 @@ pub(crate) async fn read_reply(mut response: reqwest::Response) -> Result<Bytes,
     Ok(body.freeze())
 }
 
+/// Reads at most about `limit` bytes of a body: an error page can be large, and only
+/// its start is kept. A read failure keeps what arrived.
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
     let mut body = Vec::new();
     while body.len() < limit {

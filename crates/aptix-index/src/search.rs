@@ -578,8 +578,6 @@ impl Bm25StatisticsProvider for ExactStats<'_> {
     }
 }
 
-/// The clauses of one scope condition on its exact field. Filters score zero so that
-/// they narrow the results without reordering them.
 /// `kind == test`, `path contains src, lib`: a condition as a person wrote it.
 fn describe_condition(condition: &ScopeCondition) -> String {
     format!(
@@ -590,6 +588,8 @@ fn describe_condition(condition: &ScopeCondition) -> String {
     )
 }
 
+/// The clauses of one scope condition on its exact field. Filters score zero so that
+/// they narrow the results without reordering them.
 fn scope_clauses(field: Field, condition: &ScopeCondition) -> Vec<(Occur, Box<dyn Query>)> {
     let exact = |value: &str| -> Box<dyn Query> {
         Box::new(TermQuery::new(

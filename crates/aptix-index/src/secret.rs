@@ -93,7 +93,7 @@ static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
         // Every branch opens with a literal, which the regex's prefilter looks for
         // first: a branch opening with a class (a URL's scheme) made every word a
         // candidate and indexing half as fast again.
-        r"|://[^\s/:@\x22'`]+:(?P<password>[^\s/@\x22'`{}$<>%*\[\]][^\s/@\x22'`]*)@",
+        r"|://[^\s/:@\x22'`]*:(?P<password>[^\s/@\x22'`{}$<>%*\[\]][^\s/@\x22'`]*)@",
         r"|eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         r"|\bgh[pousr]_[A-Za-z0-9]{36,}\b",
         r"|\bgithub_pat_[A-Za-z0-9_]{22,}",
@@ -162,6 +162,14 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
         if found.name("sk").is_some() && !whole.as_str().bytes().any(|b| b.is_ascii_digit()) {
             continue;
         }
+        // A URL's "password" that is a placeholder, or an image's tag before its
+        // digest (`docker://alpine:3.19@sha256:...`), is no secret: left as written,
+        // so the model reads docs and tests as they are.
+        if let Some(password) = found.name("password")
+            && (is_placeholder(password.as_str()) || text[whole.end()..].starts_with("sha256:"))
+        {
+            continue;
+        }
         let span = value.unwrap_or(whole).range();
         if !spans[..blocks]
             .iter()
@@ -187,6 +195,16 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     }
     redacted.push_str(&text[written..]);
     Cow::Owned(redacted)
+}
+
+/// A password written as a stand-in: `password`, `secret`, `changeme`, `xxx`, ...
+fn is_placeholder(password: &str) -> bool {
+    const PLACEHOLDERS: [&str; 10] = [
+        "password", "passwd", "pass", "pw", "pwd", "secret", "changeme", "example", "redacted",
+        "hunter2",
+    ];
+    let lower = password.to_ascii_lowercase();
+    PLACEHOLDERS.contains(&lower.as_str()) || lower.bytes().all(|b| b == b'x')
 }
 
 /// How much of `rest`, the text after a key header with no END line near, is key text:
@@ -239,6 +257,15 @@ fn uncommented(line: &str) -> &str {
 /// What is left of a line once comment marks and string-literal dressing are taken off
 /// (quotes, commas, spaces, `\n` escapes), when it is base64; empty when nothing is left.
 fn key_text(line: &str) -> Option<String> {
+    // Words apart, as prose is (`# and then we parse`), are not key text, which has
+    // no space inside a line; a string's `+` between two lines is dressing.
+    let words = uncommented(line)
+        .split_whitespace()
+        .filter(|word| word.bytes().any(|b| b.is_ascii_alphanumeric()))
+        .count();
+    if words > 1 {
+        return None;
+    }
     let text = uncommented(line)
         .replace("\\n", "")
         .replace("\\r", "")
@@ -428,6 +455,12 @@ mod tests {
             );
             assert!(out.ends_with("\nfn parse() {}\n"), "{mark:?}: {out}");
         }
+        // A comment that names the header and goes on in prose is no key.
+        let prose = "# -----BEGIN RSA PRIVATE KEY-----\n# and then we parse it\nx = 1\n";
+        assert_eq!(
+            redacted(prose),
+            "# [secret redacted]\n# and then we parse it\nx = 1\n"
+        );
         // Armor headers in a commented block.
         let armored = "# -----BEGIN RSA PRIVATE KEY-----\n# Proc-Type: 4,ENCRYPTED\n# DEK-Info: AES-128-CBC,0A1B\n#\n# MIIEowIBAAKCAQEA7x\n# -----END RSA PRIVATE KEY-----\nx = 1\n";
         assert_eq!(redacted(armored), "# \n\n\n\n\n[secret redacted]\nx = 1\n");
@@ -443,8 +476,16 @@ mod tests {
             redacted("url = \"https://bot:p%40ss@example.com/x\"\n"),
             "url = \"https://bot:[secret redacted]@example.com/x\"\n"
         );
-        // Templates and masks are code, not secrets; nor is a port.
+        // Redis spells AUTH with no user.
+        assert_eq!(
+            redacted("REDIS_URL=redis://:s3cretRedis@cache:6379/0"),
+            "REDIS_URL=redis://:[secret redacted]@cache:6379/0"
+        );
+        // Templates, masks, placeholders and image digests are not secrets; nor is a port.
         for text in [
+            "postgres://user:password@localhost/db",
+            "postgres://aptix:xxxx@db/aptix",
+            "docker://alpine:3.19@sha256:4bcff63911fcb4448bd4fdacec207030997caf25e9bea4045fa6c8c44de311d1",
             "format!(\"{scheme}://{user}:{password}@{host}\")",
             "url=\"postgres://$USER:$PGPASSWORD@localhost/db\"",
             "postgres://aptix:***@127.0.0.1:1",

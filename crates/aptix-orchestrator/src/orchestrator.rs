@@ -334,6 +334,10 @@ impl Orchestrator {
         let key = TurnKey::of(&request);
         let asked = request_digest(&request);
         let session_id = key.session_id.clone();
+        // A dropped turn's commit still running on this session is waited for: this
+        // turn is then answered from the store if it is that turn's retry, and does not
+        // run on a session about to change under it.
+        self.commits.settled(&session_id).await;
         if let Some(envelope) = self.answered(&key, asked.as_deref()).await? {
             tracing::debug!(session = %session_id, turn = %key.turn_id, "answered from the store");
             return Ok(envelope);
@@ -458,26 +462,43 @@ impl Orchestrator {
     pub async fn release_session(&self, session_id: &str) -> Result<(), OrchestratorError> {
         // A dropped turn's commit still running keeps the session until it lands.
         self.commits.settled(session_id).await;
+        // A turn of this instance that started on the session since holds the lease
+        // under the same name: it is that turn's to give back.
+        if self
+            .active
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(session_id)
+        {
+            return Ok(());
+        }
         self.store.release_lease(session_id, &self.instance).await
     }
 
     /// Answers for a turn whose future was dropped before it ended (a deadline, a
-    /// shutdown): waits for a commit it had begun, which runs to its end (a store's
-    /// write cannot be taken back half-way), gives the session's lease back, and returns
-    /// the turn's envelope when it was stored after all. `None`: nothing of the turn
-    /// was stored, and the client may send it again.
+    /// shutdown, a cancel, Ctrl-C), given the request it ran: waits for a commit it had
+    /// begun, which runs to its end (a store's write cannot be taken back half-way),
+    /// gives the session's lease back, and returns the turn's envelope when it was
+    /// stored after all. `None`: nothing of the turn was stored (for a tool
+    /// continuation, the round stored under its `turnId` is an earlier one), and the
+    /// client may send it again.
     ///
     /// # Errors
     ///
     /// A store error, from giving the lease back or from looking the turn up.
     pub async fn settle_dropped_turn(
         &self,
-        key: &TurnKey,
+        request: &AgentExecuteRequest,
     ) -> Result<Option<AgentExecuteResponse>, OrchestratorError> {
-        let released = self.release_session(&key.session_id).await;
-        let stored = self.store.stored_turn(key).await?;
+        let released = self.release_session(request.session_id().as_str()).await;
+        let stored = match self.stored_answer(request).await {
+            Ok(stored) => stored,
+            // The key names another request's turn: not this one's.
+            Err(OrchestratorError::TurnReused { .. }) => None,
+            Err(error) => return Err(error),
+        };
         released?;
-        Ok(stored.map(|turn| turn.envelope))
+        Ok(stored)
     }
 
     /// Runs `turn` while renewing this instance's lease on the session every third of

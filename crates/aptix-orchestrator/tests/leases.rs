@@ -398,3 +398,74 @@ async fn deleting_a_session_clears_a_dead_processs_lease_and_refuses_a_live_ones
         "a second delete finds nothing"
     );
 }
+
+#[tokio::test]
+async fn a_dropped_turn_is_settled_with_its_own_stored_answer_never_an_earlier_rounds() {
+    // A turn, then two rounds of client tool calls under the same turnId: the store
+    // keeps the latest round under the key. Settling a round that was stopped before
+    // its commit must not answer with the round before it.
+    let call = |id: &str, call: &str| -> Response {
+        serde_json::from_value(json!({"id": id, "status": "completed", "model": "m",
+            "output": [{"type": "function_call", "call_id": call, "name": "read_file",
+                        "arguments": "{\"path\": \"src/lib.rs\"}"}]}))
+        .unwrap()
+    };
+    let provider = Arc::new(aptix_client::FakeProvider::new());
+    provider.push_response(call("resp_1", "call_1"));
+    provider.push_response(call("resp_2", "call_2"));
+    let read_file = aptix_orchestrator::ClientTool {
+        definition: serde_json::from_value(json!({
+            "name": "read_file", "description": "Reads a file on the client",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                           "required": ["path"], "additionalProperties": false},
+            "strict": true
+        }))
+        .unwrap(),
+        usage: None,
+    };
+    let (_dir, store) = store();
+    let orchestrator = Orchestrator::builder(provider, store)
+        .client_tool(read_file)
+        .build()
+        .unwrap();
+    let first = turn("t-1");
+    orchestrator.execute(first.clone()).await.unwrap();
+    let results = |call: &str, text: &str| {
+        AgentExecuteRequest::from_json_slice(
+            format!(
+                r#"{{"sessionId": "s-1", "turnId": "t-1", "toolResults": [
+                    {{"toolCallId": "{call}", "executionMs": 1, "resultJson": "{{\"text\": \"{text}\"}}"}}]}}"#
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    let round_1 = results("call_1", "mod a;");
+    let answered = orchestrator.execute(round_1.clone()).await.unwrap();
+
+    // The user turn and round 1 were stored: each settles with its own envelope.
+    let settled = orchestrator.settle_dropped_turn(&round_1).await.unwrap();
+    assert_eq!(settled.as_ref(), Some(&answered));
+    assert!(
+        orchestrator
+            .settle_dropped_turn(&first)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Round 2 never ran: nothing of it was stored, whatever round 1 left under the key.
+    let round_2 = results("call_2", "mod b;");
+    assert_eq!(
+        orchestrator.settle_dropped_turn(&round_2).await.unwrap(),
+        None
+    );
+    // Another request under a user turn's key is not that turn.
+    let other = AgentExecuteRequest::from_json_value(
+        &json!({"sessionId": "s-1", "turnId": "t-1", "instruction": "Something else"}),
+    )
+    .unwrap();
+    assert_eq!(
+        orchestrator.settle_dropped_turn(&other).await.unwrap(),
+        None
+    );
+}

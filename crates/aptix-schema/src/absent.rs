@@ -20,20 +20,38 @@ use serde_json::Value;
 /// deeper.
 const MAX_STEPS: usize = 256;
 
+/// How many schema steps one walk may take in all: a schema whose unions or `allOf`s
+/// refer to themselves twice over would otherwise double the work at every step.
+/// Past it, what is left is the validator's to judge.
+const MAX_WORK: usize = 100_000;
+
 /// Removes, at any depth of `answer`, the `null` members `schema` reads as absent (see
 /// the module documentation). `schema` is the whole schema document: local references
 /// (`#/$defs/...`) are resolved in it.
 pub(crate) fn drop_absent_nulls(answer: &mut Value, schema: &Value) {
-    Walk { root: schema }.value(answer, schema, 0);
+    Walk {
+        root: schema,
+        work: std::cell::Cell::new(0),
+    }
+    .value(answer, schema, 0);
 }
 
 struct Walk<'s> {
     root: &'s Value,
+    /// Steps taken so far ([`MAX_WORK`]).
+    work: std::cell::Cell<usize>,
 }
 
 impl<'s> Walk<'s> {
+    /// Counts one step of the walk; `true` once the walk has taken too many.
+    fn spent(&self) -> bool {
+        let taken = self.work.get().saturating_add(1);
+        self.work.set(taken);
+        taken > MAX_WORK
+    }
+
     fn value(&self, answer: &mut Value, schema: &'s Value, steps: usize) {
-        if steps > MAX_STEPS {
+        if steps > MAX_STEPS || self.spent() {
             return;
         }
         let Some(map) = schema.as_object() else {
@@ -143,7 +161,7 @@ impl<'s> Walk<'s> {
         let Some(map) = schema.as_object() else {
             return schema.as_bool().unwrap_or(true);
         };
-        if steps > MAX_STEPS {
+        if steps > MAX_STEPS || self.spent() {
             return true;
         }
         if let Some(reference) = map.get("$ref") {
@@ -194,11 +212,9 @@ impl<'s> Walk<'s> {
                 let Some(properties) = map.get("properties").and_then(Value::as_object) else {
                     return true;
                 };
-                // A branch that does not declare a member is taken not to describe it,
-                // unless it says it takes others: strict mode closes every object.
-                let closed = map
-                    .get("additionalProperties")
-                    .is_none_or(|more| more == false);
+                // A branch that does not declare a member fits it only if it takes
+                // others (strict mode's objects, closed, say they do not).
+                let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
                 if closed && !members.keys().all(|name| properties.contains_key(name)) {
                     return false;
                 }
@@ -236,7 +252,7 @@ impl<'s> Walk<'s> {
     /// The branches of a union, with a branch that is only a reference replaced by what
     /// it names and one that is only a union replaced by its own branches.
     fn flatten(&self, branches: &'s [Value], out: &mut Vec<&'s Value>, steps: usize) {
-        if steps > MAX_STEPS {
+        if steps > MAX_STEPS || self.spent() {
             return;
         }
         for branch in branches {
@@ -270,7 +286,7 @@ impl<'s> Walk<'s> {
             Value::Object(map) => map,
             _ => return true,
         };
-        if steps > MAX_STEPS {
+        if steps > MAX_STEPS || self.spent() {
             return true;
         }
         if let Some(reference) = map.get("$ref") {
@@ -411,6 +427,18 @@ mod tests {
             dropped(answer, &schema),
             json!({"pet": {"kind": "dog"}, "maybe": null, "looped": null, "merged": {}})
         );
+    }
+
+    #[test]
+    fn a_schema_that_refers_to_itself_twice_over_ends() {
+        let schema = json!({
+            "$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}],
+                            "anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}]}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}}
+        });
+        let answer = json!({"a": {"b": null}});
+        assert_eq!(dropped(answer.clone(), &schema), answer);
     }
 
     #[test]

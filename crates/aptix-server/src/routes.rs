@@ -262,8 +262,9 @@ fn unknown_session(id: &str, request_id: &str) -> ApiError {
 }
 
 /// Any path no route has: the one error shape, as every other refusal. Under `/v1/`,
-/// where every route needs the token, the token is asked for first, so that no one
-/// without it learns which routes exist.
+/// where every route needs the token, the token is asked for first: a caller without it
+/// is told to authenticate, whatever the path (the routes themselves are public, in
+/// `/openapi.json`).
 async fn not_found(State(state): State<AppState>, request: Request) -> Response {
     if request.uri().path().starts_with("/v1/")
         && let Err(refused) = authorized(&state, &request)
@@ -278,8 +279,14 @@ async fn not_found(State(state): State<AppState>, request: Request) -> Response 
     ApiError::new(ErrorCode::NotFound, message, &id_of(&request)).into_response()
 }
 
-/// A route's path with a method it does not have; axum adds the `Allow` header.
-async fn method_not_allowed(request: Request) -> Response {
+/// A route's path with a method it does not have; axum adds the `Allow` header. Under
+/// `/v1/` the token is asked for first, as for a path no route has.
+async fn method_not_allowed(State(state): State<AppState>, request: Request) -> Response {
+    if request.uri().path().starts_with("/v1/")
+        && let Err(refused) = authorized(&state, &request)
+    {
+        return refused.into_response();
+    }
     let message = format!(
         "{} does not take {} (see the Allow header)",
         request.uri().path(),
@@ -667,7 +674,9 @@ fn turn_future(
         let Turn {
             request, permit, ..
         } = turn;
-        let key = aptix_orchestrator::TurnKey::of(&request);
+        // Kept to settle the turn if it is stopped: what was stored under its key is
+        // its answer only if this very request ran it.
+        let asked: aptix_model::contract::AgentExecuteRequest = (*request).clone();
         // A request the provider sends again is counted, and a streamed turn's client is
         // told before the wait (`event: retry`).
         let observer = {
@@ -706,16 +715,16 @@ fn turn_future(
             // nothing of it was. The lease is given back so that the next process need
             // not wait for it to expire.
             dropped => {
-                let settled = match orchestrator.settle_dropped_turn(&key).await {
+                let settled = match orchestrator.settle_dropped_turn(&asked).await {
                     Ok(stored) => stored,
                     Err(error) => {
-                        tracing::warn!(session = %key.session_id, %error, "could not settle a stopped turn");
+                        tracing::warn!(session = %asked.session_id().as_str(), %error, "could not settle a stopped turn");
                         None
                     }
                 };
                 match (settled, dropped) {
                     (Some(envelope), _) => {
-                        tracing::info!(session = %key.session_id, turn = %key.turn_id, "a stopped turn was stored as it stopped; answering with it");
+                        tracing::info!(session = %asked.session_id().as_str(), turn = %asked.turn_id().as_str(), "a stopped turn was stored as it stopped; answering with it");
                         metrics.envelope(&envelope);
                         Ok(envelope)
                     }

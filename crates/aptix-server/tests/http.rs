@@ -524,6 +524,14 @@ async fn tokens_guard_the_api_and_never_come_back() {
         )
         .await;
     assert_eq!(missing.status(), 404);
+    // So does a route's path with a method it does not take.
+    let wrong_method = server
+        .client
+        .put(format!("{}/v1/sessions", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_method.status(), 401);
     for open in ["/healthz", "/readyz"] {
         let response = server
             .client
@@ -2104,8 +2112,10 @@ async fn a_turn_stopped_by_its_deadline_answers_with_what_the_store_holds() {
         turn_id: "t-1".to_owned(),
         scenario: aptix_orchestrator::Scenario::UserTurn,
     };
+    // The deadline leaves the turn's first steps (the tokenizer's first build, in a
+    // debug build) time to reach the commit, which outlasts it.
     let config = || ServerConfig {
-        turn_timeout: Duration::from_millis(150),
+        turn_timeout: Duration::from_secs(2),
         ..ServerConfig::default()
     };
 
@@ -2119,7 +2129,7 @@ async fn a_turn_stopped_by_its_deadline_answers_with_what_the_store_holds() {
         fake,
         Arc::new(SlowCommit {
             inner: Arc::clone(&inner),
-            delay: Duration::from_millis(400),
+            delay: Duration::from_secs(3),
         }),
     )
     .build()
