@@ -36,6 +36,13 @@ fn git_commit() -> Option<String> {
         let text = String::from_utf8(output.stdout).ok()?;
         (output.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
     };
+    // Only this workspace's own checkout: a source archive unpacked inside another
+    // repository (a distribution's packaging) is not that repository's commit.
+    let top = git(&["rev-parse", "--show-toplevel"])?;
+    let workspace = Path::new(&manifest_dir).join("../..");
+    if std::fs::canonicalize(&top).ok()? != std::fs::canonicalize(workspace).ok()? {
+        return None;
+    }
     let described = git(&["log", "-1", "--format=%h %cs", "--abbrev=10"])?;
     // Watch what moves when a commit is made or checked out: HEAD, the branch it names
     // (a loose ref, or the packed ones), wherever git keeps them (`--git-path` knows
