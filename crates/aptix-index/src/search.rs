@@ -202,7 +202,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     }
     let mut clauses: Vec<(Occur, Box<dyn Query>)> =
         vec![(Occur::Must, text_query(&inner.fields, &chosen))];
-    let mut scoped: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    let mut scoped: Vec<(Field, &ScopeCondition)> = Vec::new();
     let warned_before_scope = warnings.len();
     for condition in &query.scope {
         match store::scope_field(&inner.fields, &condition.key) {
@@ -212,7 +212,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
                     warnings.push(problem);
                 }
                 clauses.extend(scope_clauses(field, condition));
-                scoped.extend(scope_clauses(field, condition));
+                scoped.push((field, condition));
             }
             None => warnings.push(format!(
                 "{}; condition ignored",
@@ -275,9 +275,15 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
     // kind no file has, a value spelt otherwise than the index keeps it), which would
     // otherwise look like a question nothing answers.
     if hits.is_empty() && !scoped.is_empty() && warnings.len() == warned_before_scope {
-        scoped.push((Occur::Must, Box::new(AllQuery)));
+        // Built again only here, where nothing was found: a search that finds
+        // something pays for its scope's clauses once.
+        let mut alone: Vec<(Occur, Box<dyn Query>)> = scoped
+            .into_iter()
+            .flat_map(|(field, condition)| scope_clauses(field, condition))
+            .collect();
+        alone.push((Occur::Must, Box::new(AllQuery)));
         let in_scope = searcher
-            .search(&BooleanQuery::new(scoped), &Count)
+            .search(&BooleanQuery::new(alone), &Count)
             .map_err(|e| inner.store_error(e))?;
         if in_scope == 0 {
             let conditions: Vec<String> = query.scope.iter().map(describe_condition).collect();

@@ -259,14 +259,15 @@ fn uncommented(line: &str) -> &str {
 fn key_text(line: &str) -> Option<String> {
     // Words apart, as prose is (`# and then we parse`), are not key text, which has
     // no space inside a line; a string's `+` between two lines is dressing.
-    let words = uncommented(line)
+    let line = uncommented(line);
+    let words = line
         .split_whitespace()
         .filter(|word| word.bytes().any(|b| b.is_ascii_alphanumeric()))
         .count();
     if words > 1 {
         return None;
     }
-    let text = uncommented(line)
+    let text = line
         .replace("\\n", "")
         .replace("\\r", "")
         .replace(['"', '\'', ',', ';', ' ', '\t', '\r'], "");

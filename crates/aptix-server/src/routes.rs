@@ -266,10 +266,8 @@ fn unknown_session(id: &str, request_id: &str) -> ApiError {
 /// is told to authenticate, whatever the path (the routes themselves are public, in
 /// `/openapi.json`).
 async fn not_found(State(state): State<AppState>, request: Request) -> Response {
-    if request.uri().path().starts_with("/v1/")
-        && let Err(refused) = authorized(&state, &request)
-    {
-        return refused.into_response();
+    if let Some(refused) = unauthorized_under_v1(&state, &request) {
+        return refused;
     }
     let message = format!(
         "there is no route {} {}",
@@ -279,13 +277,22 @@ async fn not_found(State(state): State<AppState>, request: Request) -> Response 
     ApiError::new(ErrorCode::NotFound, message, &id_of(&request)).into_response()
 }
 
+/// The refusal of a request under `/v1/`, where every route needs the token, that does
+/// not carry it: asked for before a path or a method is said to be wrong.
+fn unauthorized_under_v1(state: &AppState, request: &Request) -> Option<Response> {
+    if !request.uri().path().starts_with("/v1/") {
+        return None;
+    }
+    authorized(state, request)
+        .err()
+        .map(IntoResponse::into_response)
+}
+
 /// A route's path with a method it does not have; axum adds the `Allow` header. Under
 /// `/v1/` the token is asked for first, as for a path no route has.
 async fn method_not_allowed(State(state): State<AppState>, request: Request) -> Response {
-    if request.uri().path().starts_with("/v1/")
-        && let Err(refused) = authorized(&state, &request)
-    {
-        return refused.into_response();
+    if let Some(refused) = unauthorized_under_v1(&state, &request) {
+        return refused;
     }
     let message = format!(
         "{} does not take {} (see the Allow header)",
