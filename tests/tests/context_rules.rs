@@ -42,7 +42,7 @@ impl Retriever for Careless {
             .collect();
         Ok(Retrieval {
             chunks,
-            warnings: Vec::new(),
+            ..Retrieval::default()
         })
     }
 }

@@ -24,14 +24,13 @@ impl WorkspaceIndex {
         let counter =
             TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
         let packed = select_context(Vec::new(), results.hits, query, &counter);
-        let mut warnings = results.warnings;
         // Hits past `max_chunks` were fetched as spares for overlaps; those the token
-        // budget left out are news for the caller.
-        let offered = packed.kept.len() + packed.dropped.len();
-        warnings.extend(packed.left_out_warning(packed.dropped.len(), offered, query));
+        // budget left out are news for the caller, who says so with what it leaves out
+        // itself (one warning, one count).
         Ok(Retrieval {
             chunks: packed.kept,
-            warnings,
+            warnings: results.warnings,
+            left_out: packed.dropped.len(),
         })
     }
 }

@@ -365,6 +365,17 @@ async fn the_retriever_packs_to_the_budget_without_overlaps() {
     };
     let packed = index.retrieve(&tight).await.unwrap();
     assert!(!packed.chunks.is_empty() && packed.chunks.len() < retrieval.chunks.len());
+    // What the budget left out is counted for the orchestrator, which says it once with
+    // what it leaves out itself; the retriever does not warn about it too.
+    assert!(packed.left_out > 0, "{packed:?}");
+    assert!(
+        !packed
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("left out")),
+        "{:?}",
+        packed.warnings
+    );
 
     let few = RetrievalQuery {
         max_chunks: 2,

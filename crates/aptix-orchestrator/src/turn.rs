@@ -196,6 +196,9 @@ impl Orchestrator {
                     max_chunks: self.config.max_chunks,
                 };
                 let mut retrieved = Vec::new();
+                // Chunks the retriever found and left out of the budget itself: counted
+                // with what is left out here, so the turn warns once, with one count.
+                let mut left_by_retriever = 0;
                 if let Some(retriever) = &self.retriever
                     && !query.text.is_empty()
                 {
@@ -203,6 +206,7 @@ impl Orchestrator {
                         Ok(found) => {
                             warnings.extend(found.warnings);
                             retrieved = found.chunks;
+                            left_by_retriever = found.left_out;
                         }
                         Err(error) => warnings.push(format!(
                             "retrieval failed: {}",
@@ -211,7 +215,7 @@ impl Orchestrator {
                     }
                 }
                 let attached = inputs.chunks.len();
-                let offered = attached + retrieved.len();
+                let offered = attached + retrieved.len() + left_by_retriever;
                 let packed = select_context(inputs.chunks, retrieved, &query, &counter);
                 let left_out = offered - packed.kept.len();
                 warnings.extend(packed.left_out_warning(left_out, offered, &query));

@@ -159,3 +159,90 @@ async fn overlapping_selections_of_one_file_are_both_sent() {
     );
     assert!(sent.contains("let sixth = 6;"));
 }
+
+/// A retriever that found `found` chunks, kept the first `kept` of them (as the index
+/// keeps what fits the budget) and says how many it left out.
+struct Packing {
+    kept: usize,
+    found: usize,
+}
+
+#[async_trait::async_trait]
+impl aptix_rag::Retriever for Packing {
+    async fn retrieve(
+        &self,
+        _query: &aptix_rag::RetrievalQuery,
+    ) -> Result<aptix_rag::Retrieval, aptix_rag::RagError> {
+        let chunks = (0..self.kept)
+            .map(|n| aptix_rag::ScoredChunk {
+                chunk: aptix_rag::Chunk {
+                    id: aptix_rag::ChunkId::new(format!("src/found_{n}.rs#1")),
+                    path: format!("src/found_{n}.rs"),
+                    lines: aptix_rag::LineSpan::new(1, 200).unwrap(),
+                    language: "rust".into(),
+                    content: file(200),
+                    metadata: Default::default(),
+                },
+                score: 1.0 - n as f32 / 100.0,
+            })
+            .collect();
+        Ok(aptix_rag::Retrieval {
+            chunks,
+            warnings: Vec::new(),
+            left_out: self.found - self.kept,
+        })
+    }
+}
+
+#[tokio::test]
+async fn what_the_budget_leaves_out_is_said_once_counting_what_the_retriever_left_out() {
+    // The retriever found 5 chunks and kept 3 for the budget; an attachment then comes
+    // first and leaves room for fewer still. One warning, with the turn's whole count:
+    // before, the retriever and the orchestrator each warned, with counts of their own.
+    let chunk_tokens = aptix_rag::TokenCounter::o200k().unwrap().count(&file(200));
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer());
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .retriever(Arc::new(Packing { kept: 3, found: 5 }))
+            .config(OrchestratorConfig {
+                // Room for three and a half of these 200-line chunks: the retriever's
+                // three fit alone, and the attachment takes one's room.
+                context_token_budget: chunk_tokens * 7 / 2,
+                ..OrchestratorConfig::default()
+            })
+            .build()
+            .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        serde_json::json!({"sessionId": "s", "turnId": "t", "instruction": "Review these",
+                           "files": [{"path": "src/mine.rs", "content": file(200)}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    let envelope = orchestrator.execute(request).await.unwrap();
+    let left_out: Vec<&String> = envelope
+        .warnings
+        .iter()
+        .filter(|warning| warning.contains("left out to keep the context"))
+        .collect();
+    assert_eq!(left_out.len(), 1, "{:?}", envelope.warnings);
+    let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
+    let kept = (0..3)
+        .filter(|n| sent.contains(&format!("src/found_{n}.rs")))
+        .count();
+    assert!(
+        sent.contains("src/mine.rs"),
+        "the attachment is always sent"
+    );
+    assert!(
+        kept < 3,
+        "the attachment took a retrieved chunk's room: {kept} kept"
+    );
+    // 1 attachment + 5 found = 6 offered; the attachment and `kept` of them were sent.
+    let expected = format!("{} of 6 context chunk(s) were left out", 5 - kept);
+    assert!(
+        left_out[0].starts_with(&expected),
+        "{left_out:?}, expected {expected}"
+    );
+}

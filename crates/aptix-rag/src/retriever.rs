@@ -25,6 +25,11 @@ pub struct Retrieval {
     pub chunks: Vec<ScoredChunk>,
     /// Soft problems the caller should surface, e.g. a scope key the store does not know.
     pub warnings: Vec<String>,
+    /// How many chunks the retriever found and left out itself, to keep
+    /// [`chunks`](Self::chunks) within the query's token budget or chunk count. Not a
+    /// warning of its own: the orchestrator packs again (with the user's attachments
+    /// first) and says once, in one count, how many chunks the turn left out.
+    pub left_out: usize,
 }
 
 /// Finds ranked chunks for a query. Implementations: the embedded workspace index

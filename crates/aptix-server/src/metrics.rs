@@ -73,8 +73,9 @@ struct CallLabels {
 }
 
 fn turn_buckets() -> Histogram {
-    // 1 ms .. ~9 min.
-    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+    // 1 ms .. ~17 min: past the default turn deadline (10 min), so that no turn the
+    // service lets run lands in `+Inf` alone.
+    Histogram::new(exponential_buckets(0.001, 2.0, 21))
 }
 
 fn overhead_buckets() -> Histogram {
@@ -136,7 +137,7 @@ impl Metrics {
         let turn_seconds = turn_buckets();
         registry.register(
             "turn_duration_seconds",
-            "Wall time of a turn, from its task's start to its envelope or error",
+            "Wall time of a turn that called the model, from its start to its envelope or error (with TimedProvider, a turn answered from the store or refused before calling the model is not one)",
             turn_seconds.clone(),
         );
         let in_flight = Gauge::default();
@@ -144,9 +145,14 @@ impl Metrics {
         let tokens = Family::<KindLabels, Counter>::default();
         registry.register(
             "tokens",
-            "Tokens reported in envelopes' usage: input, output, cached, reasoning",
+            "Tokens reported in envelopes' usage: input, output, cached, reasoning (with TimedProvider, an envelope answered again from the store is not counted again)",
             tokens.clone(),
         );
+        // Every kind from the start, so that a dashboard's rate() has a series before the
+        // first turn that reports it.
+        for kind in ["input", "output", "cached", "reasoning"] {
+            tokens.get_or_create(&KindLabels { kind });
+        }
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
             "errors",
@@ -165,6 +171,9 @@ impl Metrics {
             "Provider calls made again: kind=request (a request that failed before its reply, with 429, 5xx or a connection failure, sent again) or kind=stream (a stream cut mid-answer, resumed or sent again)",
             retries.clone(),
         );
+        for kind in ["request", "stream"] {
+            retries.get_or_create(&KindLabels { kind });
+        }
         let provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(turn_buckets);
         registry.register(
@@ -212,7 +221,7 @@ impl Metrics {
         };
         self.inner.retries.get_or_create(&KindLabels { kind }).inc();
         if let Some(turn) = current_turn() {
-            turn.fetch_add(
+            turn.provider_nanos.fetch_add(
                 u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
                 Ordering::Relaxed,
             );
@@ -288,26 +297,32 @@ impl Metrics {
         }
     }
 
-    /// Runs `turn` as one turn: counted in flight, timed, and (with a
-    /// [`TimedProvider`]) its overhead recorded.
-    pub(crate) async fn turn<F: Future>(&self, turn: F) -> F::Output {
+    /// Runs `turn` as one turn: counted in flight, and timed with (given a
+    /// [`TimedProvider`]) its overhead. Also says whether it called the model: `false`
+    /// for a turn answered from the store or refused before any call, which is not timed
+    /// as a turn (its near-zero time would pull the turn percentiles down) and whose
+    /// envelope's tokens were counted when it ran; always `true` without a
+    /// `TimedProvider`, which alone sees the calls.
+    pub(crate) async fn turn<F: Future>(&self, turn: F) -> (F::Output, bool) {
         let inner = &self.inner;
         inner.in_flight.inc();
         let _in_flight = InFlight(&inner.in_flight);
-        let provider_nanos = Arc::new(AtomicU64::new(0));
+        let meter = Arc::new(TurnMeter::default());
         let started = Instant::now();
-        let output = PROVIDER_NANOS
-            .scope(Arc::clone(&provider_nanos), turn)
-            .await;
+        let output = TURN_METER.scope(Arc::clone(&meter), turn).await;
         let elapsed = started.elapsed();
-        inner.turn_seconds.observe(elapsed.as_secs_f64());
-        if inner.provider_timed.load(Ordering::Relaxed) {
-            let waited = Duration::from_nanos(provider_nanos.load(Ordering::Relaxed));
+        let called = !inner.provider_timed.load(Ordering::Relaxed)
+            || meter.calls.load(Ordering::Relaxed) > 0;
+        if called {
+            inner.turn_seconds.observe(elapsed.as_secs_f64());
+        }
+        if called && inner.provider_timed.load(Ordering::Relaxed) {
+            let waited = Duration::from_nanos(meter.provider_nanos.load(Ordering::Relaxed));
             inner
                 .overhead_seconds
                 .observe(elapsed.saturating_sub(waited).as_secs_f64());
         }
-        output
+        (output, called)
     }
 
     /// One provider call, by its outcome: `ok`, `error`, or `cut` (a stream that ended
@@ -317,7 +332,7 @@ impl Metrics {
         call: &'static str,
         outcome: &'static str,
         took: Duration,
-        turn: Option<&AtomicU64>,
+        turn: Option<&TurnMeter>,
     ) {
         self.inner
             .provider_seconds
@@ -325,7 +340,8 @@ impl Metrics {
             .observe(took.as_secs_f64());
         if let Some(turn) = turn {
             let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-            turn.fetch_add(nanos, Ordering::Relaxed);
+            turn.provider_nanos.fetch_add(nanos, Ordering::Relaxed);
+            turn.calls.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -340,13 +356,22 @@ impl Drop for InFlight<'_> {
     }
 }
 
-tokio::task_local! {
-    /// Nanoseconds the current turn has spent waiting on the provider.
-    static PROVIDER_NANOS: Arc<AtomicU64>;
+/// What the current turn's provider calls added up to.
+#[derive(Default)]
+struct TurnMeter {
+    /// Nanoseconds spent waiting on the provider.
+    provider_nanos: AtomicU64,
+    /// Provider calls made (each counted when it ended).
+    calls: AtomicU64,
 }
 
-fn current_turn() -> Option<Arc<AtomicU64>> {
-    PROVIDER_NANOS.try_with(Arc::clone).ok()
+tokio::task_local! {
+    /// The current turn's meter.
+    static TURN_METER: Arc<TurnMeter>;
+}
+
+fn current_turn() -> Option<Arc<TurnMeter>> {
+    TURN_METER.try_with(Arc::clone).ok()
 }
 
 /// A [`ResponsesProvider`] that times every call of the provider it wraps into a
@@ -469,7 +494,7 @@ struct TimedStream {
     call: &'static str,
     started: Instant,
     metrics: Metrics,
-    turn: Option<Arc<AtomicU64>>,
+    turn: Option<Arc<TurnMeter>>,
     done: bool,
     /// Its final event came.
     terminal: bool,

@@ -710,9 +710,14 @@ fn turn_future(
             let mut guard = stop.guard();
             std::future::poll_fn(move |cx| guard.poll(cx, timed.as_mut())).await
         };
-        let outcome = match metrics.turn(stoppable).await {
+        let (outcome, called_model) = metrics.turn(stoppable).await;
+        let outcome = match outcome {
+            // An envelope answered again from the store (a retry) was counted when its
+            // turn ran.
             Some(Ok(Ok(envelope))) => {
-                metrics.envelope(&envelope);
+                if called_model {
+                    metrics.envelope(&envelope);
+                }
                 Ok(envelope)
             }
             Some(Ok(Err(error))) => Err(ApiError::from_orchestrator(error, &request_id)),

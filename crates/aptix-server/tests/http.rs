@@ -941,6 +941,22 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
         .unwrap();
     assert_eq!(failed["kind"], "error");
     let error_code = failed["errorCode"].as_str().unwrap().to_owned();
+    // A retry answered from the store, and a reused turn id refused, call no model: they
+    // are neither turns to time nor tokens to count again.
+    let retried = server
+        .post(&turn("s-secret-session", "t1"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retried.status(), 200);
+    let reused = server
+        .post(&json!({"sessionId": "s-secret-session", "turnId": "t1", "instruction": "Other"}))
+        .header("authorization", auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reused.status(), 422);
     let wrong_type = server
         .client
         .post(format!("{}/v1/agent/execute", server.base))
@@ -985,7 +1001,11 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
     };
     assert_eq!(
         sample(&text, "aptix_http_requests_total", &execute("200")),
-        Some(2.0)
+        Some(3.0)
+    );
+    assert_eq!(
+        sample(&text, "aptix_http_requests_total", &execute("422")),
+        Some(1.0)
     );
     assert_eq!(
         sample(&text, "aptix_http_requests_total", &execute("415")),
@@ -1058,6 +1078,14 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
         ),
         Some(1.0)
     );
+    // Series a dashboard rates over exist from the start, at zero.
+    for kind in ["request", "stream"] {
+        assert_eq!(
+            sample(&text, "aptix_provider_retries_total", &[("kind", kind)]),
+            Some(0.0),
+            "{kind}"
+        );
+    }
     assert_eq!(sample(&text, "aptix_turns_in_flight", &[]), Some(0.0));
     assert_eq!(
         sample(&text, "aptix_turn_duration_seconds_count", &[]),

@@ -76,7 +76,7 @@ impl Retriever for TwentyChunks {
         }
         Ok(Retrieval {
             chunks,
-            warnings: Vec::new(),
+            ..Retrieval::default()
         })
     }
 }
