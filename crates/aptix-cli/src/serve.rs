@@ -202,8 +202,17 @@ fn steady_page_faults() {
     }
 }
 
-/// The configured bearer tokens: the file's, else `APTIX_SERVE_TOKENS`.
+/// The configured bearer tokens: the file's and `APTIX_SERVE_TOKENS`'s, together (an
+/// operator may keep one set in a mounted file and another in the environment; before,
+/// the variable was ignored without a word when a file was given).
+///
+/// Every token is checked as a client must send it, one word of the bearer syntax
+/// (RFC 6750: letters, digits and `-._~+/`, then `=`s): a line the service could never
+/// match (a token with a space, a stray quote) is refused, naming the line but never
+/// the text. A set variable that holds no token is refused too, as an empty file is: it
+/// would leave the service without tokens while its operator meant it to have some.
 fn tokens(file: Option<&Path>, env: Env<'_>) -> Result<Tokens, anyhow::Error> {
+    let mut accepted: Vec<String> = Vec::new();
     if let Some(path) = file {
         // A tokens file that cannot be read is a setting to fix, as an empty one is.
         let text = std::fs::read_to_string(path).map_err(|error| {
@@ -212,18 +221,78 @@ fn tokens(file: Option<&Path>, env: Env<'_>) -> Result<Tokens, anyhow::Error> {
                 path.display()
             ))
         })?;
-        let tokens = Tokens::from_lines(&text);
-        if tokens.is_empty() {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let before = accepted.len();
+        for (number, line) in text.lines().enumerate() {
+            let mut words = line.split_whitespace();
+            let Some(token) = words.next().filter(|word| !word.starts_with('#')) else {
+                continue;
+            };
+            let comment_follows = words.next().is_none_or(|word| word.starts_with('#'));
+            if !comment_follows || !is_bearer_token(token) {
+                return Err(usage(format!(
+                    "line {} of the tokens file {} is not a bearer token: a token is one \
+                     word of letters, digits and - . _ ~ + / (= at its end), and a # comment \
+                     may follow it after a space",
+                    number + 1,
+                    path.display()
+                )));
+            }
+            accepted.push(token.to_owned());
+        }
+        if accepted.len() == before {
             return Err(usage(format!(
                 "the tokens file {} holds no token",
                 path.display()
             )));
         }
-        return Ok(tokens);
     }
-    Ok(env("APTIX_SERVE_TOKENS")
-        .map(|list| Tokens::from_comma_list(&list))
-        .unwrap_or_default())
+    if let Some(list) = env("APTIX_SERVE_TOKENS") {
+        let before = accepted.len();
+        for (number, token) in list.split(',').map(str::trim).enumerate() {
+            if token.is_empty() {
+                continue;
+            }
+            if !is_bearer_token(token) {
+                return Err(usage(format!(
+                    "item {} of APTIX_SERVE_TOKENS is not a bearer token: a token is one word \
+                     of letters, digits and - . _ ~ + / (= at its end); separate tokens with commas",
+                    number + 1
+                )));
+            }
+            accepted.push(token.to_owned());
+        }
+        if accepted.len() == before {
+            return Err(usage(
+                "APTIX_SERVE_TOKENS is set but holds no token: set it to comma-separated tokens, \
+                 or unset it to serve loopback only without tokens",
+            ));
+        }
+    }
+    let short = accepted
+        .iter()
+        .filter(|token| token.len() < MIN_TOKEN_LENGTH)
+        .count();
+    if short > 0 {
+        warn(&format!(
+            "{short} bearer token{} shorter than {MIN_TOKEN_LENGTH} characters, easy to guess: \
+             use long random ones (for example `openssl rand -hex 32`)",
+            if short == 1 { " is" } else { "s are" }
+        ));
+    }
+    Ok(Tokens::from_lines(&accepted.join("\n")))
+}
+
+/// Tokens shorter than this are served, with a warning.
+const MIN_TOKEN_LENGTH: usize = 16;
+
+/// Whether `token` can be sent as `Authorization: Bearer <token>` (RFC 6750's token68).
+fn is_bearer_token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
@@ -245,5 +314,80 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &[u8]) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        file
+    }
+
+    fn env_of(value: Option<&'static str>) -> impl Fn(&str) -> Option<String> {
+        move |name: &str| (name == "APTIX_SERVE_TOKENS").then(|| value.map(str::to_owned))?
+    }
+
+    #[test]
+    fn the_files_tokens_and_the_variables_are_served_together() {
+        // An editor's byte order mark, a comment after a token, and a blank line.
+        let listed = file(
+            b"\xEF\xBB\xBFtok-from-file-0001 # the laptop\n\n# a comment\ntok-from-file-0002\n",
+        );
+        let env = env_of(Some("tok-from-env-00003, ,"));
+        let tokens = tokens(Some(listed.path()), &env).unwrap();
+        assert_eq!(tokens.len(), 3);
+        for token in [
+            "tok-from-file-0001",
+            "tok-from-file-0002",
+            "tok-from-env-00003",
+        ] {
+            assert!(tokens.accepts(token), "{token}");
+        }
+        assert!(!tokens.accepts("tok-from-file-0001 # the laptop"));
+    }
+
+    #[test]
+    fn a_line_no_client_could_send_is_refused_by_its_number_not_its_text() {
+        let listed = file(b"good-token-000001\nsecret with spaces\n");
+        let error = tokens(Some(listed.path()), &env_of(None))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("line 2 of the tokens file"), "{error}");
+        assert!(!error.contains("secret"), "{error}");
+        let error = tokens(None, &env_of(Some("fine-token-00001,\"quoted\"")))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("item 2 of APTIX_SERVE_TOKENS"), "{error}");
+        assert!(!error.contains("quoted"), "{error}");
+    }
+
+    #[test]
+    fn a_set_variable_or_a_file_without_a_token_is_refused() {
+        let error = tokens(None, &env_of(Some(" , ,"))).unwrap_err().to_string();
+        assert!(
+            error.contains("APTIX_SERVE_TOKENS is set but holds no token"),
+            "{error}"
+        );
+        let listed = file(b"# only a comment\n\n");
+        let error = tokens(Some(listed.path()), &env_of(None))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("holds no token"), "{error}");
+        // Unset, and no file: no tokens (the service then serves loopback only).
+        assert!(tokens(None, &env_of(None)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bearer_token_is_one_word_of_the_bearer_syntax() {
+        for good in ["abc", "A-b.c_d~e+f/g", "dG9rZW4=", "x=="] {
+            assert!(is_bearer_token(good), "{good}");
+        }
+        for bad in ["", "=", "a b", "a\"b", "a,b", "tök", "a=b"] {
+            assert!(!is_bearer_token(bad), "{bad}");
+        }
     }
 }

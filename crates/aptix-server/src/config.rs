@@ -20,13 +20,17 @@ use crate::metrics::Metrics;
 pub struct Tokens(Vec<[u8; 32]>);
 
 impl Tokens {
-    /// Tokens from a file's text: one per line, `#` comments and blank lines ignored,
-    /// surrounding whitespace trimmed.
+    /// Tokens from a file's text: one per line, `#` comments and blank lines ignored.
+    /// A token is a line's first word (a bearer token holds no space): a `# comment`
+    /// after it is ignored, and so is a byte order mark before the first line, which an
+    /// editor may write and no client sends.
     pub fn from_lines(text: &str) -> Tokens {
         Tokens(
-            text.lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            text.strip_prefix('\u{feff}')
+                .unwrap_or(text)
+                .lines()
+                .filter_map(|line| line.split_whitespace().next())
+                .filter(|token| !token.starts_with('#'))
                 .map(digest)
                 .collect(),
         )
