@@ -37,6 +37,10 @@ pub(crate) struct AcpArgs {
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
     pub(crate) settings: SettingsLayer,
+    /// Do not offer the model the built-in tools (search_code, read_file, list_files);
+    /// the same as `--tools=false`
+    #[arg(long, conflicts_with = "tools")]
+    pub(crate) no_tools: bool,
 }
 
 /// Runs `aptix acp` until the editor closes stdin; returns the exit code.
@@ -47,7 +51,7 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
     };
     let opener = CliWorkspaces {
         pinned,
-        flags: args.settings.clone(),
+        flags: crate::cli::turn_flags(&args.settings, args.no_tools),
         opened: Mutex::default(),
     };
     tracing::info!("serving ACP on stdio");

@@ -120,10 +120,7 @@ fn image_media_type(path: &Path) -> Option<&'static str> {
 pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     let instruction = read_instruction(&args.instruction)?;
     let root = workspace::resolve(args.workspace.as_deref())?;
-    let mut flags = args.settings.clone();
-    if args.no_tools {
-        flags.tools = Some(false);
-    }
+    let flags = crate::cli::turn_flags(&args.settings, args.no_tools);
     let workspace = Workspace::load(&root, &flags, env)?;
     tracing::debug!(
         workspace = %root.display(),

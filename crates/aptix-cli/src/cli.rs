@@ -233,3 +233,16 @@ pub(crate) struct InspectArgs {
     #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
 }
+
+/// The settings a front end runs turns with: its flags, with `--no-tools` read as
+/// `--tools=false` (the one home of that rule for `ask`, `serve` and `acp`).
+pub(crate) fn turn_flags(
+    settings: &aptix_runtime::SettingsLayer,
+    no_tools: bool,
+) -> aptix_runtime::SettingsLayer {
+    let mut flags = settings.clone();
+    if no_tools {
+        flags.tools = Some(false);
+    }
+    flags
+}

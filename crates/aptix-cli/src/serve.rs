@@ -38,6 +38,10 @@ pub(crate) struct ServeArgs {
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
     pub(crate) settings: SettingsLayer,
+    /// Do not offer the model the built-in tools (search_code, read_file, list_files);
+    /// the same as `--tools=false`
+    #[arg(long, conflicts_with = "tools")]
+    pub(crate) no_tools: bool,
 }
 
 /// `aptix serve`'s own settings, every layer applied, defaults filled in. The service's
@@ -45,6 +49,7 @@ pub(crate) struct ServeArgs {
 struct Serving {
     listen: SocketAddr,
     tokens_file: Option<PathBuf>,
+    client_tools: Option<PathBuf>,
     shutdown_grace: std::time::Duration,
     /// Limits and timeouts; tokens and metrics are filled in by `run`.
     config: ServerConfig,
@@ -76,6 +81,7 @@ impl Serving {
                 .listen
                 .map_or(SocketAddr::from(([127, 0, 0, 1], 8787)), |listen| listen.0),
             tokens_file: layer.tokens_file,
+            client_tools: layer.client_tools,
             shutdown_grace: duration(layer.shutdown_grace, std::time::Duration::from_secs(30)),
             config,
         })
@@ -86,7 +92,11 @@ impl Serving {
 pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     steady_page_faults();
     let root = workspace::resolve(args.workspace.as_deref())?;
-    let workspace = Workspace::load(&root, &args.settings, env)?;
+    let workspace = Workspace::load(
+        &root,
+        &crate::cli::turn_flags(&args.settings, args.no_tools),
+        env,
+    )?;
     let serving = Serving::load(args, &root, env)?;
     let tokens = tokens(serving.tokens_file.as_deref(), env)?;
     if tokens.is_empty() && !serving.listen.ip().is_loopback() {
@@ -104,7 +114,17 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         workspace.provider(env)?,
         metrics.clone(),
     ));
-    let orchestrator = runtime.block_on(workspace.orchestrator(provider, None, &StderrReporter))?;
+    let client_tools = match &serving.client_tools {
+        Some(path) => aptix_runtime::read_client_tools(path)?,
+        None => Vec::new(),
+    };
+    let client_tool_count = client_tools.len();
+    let orchestrator = runtime.block_on(workspace.orchestrator_with_client_tools(
+        provider,
+        None,
+        &StderrReporter,
+        client_tools,
+    ))?;
     let config = ServerConfig {
         tokens,
         metrics,
@@ -122,12 +142,17 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
             .with_context(|| format!("could not listen on {listen}"))?;
         let address = listener.local_addr().unwrap_or(listen);
         note(format_args!(
-            "serving workspace {} on http://{address} ({}; sessions in {sessions}); Ctrl-C stops",
+            "serving workspace {} on http://{address} ({}; sessions in {sessions}{}); Ctrl-C stops",
             root.display(),
             if authenticated {
                 "bearer tokens required"
             } else {
                 "no tokens: loopback only"
+            },
+            match client_tool_count {
+                0 => String::new(),
+                1 => "; 1 client tool".to_owned(),
+                n => format!("; {n} client tools"),
             }
         ));
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -93,6 +93,7 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod client_tools;
 mod error;
 mod ids;
 mod index;
@@ -104,6 +105,7 @@ mod workspace;
 /// The folder under the workspace that Aptix owns (sessions, index).
 use aptix_index::APTIX_DIR;
 
+pub use client_tools::read_client_tools;
 pub use error::Error;
 pub use ids::{new_session_id, new_turn_id};
 pub use index::{Reporter, fresh_index, open_index, refresh_index};

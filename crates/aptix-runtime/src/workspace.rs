@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aptix_client::{Capabilities, ResponsesProvider};
 use aptix_model::wire::CreateResponseRequest;
-use aptix_orchestrator::{InMemorySessionStore, Orchestrator, SessionStore};
+use aptix_orchestrator::{ClientTool, InMemorySessionStore, Orchestrator, SessionStore};
 use aptix_tools::FileReader;
 
 use crate::index::{Reporter, turn_parts};
@@ -152,9 +152,23 @@ impl Workspace {
         reader: Option<Arc<dyn FileReader>>,
         reporter: &dyn Reporter,
     ) -> Result<Orchestrator, Error> {
+        self.orchestrator_with_client_tools(provider, reader, reporter, Vec::new())
+            .await
+    }
+
+    /// [`orchestrator`](Self::orchestrator), also offering the model `client_tools`
+    /// (see [`read_client_tools`](crate::read_client_tools)): tools a service's client
+    /// runs, whose calls end a turn pending the client's results.
+    pub async fn orchestrator_with_client_tools(
+        &self,
+        provider: Arc<dyn ResponsesProvider>,
+        reader: Option<Arc<dyn FileReader>>,
+        reporter: &dyn Reporter,
+        client_tools: Vec<ClientTool>,
+    ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
         let store = self.open_store().await?;
-        let orchestrator = self.build(provider, store, reader, reporter)?;
+        let orchestrator = self.build(provider, store, reader, reporter, client_tools)?;
         // The o200k tables (the context budget's token counts, needed by every user
         // turn) take ~0.3 s to build in a release build: built here, off the async
         // threads, rather than inside the first turn of `serve` or `acp`, where they
@@ -179,7 +193,13 @@ impl Workspace {
     ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
         let store = self.existing_store().await?;
-        self.build(provider::stand_in(&self.settings), store, None, reporter)
+        self.build(
+            provider::stand_in(&self.settings),
+            store,
+            None,
+            reporter,
+            Vec::new(),
+        )
     }
 
     /// `body` (a request the orchestrator built) exactly as the configured provider
@@ -211,6 +231,7 @@ impl Workspace {
         store: Arc<dyn SessionStore>,
         reader: Option<Arc<dyn FileReader>>,
         reporter: &dyn Reporter,
+        client_tools: Vec<ClientTool>,
     ) -> Result<Orchestrator, Error> {
         let mut builder =
             Orchestrator::builder(provider, store).config(self.settings.orchestrator_config());
@@ -226,6 +247,9 @@ impl Workspace {
         }
         for tool in parts.tools {
             builder = builder.server_tool(tool);
+        }
+        for tool in client_tools {
+            builder = builder.client_tool(tool);
         }
         builder
             .build()

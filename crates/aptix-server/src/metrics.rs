@@ -151,7 +151,7 @@ impl Metrics {
         // Every kind from the start, so that a dashboard's rate() has a series before the
         // first turn that reports it.
         for kind in ["input", "output", "cached", "reasoning"] {
-            tokens.get_or_create(&KindLabels { kind });
+            drop(tokens.get_or_create(&KindLabels { kind }));
         }
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
@@ -172,7 +172,7 @@ impl Metrics {
             retries.clone(),
         );
         for kind in ["request", "stream"] {
-            retries.get_or_create(&KindLabels { kind });
+            drop(retries.get_or_create(&KindLabels { kind }));
         }
         let provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(turn_buckets);

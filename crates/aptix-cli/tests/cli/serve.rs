@@ -501,3 +501,126 @@ fn json_log_records(log: &str) -> Vec<Value> {
         .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
         .collect()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_tool_from_the_config_ends_a_turn_and_its_results_continue_it() {
+    // AGN-034 requests carry no tool definitions: the service's operator declares the
+    // tools its clients run (an editor's edit), and a call of one waits for the client.
+    let call = json!({
+        "id": "resp_call", "status": "completed", "model": "m",
+        "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_edit_1",
+                    "name": "apply_edit", "arguments": "{\"path\":\"src/lib.rs\"}"}]
+    });
+    let done = json!({
+        "id": "resp_done", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Edited."}]}]
+    });
+    let upstream = FaultServer::start(vec![Reply::json(200, &call), Reply::json(200, &done)]).await;
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file(
+        "tools/client.json",
+        r#"[{"type": "function", "name": "apply_edit", "description": "Edit a file in the editor",
+             "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                            "required": ["path"], "additionalProperties": false},
+             "usage": "Edit one file at a time."}]"#,
+    );
+    // Named in aptix.toml, relative to it.
+    sandbox.write_workspace_file("aptix.toml", "client_tools = \"tools/client.json\"\n");
+    let (served, base) = serve(&sandbox, &upstream, &[], &[]).await;
+    let client = reqwest::Client::new();
+    let post = |body: Value| {
+        client
+            .post(format!("{base}/v1/agent/execute"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+
+    let first: Value =
+        post(json!({"sessionId": "s-edit", "turnId": "t-1", "instruction": "Fix it"}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(first["kind"], "tool-only", "{first}");
+    assert_eq!(first["toolCalls"][0]["callId"], "call_edit_1", "{first}");
+    assert_eq!(first["toolCalls"][0]["name"], "apply_edit", "{first}");
+    let sent = upstream.requests()[0].json().unwrap();
+    let offered = sent["tools"].as_array().unwrap();
+    assert!(
+        offered
+            .iter()
+            .any(|tool| tool["name"] == "apply_edit" && tool["strict"] == true),
+        "{sent}"
+    );
+    assert!(
+        sent.to_string().contains("Edit one file at a time."),
+        "{sent}"
+    );
+
+    let session: Value = client
+        .get(format!("{base}/v1/sessions/s-edit"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        session["pendingToolCalls"][0]["callId"], "call_edit_1",
+        "{session}"
+    );
+
+    let answered = post(
+        json!({"sessionId": "s-edit", "turnId": "t-1", "toolResults": [
+            {"toolCallId": "call_edit_1", "executionMs": 12, "resultJson": "{\"applied\":true}"}
+        ]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answered.status(), 200);
+    let answered: Value = answered.json().await.unwrap();
+    assert_eq!(answered["text"], "Edited.", "{answered}");
+    let second = upstream.requests()[1].json().unwrap();
+    assert!(
+        second.to_string().contains("call_edit_1") && second.to_string().contains("applied"),
+        "{second}"
+    );
+    let (status, log) = served.stop().await;
+    assert_eq!(status.expect("aptix serve stops").code(), Some(0), "{log}");
+    assert!(log.contains("1 client tool"), "{log}");
+}
+
+#[test]
+fn a_client_tools_file_that_does_not_read_or_clashes_with_a_built_in_is_refused() {
+    let sandbox = Sandbox::new();
+    for (text, says) in [
+        (
+            "[{\"name\": \"edit\", \"paramaters\": {}}]",
+            "unknown field `paramaters`",
+        ),
+        (
+            "[{\"name\": \"read_file\"}]",
+            "\"read_file\" is configured twice",
+        ),
+        ("[{\"name\": \"has space\"}]", "not one the API takes"),
+    ] {
+        sandbox.write_workspace_file("client.json", text);
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["serve", "--client-tools", "client.json"])
+            .args(["--workspace", &sandbox.workspace_arg()])
+            .current_dir(sandbox.workspace_arg())
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{text}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(says),
+            "{text}: {}",
+            stderr(&output)
+        );
+    }
+}

@@ -232,6 +232,13 @@ settings! {
     /// How long turns in flight may take to finish after Ctrl-C or SIGTERM [default:
     /// 30s] [config: shutdown_grace, env: APTIX_SHUTDOWN_GRACE]
     shutdown_grace: HumanDuration, arg(value_name = "DURATION");
+    /// A JSON file of tools the client runs (an editor's edits, a terminal): an array of
+    /// function tools as the Responses API takes them ({"name", "description",
+    /// "parameters", "strict"}), each with an optional "usage" (guidance for the
+    /// model). A call of one ends the turn with its calls pending for the client's
+    /// toolResults; relative to the config file that names it [config: client_tools,
+    /// env: APTIX_CLIENT_TOOLS]
+    client_tools: std::path::PathBuf, arg(value_name = "FILE");
 }
 
 /// The value of `key`'s environment variable, when set.
@@ -357,10 +364,13 @@ impl ServeLayer {
         Ok(self)
     }
 
-    /// A relative `tokens_file` is relative to the config file that names it.
+    /// A relative `tokens_file` or `client_tools` is relative to the config file that
+    /// names it.
     fn relative_paths(&mut self, folder: &Path) {
-        if let Some(file) = &self.tokens_file {
-            self.tokens_file = Some(folder.join(file));
+        for file in [&mut self.tokens_file, &mut self.client_tools] {
+            if let Some(path) = file.as_mut() {
+                *path = folder.join(&*path);
+            }
         }
     }
 }
