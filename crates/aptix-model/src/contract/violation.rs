@@ -198,6 +198,10 @@ impl RequestRejection {
     }
 }
 
+/// How many violations a rejection's message names; all of them are in
+/// [`RequestRejection::violations`].
+const SHOWN_IN_MESSAGE: usize = 10;
+
 impl fmt::Display for RequestRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let count = self.violations.len();
@@ -207,9 +211,15 @@ impl fmt::Display for RequestRejection {
             "violations"
         };
         write!(f, "request rejected with {count} {noun}")?;
-        for (index, violation) in self.violations.iter().enumerate() {
+        // The first few say what is wrong; a body with hundreds of faults (a generated
+        // one, a fuzzer's) would otherwise repeat its whole list in one line, as large
+        // as the list itself where a service sends both.
+        for (index, violation) in self.violations.iter().take(SHOWN_IN_MESSAGE).enumerate() {
             let separator = if index == 0 { ": " } else { "; " };
             write!(f, "{separator}{violation}")?;
+        }
+        if count > SHOWN_IN_MESSAGE {
+            write!(f, "; and {} more", count - SHOWN_IN_MESSAGE)?;
         }
         Ok(())
     }
@@ -242,5 +252,34 @@ impl Problem {
     /// Ties the problem to the field at `path`.
     pub(crate) fn at(self, path: impl Into<String>) -> Violation {
         Violation::new(path, self.code, self.message)
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn a_rejection_names_its_first_violations_and_counts_the_rest() {
+        let rejection = RequestRejection::new(
+            (0..25)
+                .map(|n| {
+                    Violation::new(
+                        format!("field{n:02}"),
+                        ViolationCode::UnknownField,
+                        "unknown field",
+                    )
+                })
+                .collect(),
+        );
+        let message = rejection.to_string();
+        assert!(
+            message.starts_with("request rejected with 25 violations: "),
+            "{message}"
+        );
+        assert!(message.contains("field09"), "{message}");
+        assert!(!message.contains("field10"), "{message}");
+        assert!(message.ends_with("; and 15 more"), "{message}");
+        assert_eq!(rejection.violations().len(), 25, "all of them are kept");
     }
 }
