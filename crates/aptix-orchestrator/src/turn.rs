@@ -215,9 +215,10 @@ impl Orchestrator {
                     }
                 }
                 let attached = inputs.chunks.len();
-                let offered = attached + retrieved.len() + left_by_retriever;
+                // Saturating: the count comes from a retriever of anyone's making.
+                let offered = (attached + retrieved.len()).saturating_add(left_by_retriever);
                 let packed = select_context(inputs.chunks, retrieved, &query, &counter);
-                let left_out = offered - packed.kept.len();
+                let left_out = offered.saturating_sub(packed.kept.len());
                 warnings.extend(packed.left_out_warning(left_out, offered, &query));
                 let sources = packed.kept.iter().map(source_ref).collect();
                 let (builder, replayed) =

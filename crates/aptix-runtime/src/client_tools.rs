@@ -22,7 +22,7 @@ struct Entry {
     description: Option<String>,
     #[serde(default)]
     parameters: Option<serde_json::Value>,
-    /// As on the API, an omitted `strict` is `true`.
+    /// Omitted: strict when the schema allows it (see [`strict_compatible`]).
     #[serde(default)]
     strict: Option<bool>,
     /// Guidance for the model, rendered into the tool-usage block.
@@ -33,18 +33,22 @@ struct Entry {
 /// The client tools a JSON file declares: an array of function tools as the Responses
 /// API takes them (`{"type": "function", "name", "description", "parameters",
 /// "strict"}`, `type` optional), each with an optional `usage`, guidance for the model.
-/// Names are checked (the API's rule, no two alike, none a built-in tool's) when the
-/// orchestrator is built.
+///
+/// What every turn would be refused for is refused here, once: a name the API does not
+/// take, two tools of one name, a built-in tool's name, `strict: true` over a schema
+/// strict mode refuses. Without `parameters` a tool takes no arguments (an empty
+/// object); without `strict` it is strict when its schema allows it.
 ///
 /// # Errors
 ///
-/// [`Error::Io`] when the file cannot be read; [`Error::Config`], naming the file and
-/// where, when it is not such an array.
+/// [`Error::Config`], naming the file and the tool, when it cannot be read or is not
+/// such an array.
 pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        action: "read the client tools file",
-        path: path.to_owned(),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        Error::config(format!(
+            "could not read the client tools file {}: {error}",
+            path.display()
+        ))
     })?;
     let wrong = |what: String| {
         Error::config(format!(
@@ -63,10 +67,28 @@ pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
                 error
             ))
         })?;
+    let mut names = std::collections::HashSet::new();
     entries
         .into_iter()
         .enumerate()
         .map(|(index, entry)| {
+            let tool = || format!("tool {} ({:?})", index + 1, entry.name);
+            if !aptix_request::is_valid_name(&entry.name) {
+                return Err(wrong(format!(
+                    "names {}: a name is 1 to 64 ASCII letters, digits, `_` or `-`",
+                    tool()
+                )));
+            }
+            if aptix_tools::TOOL_NAMES.contains(&entry.name.as_str()) {
+                return Err(wrong(format!(
+                    "gives {} a built-in tool's name ({}): pick another",
+                    tool(),
+                    aptix_tools::TOOL_NAMES.join(", ")
+                )));
+            }
+            if !names.insert(entry.name.clone()) {
+                return Err(wrong(format!("declares {} twice", tool())));
+            }
             if let Some(kind) = entry.kind.as_deref().filter(|kind| *kind != "function") {
                 return Err(wrong(format!(
                     "gives tool {} ({:?}) the type {kind:?}: only function tools run on the client",
@@ -83,17 +105,88 @@ pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
                     entry.name
                 )));
             }
+            // The API requires `parameters`: none is a tool of no arguments.
+            let parameters = entry.parameters.unwrap_or_else(|| {
+                serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+            });
+            let compatible = strict_compatible(&parameters);
+            if entry.strict == Some(true) && !compatible {
+                return Err(wrong(format!(
+                    "asks strict mode for {}, whose parameters strict mode refuses (every \
+                     object needs \"additionalProperties\": false and all its properties in \
+                     \"required\"): fix the schema, or set \"strict\": false",
+                    tool()
+                )));
+            }
             Ok(ClientTool {
                 definition: FunctionTool {
                     name: entry.name,
                     description: entry.description,
-                    parameters: entry.parameters,
-                    strict: entry.strict.unwrap_or(true),
+                    parameters: Some(parameters),
+                    strict: entry.strict.unwrap_or(compatible),
                 },
                 usage: entry.usage,
             })
         })
         .collect()
+}
+
+/// Whether strict mode takes `schema`: every object in it (at any depth: properties,
+/// items, `anyOf`, definitions) closes its properties (`additionalProperties: false`)
+/// and requires all of them. A walk of what the schema says, bounded in depth.
+fn strict_compatible(schema: &serde_json::Value) -> bool {
+    fn walk(schema: &serde_json::Value, depth: usize) -> bool {
+        use serde_json::Value;
+        let Value::Object(map) = schema else {
+            return true;
+        };
+        if depth > 64 {
+            return false;
+        }
+        let is_object = map.get("type").is_some_and(|kind| {
+            kind == "object"
+                || kind
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k == "object"))
+        }) || map.contains_key("properties");
+        if is_object {
+            let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
+            let required: Vec<&str> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let all_required =
+                map.get("properties")
+                    .and_then(Value::as_object)
+                    .is_none_or(|properties| {
+                        properties
+                            .keys()
+                            .all(|key| required.contains(&key.as_str()))
+                    });
+            if !closed || !all_required {
+                return false;
+            }
+        }
+        let nested = |key: &str| match map.get(key) {
+            Some(Value::Object(children)) if key != "items" => {
+                children.values().all(|child| walk(child, depth + 1))
+            }
+            Some(Value::Array(children)) => children.iter().all(|child| walk(child, depth + 1)),
+            Some(child) => walk(child, depth + 1),
+            None => true,
+        };
+        ["properties", "$defs", "definitions"]
+            .into_iter()
+            .all(|key| match map.get(key) {
+                Some(Value::Object(children)) => {
+                    children.values().all(|child| walk(child, depth + 1))
+                }
+                _ => true,
+            })
+            && ["items", "anyOf", "allOf", "oneOf"].into_iter().all(nested)
+    }
+    walk(schema, 0)
 }
 
 #[cfg(test)]
@@ -122,7 +215,43 @@ mod tests {
         assert_eq!(tools[0].usage.as_deref(), Some("Apply one edit at a time."));
         assert_eq!(tools[1].definition.name, "run_tests");
         assert!(!tools[1].definition.strict);
-        assert_eq!(tools[1].definition.parameters, None);
+        // No parameters: a tool of no arguments, which the API requires spelt out.
+        assert_eq!(
+            tools[1].definition.parameters,
+            Some(
+                serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+            )
+        );
+    }
+
+    #[test]
+    fn an_omitted_strict_is_strict_only_where_the_schema_allows_it() {
+        let tools = read(
+            r#"[{"name": "closed", "parameters": {"type": "object",
+                   "properties": {"a": {"type": "array", "items": {"type": "object",
+                       "properties": {"b": {"type": "string"}}, "required": ["b"],
+                       "additionalProperties": false}}},
+                   "required": ["a"], "additionalProperties": false}},
+                {"name": "open", "parameters": {"type": "object",
+                   "properties": {"a": {"type": "string"}}}},
+                {"name": "nested_open", "parameters": {"type": "object",
+                   "properties": {"a": {"type": "object", "properties": {}}},
+                   "required": ["a"], "additionalProperties": false}},
+                {"name": "no_arguments"}]"#,
+        )
+        .unwrap();
+        let strict: Vec<bool> = tools.iter().map(|tool| tool.definition.strict).collect();
+        assert_eq!(strict, [true, false, false, true]);
+        let error = read(
+            r#"[{"name": "open", "strict": true, "parameters": {"type": "object",
+                   "properties": {"a": {"type": "string"}}}}]"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("asks strict mode for tool 1 (\"open\")"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -142,6 +271,12 @@ mod tests {
                 "not a JSON Schema object",
             ),
             ("[{\"description\": \"no name\"}]", "missing field `name`"),
+            ("[{\"name\": \"read_file\"}]", "a built-in tool's name"),
+            ("[{\"name\": \"has space\"}]", "a name is 1 to 64"),
+            (
+                "[{\"name\": \"a\"}, {\"name\": \"a\"}]",
+                "declares tool 2 (\"a\") twice",
+            ),
         ] {
             let error = read(text).unwrap_err().to_string();
             assert!(error.contains("the client tools file"), "{error}");
@@ -150,6 +285,9 @@ mod tests {
         let error = read_client_tools(Path::new("no-such-tools.json"))
             .unwrap_err()
             .to_string();
-        assert!(error.contains("no-such-tools.json"), "{error}");
+        assert!(
+            error.contains("could not read the client tools file no-such-tools.json"),
+            "{error}"
+        );
     }
 }

@@ -12,49 +12,90 @@ use std::time::Duration;
 
 use subtle::ConstantTimeEq;
 
+use crate::error::ServerError;
 use crate::metrics::Metrics;
 
 /// Bearer tokens accepted by the service. Compared in constant time; never shown by
 /// `Debug`, logs or errors.
 #[derive(Clone, Default)]
-pub struct Tokens(Vec<[u8; 32]>);
+pub struct Tokens {
+    digests: Vec<[u8; 32]>,
+    /// How many are shorter than [`SHORT_TOKEN`] characters.
+    short: usize,
+}
+
+/// Tokens shorter than this many characters are easy to guess: served, and counted by
+/// [`Tokens::short`] for the operator to be told.
+pub const SHORT_TOKEN: usize = 16;
 
 impl Tokens {
-    /// Tokens from a file's text: one per line, `#` comments and blank lines ignored.
-    /// A token is a line's first word (a bearer token holds no space): a `# comment`
-    /// after it is ignored, and so is a byte order mark before the first line, which an
-    /// editor may write and no client sends.
-    pub fn from_lines(text: &str) -> Tokens {
-        Tokens(
-            text.strip_prefix('\u{feff}')
-                .unwrap_or(text)
-                .lines()
-                .filter_map(|line| line.split_whitespace().next())
-                .filter(|token| !token.starts_with('#'))
-                .map(digest)
-                .collect(),
-        )
+    /// Tokens from a file's text: one per line; blank lines, `#` comment lines and a
+    /// `# comment` after a token (after a space) are ignored, and so is a byte order
+    /// mark before the first line, which an editor may write and no client sends.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::InvalidToken`] naming the first line whose token holds a character
+    /// no `Authorization: Bearer` value carries (a space inside it, a control character,
+    /// a letter outside ASCII): it could never match, and a shortened one would be
+    /// weaker than its owner meant. The error never shows the line's text.
+    pub fn from_lines(text: &str) -> Result<Tokens, ServerError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        Tokens::parse(text.lines().map(uncommented), "line")
     }
 
-    /// Tokens from a comma-separated list (`APTIX_SERVE_TOKENS`).
-    pub fn from_comma_list(text: &str) -> Tokens {
-        Tokens(
-            text.split(',')
-                .map(str::trim)
-                .filter(|token| !token.is_empty())
-                .map(digest)
-                .collect(),
-        )
+    /// Tokens from a comma-separated list (`APTIX_SERVE_TOKENS`), blank items ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::InvalidToken`] naming the first item that is not a token, as for
+    /// [`from_lines`](Self::from_lines).
+    pub fn from_comma_list(text: &str) -> Result<Tokens, ServerError> {
+        Tokens::parse(text.split(','), "item")
+    }
+
+    fn parse<'a>(
+        entries: impl Iterator<Item = &'a str>,
+        what: &'static str,
+    ) -> Result<Tokens, ServerError> {
+        let mut tokens = Tokens::default();
+        for (index, entry) in entries.enumerate() {
+            let token = entry.trim();
+            if token.is_empty() {
+                continue;
+            }
+            if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
+                return Err(ServerError::InvalidToken {
+                    what,
+                    number: index + 1,
+                });
+            }
+            tokens.short += usize::from(token.len() < SHORT_TOKEN);
+            tokens.digests.push(digest(token));
+        }
+        Ok(tokens)
+    }
+
+    /// These tokens and `other`'s, all accepted.
+    pub fn union(mut self, other: Tokens) -> Tokens {
+        self.digests.extend(other.digests);
+        self.short += other.short;
+        self
     }
 
     /// Whether no token is configured (the service is then open).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.digests.is_empty()
     }
 
     /// How many tokens are configured.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.digests.len()
+    }
+
+    /// How many are shorter than [`SHORT_TOKEN`] characters.
+    pub fn short(&self) -> usize {
+        self.short
     }
 
     /// Whether `presented` is one of the tokens. Tokens are kept as digests of a fixed
@@ -62,10 +103,22 @@ impl Tokens {
     /// nothing about which one nearly matched, nor how long one is.
     pub fn accepts(&self, presented: &str) -> bool {
         let presented = digest(presented);
-        self.0.iter().fold(false, |found, token| {
+        self.digests.iter().fold(false, |found, token| {
             found | bool::from(token.ct_eq(&presented))
         })
     }
+}
+
+/// A tokens file's line without its comment: a `#` that opens the line or follows a
+/// space starts one (a `#` inside a token is part of it).
+fn uncommented(line: &str) -> &str {
+    let line = line.trim_start();
+    if line.starts_with('#') {
+        return "";
+    }
+    line.char_indices()
+        .find(|&(at, c)| c == '#' && line[..at].ends_with(char::is_whitespace))
+        .map_or(line, |(at, _)| &line[..at])
 }
 
 /// A token's BLAKE3 digest: what is kept and compared, so that no token is held in
@@ -76,7 +129,7 @@ fn digest(token: &str) -> [u8; 32] {
 
 impl fmt::Debug for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Tokens({} redacted)", self.0.len())
+        write!(f, "Tokens({} redacted)", self.digests.len())
     }
 }
 
@@ -261,18 +314,50 @@ mod tests {
 
     #[test]
     fn token_files_skip_comments_and_blank_lines() {
-        let tokens = Tokens::from_lines("# team tokens\n\n  alpha  \nbeta\n#gamma\n");
-        assert_eq!(tokens.len(), 2);
+        let tokens = Tokens::from_lines(
+            "\u{feff}# team tokens\n\n  alpha  \nbeta # the laptop\n#gamma\np@ss#w0rd\n",
+        )
+        .unwrap();
+        assert_eq!(tokens.len(), 3);
         assert!(tokens.accepts("alpha"));
         assert!(tokens.accepts("beta"));
+        assert!(
+            tokens.accepts("p@ss#w0rd"),
+            "a # inside a token is part of it"
+        );
         assert!(!tokens.accepts("gamma"));
+        assert!(!tokens.accepts("beta # the laptop"));
         assert!(!tokens.accepts("alph"));
         assert!(!tokens.accepts(""));
+        assert_eq!(tokens.short(), 3);
+    }
+
+    #[test]
+    fn a_token_no_client_can_send_is_refused_by_its_place_not_its_text() {
+        for (text, number) in [
+            ("good-one\nmy pass phrase\n", 2),
+            ("Bearer s3cr3t-long-token\n", 1),
+            ("ok\n\ntök\n", 3),
+            ("tab\there\n", 1),
+        ] {
+            let error = Tokens::from_lines(text).err().expect(text).to_string();
+            assert!(error.contains(&format!("line {number} ")), "{error}");
+            for word in ["pass", "s3cr3t", "tök", "here"] {
+                assert!(!error.contains(word), "{error}");
+            }
+        }
+        let error = Tokens::from_comma_list("fine, not fine").err().unwrap();
+        assert!(error.to_string().contains("item 2 "), "{error}");
+        let both = Tokens::from_lines("a-long-enough-token-1\n")
+            .unwrap()
+            .union(Tokens::from_comma_list(" , x").unwrap());
+        assert_eq!((both.len(), both.short()), (2, 1));
+        assert!(both.accepts("x") && both.accepts("a-long-enough-token-1"));
     }
 
     #[test]
     fn tokens_never_show_in_debug() {
-        let tokens = Tokens::from_comma_list("s3cret-one, s3cret-two");
+        let tokens = Tokens::from_comma_list("s3cret-one, s3cret-two").unwrap();
         let shown = format!(
             "{:?}",
             ServerConfig {

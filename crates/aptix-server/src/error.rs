@@ -122,6 +122,20 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    /// A configured bearer token holds a character no `Authorization: Bearer` value
+    /// carries (a space, a control character, a letter outside ASCII). Names where it
+    /// is, never what it is.
+    #[error(
+        "{what} {number} is not a bearer token: a token is one word of visible ASCII \
+         characters (letters, digits, punctuation), and in a file a # comment may follow \
+         it after a space"
+    )]
+    InvalidToken {
+        /// `line` (of a tokens file) or `item` (of a comma-separated list).
+        what: &'static str,
+        /// Which, counting from 1.
+        number: usize,
+    },
 }
 
 /// An error response: the one JSON shape.

@@ -74,7 +74,7 @@ mod metrics;
 mod openapi;
 mod routes;
 
-pub use config::{ServerConfig, StopTurns, Tokens};
+pub use config::{SHORT_TOKEN, ServerConfig, StopTurns, Tokens};
 pub use error::{ErrorCode, ServerError};
 pub use metrics::{Metrics, TimedProvider};
 pub use openapi::openapi_json;

@@ -220,7 +220,11 @@ impl Metrics {
             RetryKind::Stream => "stream",
         };
         self.inner.retries.get_or_create(&KindLabels { kind }).inc();
-        if let Some(turn) = current_turn() {
+        // A request sent again waits inside its provider call, whose time counts that
+        // wait already; a cut stream waits between two calls.
+        if kind == "stream"
+            && let Some(turn) = current_turn()
+        {
             turn.provider_nanos.fetch_add(
                 u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
                 Ordering::Relaxed,
@@ -341,7 +345,6 @@ impl Metrics {
         if let Some(turn) = turn {
             let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
             turn.provider_nanos.fetch_add(nanos, Ordering::Relaxed);
-            turn.calls.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -361,7 +364,8 @@ impl Drop for InFlight<'_> {
 struct TurnMeter {
     /// Nanoseconds spent waiting on the provider.
     provider_nanos: AtomicU64,
-    /// Provider calls made (each counted when it ended).
+    /// Provider calls begun (counted as each starts, so that a turn stopped while its
+    /// call waits, by its deadline or a shutdown, is still a turn that called the model).
     calls: AtomicU64,
 }
 
@@ -372,6 +376,12 @@ tokio::task_local! {
 
 fn current_turn() -> Option<Arc<TurnMeter>> {
     TURN_METER.try_with(Arc::clone).ok()
+}
+
+/// Counts a provider call of the current turn as it begins.
+fn call_begins() {
+    // No `Arc` clone: the meter is only touched.
+    let _ = TURN_METER.try_with(|turn| turn.calls.fetch_add(1, Ordering::Relaxed));
 }
 
 /// A [`ResponsesProvider`] that times every call of the provider it wraps into a
@@ -406,7 +416,10 @@ pub struct TimedProvider {
 }
 
 impl TimedProvider {
-    /// Wraps `inner`, reporting into `metrics`.
+    /// Wraps `inner`, reporting into `metrics`. Build the orchestrator the router runs
+    /// on this provider: once a `TimedProvider` reports into a registry, a turn that
+    /// made no call through one counts as answered without the model (a stored
+    /// envelope), and is not timed as a turn nor its tokens counted.
     pub fn new(inner: Arc<dyn ResponsesProvider>, metrics: Metrics) -> TimedProvider {
         metrics.inner.provider_timed.store(true, Ordering::Relaxed);
         TimedProvider { inner, metrics }
@@ -456,6 +469,7 @@ impl ResponsesProvider for TimedProvider {
         &self,
         request: &CreateResponseRequest,
     ) -> Result<ProviderResponse, ClientError> {
+        call_begins();
         let started = Instant::now();
         let result = self.inner.create(request).await;
         self.metrics.provider_call(
@@ -468,6 +482,7 @@ impl ResponsesProvider for TimedProvider {
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
+        call_begins();
         let started = Instant::now();
         let result = self.inner.stream(request).await;
         self.timed_stream("stream", started, result)
@@ -478,6 +493,7 @@ impl ResponsesProvider for TimedProvider {
         response_id: &str,
         starting_after: Option<u64>,
     ) -> Result<EventStream, ClientError> {
+        call_begins();
         let started = Instant::now();
         let result = self.inner.resume_stream(response_id, starting_after).await;
         self.timed_stream("resume", started, result)

@@ -737,7 +737,9 @@ fn turn_future(
                 match (settled, dropped) {
                     (Some(envelope), _) => {
                         tracing::info!(session = %asked.session_id().as_str(), turn = %asked.turn_id().as_str(), "a stopped turn was stored as it stopped; answering with it");
-                        metrics.envelope(&envelope);
+                        if called_model {
+                            metrics.envelope(&envelope);
+                        }
                         Ok(envelope)
                     }
                     (None, None) => Err(ApiError::new(
@@ -1525,7 +1527,7 @@ pub(crate) struct SessionSummaryView {
 pub(crate) struct SessionListView {
     /// The sessions, most recent first.
     sessions: Vec<SessionSummaryView>,
-    /// Pass as `cursor` for the next page; absent on the last page.
+    /// Pass as `cursor` for the next page; `null` on the last page.
     next_cursor: Option<String>,
 }
 

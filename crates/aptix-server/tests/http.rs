@@ -457,7 +457,7 @@ async fn tokens_guard_the_api_and_never_come_back() {
     let provider = Arc::new(FakeProvider::new());
     provider.push_response(text_response("resp_1", "Hello!"));
     let config = ServerConfig {
-        tokens: Tokens::from_lines("secret-token-123\n"),
+        tokens: Tokens::from_lines("secret-token-123\n").unwrap(),
         ..ServerConfig::default()
     };
     let server = start(provider, config).await;
@@ -625,7 +625,7 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
     let provider = Arc::new(FakeProvider::new());
     provider.push_response(text_response("resp_3", "Hello!"));
     let config = ServerConfig {
-        tokens: Tokens::from_lines("host-token-1\n"),
+        tokens: Tokens::from_lines("host-token-1\n").unwrap(),
         ..ServerConfig::default()
     };
     let guarded = start(provider, config).await;
@@ -913,7 +913,7 @@ async fn metrics_count_requests_turns_tokens_errors_and_provider_time_behind_the
     let metrics = Metrics::new();
     let provider = Arc::new(TimedProvider::new(fake, metrics.clone()));
     let config = ServerConfig {
-        tokens: Tokens::from_lines("metrics-secret-77\n"),
+        tokens: Tokens::from_lines("metrics-secret-77\n").unwrap(),
         metrics,
         ..ServerConfig::default()
     };
@@ -1215,7 +1215,7 @@ async fn a_broken_stream_is_no_ok_call_and_the_wait_before_its_retry_is_no_overh
 #[tokio::test]
 async fn the_openapi_document_is_served_without_a_token() {
     let config = ServerConfig {
-        tokens: Tokens::from_lines("secret-token-123\n"),
+        tokens: Tokens::from_lines("secret-token-123\n").unwrap(),
         ..ServerConfig::default()
     };
     let server = start(Arc::new(FakeProvider::new()), config).await;
@@ -2198,5 +2198,37 @@ async fn a_turn_stopped_by_its_deadline_answers_with_what_the_store_holds() {
     assert!(
         inner.lease("s-2").await.unwrap().is_none(),
         "lease given back"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_stopped_by_its_deadline_while_its_model_call_waits_is_still_timed_as_a_turn() {
+    // The call is counted as it begins: a turn whose model is slower than the deadline
+    // called the model, and is among the turns timed, not left out as a retry would be.
+    let metrics = Metrics::new();
+    let slow = gated();
+    let provider = Arc::new(TimedProvider::new(slow.clone(), metrics.clone()));
+    let server = start(
+        provider,
+        ServerConfig {
+            turn_timeout: Duration::from_millis(500),
+            metrics: metrics.clone(),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let (status, body) = error_of(server.post(&turn("s-slow", "t-1")).send().await.unwrap()).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(slow.calls.load(Ordering::SeqCst), 1);
+    let text = metrics.encode();
+    assert_eq!(
+        sample(&text, "aptix_turn_duration_seconds_count", &[]),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "aptix_turn_overhead_seconds_count", &[]),
+        Some(1.0),
+        "{text}"
     );
 }

@@ -601,11 +601,8 @@ fn a_client_tools_file_that_does_not_read_or_clashes_with_a_built_in_is_refused(
             "[{\"name\": \"edit\", \"paramaters\": {}}]",
             "unknown field `paramaters`",
         ),
-        (
-            "[{\"name\": \"read_file\"}]",
-            "\"read_file\" is configured twice",
-        ),
-        ("[{\"name\": \"has space\"}]", "not one the API takes"),
+        ("[{\"name\": \"read_file\"}]", "a built-in tool's name"),
+        ("[{\"name\": \"has space\"}]", "a name is 1 to 64"),
     ] {
         sandbox.write_workspace_file("client.json", text);
         let output = sandbox
