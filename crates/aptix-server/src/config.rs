@@ -340,13 +340,13 @@ mod tests {
             ("ok\n\ntök\n", 3),
             ("tab\there\n", 1),
         ] {
-            let error = Tokens::from_lines(text).err().expect(text).to_string();
+            let error = Tokens::from_lines(text).expect_err(text).to_string();
             assert!(error.contains(&format!("line {number} ")), "{error}");
             for word in ["pass", "s3cr3t", "tök", "here"] {
                 assert!(!error.contains(word), "{error}");
             }
         }
-        let error = Tokens::from_comma_list("fine, not fine").err().unwrap();
+        let error = Tokens::from_comma_list("fine, not fine").expect_err("two words");
         assert!(error.to_string().contains("item 2 "), "{error}");
         let both = Tokens::from_lines("a-long-enough-token-1\n")
             .unwrap()
