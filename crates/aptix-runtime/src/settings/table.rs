@@ -319,6 +319,18 @@ impl SettingsLayer {
                 name("context_window")
             )));
         }
+        // A lease is renewed every third of its TTL, at most every 50 ms: one shorter
+        // than a second lapses between renewals on a loaded machine, and another process
+        // then takes a session a turn still runs on (the turn's commit fails as a
+        // conflict, after its model call was paid for).
+        if let Some(HumanDuration(ttl)) = self.lease_ttl
+            && ttl < MIN_LEASE_TTL
+        {
+            return Err(Error::config(format!(
+                "invalid {}: at least 1s (a shorter lease lapses between its renewals, and another process takes the session while a turn still runs on it)",
+                name("lease_ttl")
+            )));
+        }
         if let Some(threshold) = self.compact_threshold
             && !(threshold > 0.0 && threshold <= 1.0)
         {
@@ -374,6 +386,10 @@ impl ServeLayer {
         }
     }
 }
+
+/// The shortest lease TTL the settings take (the library takes any above zero, for
+/// tests that watch a lease expire).
+const MIN_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The modes the orchestrator is configured with.
 fn known_modes() -> Vec<String> {

@@ -160,6 +160,16 @@ fn bad_values_name_their_source() {
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
     assert!(text.contains("APTIX_MODE") && text.contains("QA"), "{text}");
 
+    // A lease shorter than a second lapses between its renewals.
+    let env = env_of(&[("APTIX_LEASE_TTL", "1ms")]);
+    let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
+    assert!(
+        text.contains("APTIX_LEASE_TTL") && text.contains("at least 1s"),
+        "{text}"
+    );
+    let env = env_of(&[("APTIX_LEASE_TTL", "1s")]);
+    assert!(SettingsLayer::from_env(&env).is_ok());
+
     let flags = SettingsLayer {
         base_url: Some("localhost:8080".into()),
         ..SettingsLayer::default()
