@@ -469,7 +469,13 @@ impl Orchestrator {
                     ));
                     let reason = format!("there is no tool named {:?}", call.name);
                     if let Some(sink) = sink.as_mut() {
-                        // A reader showing the call learns it ended, and why.
+                        // A reader showing the call learns it ended, and why: started
+                        // and finished, as every call a reader is shown is, so that one
+                        // that pairs them (an editor's tool list) needs no exception.
+                        sink(&StreamDelta::ToolRunning {
+                            call_id: call.call_id.clone(),
+                            name: call.name.clone(),
+                        });
                         sink(&StreamDelta::ToolFinished {
                             call_id: call.call_id.clone(),
                             name: call.name.clone(),
