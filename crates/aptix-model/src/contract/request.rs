@@ -76,7 +76,8 @@ impl AgentExecuteRequest {
             StrictError::NotJson(error) => Violation::new(
                 "",
                 ViolationCode::InvalidJson,
-                format!("the request body is not JSON: {error}"),
+                // "Could not be read": `1e400` is JSON, but no number it can be read as.
+                format!("the request body could not be read as JSON: {error}"),
             ),
             StrictError::Duplicate { path, member } => Violation::new(
                 path,

@@ -201,6 +201,16 @@ fn bodies_must_be_json_and_within_the_size_limit() {
     );
     let huge = vec![b' '; MAX_REQUEST_BYTES + 1];
     assert_eq!(path_and_code(&huge), (1, String::new(), TooLarge));
+    // A number past f64's range is JSON, but not one to read: said so, not "not JSON".
+    let vast = br#"{"sessionId": "s", "turnId": "t", "instruction": "hi", "stream": 1e400}"#;
+    assert_eq!(path_and_code(vast), (1, String::new(), InvalidJson));
+    let message = AgentExecuteRequest::from_json_slice(vast)
+        .expect_err("out of range")
+        .to_string();
+    assert!(
+        message.contains("could not be read as JSON: number out of range"),
+        "{message}"
+    );
     let ok = br#"{"sessionId": "s", "turnId": "t", "instruction": "hi"}"#;
     assert!(AgentExecuteRequest::from_json_slice(ok).is_ok());
     // A leading byte order mark is skipped (RFC 8259 allows it); one anywhere else, or
