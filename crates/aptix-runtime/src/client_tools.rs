@@ -22,7 +22,8 @@ struct Entry {
     description: Option<String>,
     #[serde(default)]
     parameters: Option<serde_json::Value>,
-    /// Omitted: strict when the schema allows it (see [`strict_compatible`]).
+    /// Omitted: strict when strict mode takes the schema as it is (see
+    /// [`strict_compatible`]).
     #[serde(default)]
     strict: Option<bool>,
     /// Guidance for the model, rendered into the tool-usage block.
@@ -107,7 +108,7 @@ pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
             }
             // The API requires `parameters`: none is a tool of no arguments.
             let parameters = entry.parameters.unwrap_or_else(|| {
-                serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+                serde_json::json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
             });
             let compatible = strict_compatible(&parameters);
             if entry.strict == Some(true) && !compatible {
@@ -131,62 +132,14 @@ pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
         .collect()
 }
 
-/// Whether strict mode takes `schema`: every object in it (at any depth: properties,
-/// items, `anyOf`, definitions) closes its properties (`additionalProperties: false`)
-/// and requires all of them. A walk of what the schema says, bounded in depth.
+/// Whether strict mode takes `schema` as it is: the strict-mode normaliser of
+/// `aptix-schema` (the one home of strict mode's rules) accepts it and changes nothing,
+/// neither a keyword removed nor an object closed nor an optional property made
+/// required. A schema it would have to change is not sent as strict, since the client
+/// would then get arguments of another shape than its schema says (a `null` for an
+/// absent member).
 fn strict_compatible(schema: &serde_json::Value) -> bool {
-    fn walk(schema: &serde_json::Value, depth: usize) -> bool {
-        use serde_json::Value;
-        let Value::Object(map) = schema else {
-            return true;
-        };
-        if depth > 64 {
-            return false;
-        }
-        let is_object = map.get("type").is_some_and(|kind| {
-            kind == "object"
-                || kind
-                    .as_array()
-                    .is_some_and(|kinds| kinds.iter().any(|k| k == "object"))
-        }) || map.contains_key("properties");
-        if is_object {
-            let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
-            let required: Vec<&str> = map
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|names| names.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let all_required =
-                map.get("properties")
-                    .and_then(Value::as_object)
-                    .is_none_or(|properties| {
-                        properties
-                            .keys()
-                            .all(|key| required.contains(&key.as_str()))
-                    });
-            if !closed || !all_required {
-                return false;
-            }
-        }
-        let nested = |key: &str| match map.get(key) {
-            Some(Value::Object(children)) if key != "items" => {
-                children.values().all(|child| walk(child, depth + 1))
-            }
-            Some(Value::Array(children)) => children.iter().all(|child| walk(child, depth + 1)),
-            Some(child) => walk(child, depth + 1),
-            None => true,
-        };
-        ["properties", "$defs", "definitions"]
-            .into_iter()
-            .all(|key| match map.get(key) {
-                Some(Value::Object(children)) => {
-                    children.values().all(|child| walk(child, depth + 1))
-                }
-                _ => true,
-            })
-            && ["items", "anyOf", "allOf", "oneOf"].into_iter().all(nested)
-    }
-    walk(schema, 0)
+    aptix_schema::normalize_strict(schema).is_ok_and(|strict| strict.wire == *schema)
 }
 
 #[cfg(test)]
@@ -219,7 +172,7 @@ mod tests {
         assert_eq!(
             tools[1].definition.parameters,
             Some(
-                serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+                serde_json::json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
             )
         );
     }

@@ -215,16 +215,17 @@ impl Metrics {
     /// A model call sent again after `wait`: counted, and the wait counted as the turn's
     /// time waiting on its provider, not as its overhead.
     pub(crate) fn retry(&self, kind: RetryKind, wait: Duration) {
-        let kind = match kind {
-            RetryKind::Request => "request",
-            RetryKind::Stream => "stream",
-        };
-        self.inner.retries.get_or_create(&KindLabels { kind }).inc();
         // A request sent again waits inside its provider call, whose time counts that
         // wait already; a cut stream waits between two calls.
-        if kind == "stream"
-            && let Some(turn) = current_turn()
-        {
+        let (label, waits_between_calls) = match kind {
+            RetryKind::Request => ("request", false),
+            RetryKind::Stream => ("stream", true),
+        };
+        self.inner
+            .retries
+            .get_or_create(&KindLabels { kind: label })
+            .inc();
+        if waits_between_calls && let Some(turn) = current_turn() {
             turn.provider_nanos.fetch_add(
                 u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
                 Ordering::Relaxed,
@@ -315,16 +316,16 @@ impl Metrics {
         let started = Instant::now();
         let output = TURN_METER.scope(Arc::clone(&meter), turn).await;
         let elapsed = started.elapsed();
-        let called = !inner.provider_timed.load(Ordering::Relaxed)
-            || meter.calls.load(Ordering::Relaxed) > 0;
+        let timed = inner.provider_timed.load(Ordering::Relaxed);
+        let called = !timed || meter.calls.load(Ordering::Relaxed) > 0;
         if called {
             inner.turn_seconds.observe(elapsed.as_secs_f64());
-        }
-        if called && inner.provider_timed.load(Ordering::Relaxed) {
-            let waited = Duration::from_nanos(meter.provider_nanos.load(Ordering::Relaxed));
-            inner
-                .overhead_seconds
-                .observe(elapsed.saturating_sub(waited).as_secs_f64());
+            if timed {
+                let waited = Duration::from_nanos(meter.provider_nanos.load(Ordering::Relaxed));
+                inner
+                    .overhead_seconds
+                    .observe(elapsed.saturating_sub(waited).as_secs_f64());
+            }
         }
         (output, called)
     }

@@ -711,13 +711,16 @@ fn turn_future(
             std::future::poll_fn(move |cx| guard.poll(cx, timed.as_mut())).await
         };
         let (outcome, called_model) = metrics.turn(stoppable).await;
+        // An envelope answered again from the store (a retry) was counted when its turn
+        // ran.
+        let count = |envelope: &aptix_model::contract::AgentExecuteResponse| {
+            if called_model {
+                metrics.envelope(envelope);
+            }
+        };
         let outcome = match outcome {
-            // An envelope answered again from the store (a retry) was counted when its
-            // turn ran.
             Some(Ok(Ok(envelope))) => {
-                if called_model {
-                    metrics.envelope(&envelope);
-                }
+                count(&envelope);
                 Ok(envelope)
             }
             Some(Ok(Err(error))) => Err(ApiError::from_orchestrator(error, &request_id)),
@@ -737,9 +740,7 @@ fn turn_future(
                 match (settled, dropped) {
                     (Some(envelope), _) => {
                         tracing::info!(session = %asked.session_id().as_str(), turn = %asked.turn_id().as_str(), "a stopped turn was stored as it stopped; answering with it");
-                        if called_model {
-                            metrics.envelope(&envelope);
-                        }
+                        count(&envelope);
                         Ok(envelope)
                     }
                     (None, None) => Err(ApiError::new(
