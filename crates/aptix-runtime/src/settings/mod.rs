@@ -78,6 +78,25 @@ pub fn misspelt_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(
             let suffixes = known
                 .iter()
                 .filter_map(|known| known.strip_prefix("APTIX_"));
+            // A name of fewer words than the one meant (`APTIX_TOKENS`) may mean any
+            // that has them all (`APTIX_SERVE_TOKENS`, `APTIX_TOKENS_FILE`): name each
+            // rather than the one that merely starts the same.
+            let words: Vec<&str> = rest.split('_').filter(|word| !word.is_empty()).collect();
+            let mut holding: Vec<&str> = suffixes
+                .clone()
+                .filter(|suffix| {
+                    let theirs: Vec<&str> = suffix.split('_').collect();
+                    !words.is_empty() && words.iter().all(|word| theirs.contains(word))
+                })
+                .collect();
+            holding.sort_unstable();
+            if !holding.is_empty() {
+                let named: Vec<String> = holding
+                    .iter()
+                    .map(|suffix| format!("APTIX_{suffix}"))
+                    .collect();
+                return Some((name, named.join(" or ")));
+            }
             closest(rest, suffixes, 0.9).map(|suffix| (name, format!("APTIX_{suffix}")))
         })
         .collect()

@@ -248,9 +248,9 @@ fn from_env_var<T: FromEnvText>(env: Env<'_>, key: &str) -> Result<Option<T>, Er
     };
     T::from_env_text(&text).map(Some).ok_or_else(|| {
         Error::config(format!(
-            "invalid {} {text:?}: expected {}",
+            "invalid {} {text:?}: {}",
             env_var(key),
-            T::EXPECTED
+            T::why_not(&text)
         ))
     })
 }

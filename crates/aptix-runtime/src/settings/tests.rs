@@ -183,12 +183,23 @@ fn bad_values_name_their_source() {
         text.contains("`request_timeout`") && text.contains("expected e.g. 30s"),
         "{text}"
     );
+    // A variable is refused for the reason a flag or a config file is: a zero duration
+    // for being zero, not for its spelling.
     let env = env_of(&[("APTIX_LEASE_TTL", "0s")]);
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
     assert!(
-        text.contains("APTIX_LEASE_TTL") && text.contains("30s"),
+        text.contains("APTIX_LEASE_TTL") && text.contains("must be longer than zero"),
         "{text}"
     );
+    let env = env_of(&[("APTIX_TURN_TIMEOUT", "soon")]);
+    let text = ServeLayer::from_env(&env).unwrap_err().to_string();
+    assert!(
+        text.contains("APTIX_TURN_TIMEOUT") && text.contains("expected e.g. 30s"),
+        "{text}"
+    );
+    let env = env_of(&[("APTIX_BODY_LIMIT", "0")]);
+    let text = ServeLayer::from_env(&env).unwrap_err().to_string();
+    assert!(text.contains("must be larger than zero"), "{text}");
     let env = env_of(&[("APTIX_STREAM_MAX_ATTEMPTS", "0")]);
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
     assert!(text.contains("APTIX_STREAM_MAX_ATTEMPTS"), "{text}");
@@ -543,6 +554,8 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
         "APTIX_TEMPERATUR",
         "APTIX_MAX_CONCURENT_TURNS",
         "APTIX_LOG_FROMAT",
+        "APTIX_TOKENS",
+        "APTIX_CONCURRENT_TURNS",
         // Known, or another tool's: nothing to say.
         "APTIX_MODEL",
         "APTIX_STORE_URL",
@@ -574,6 +587,11 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
             ("APTIX_TEMPERATUR", "APTIX_TEMPERATURE"),
             ("APTIX_MAX_CONCURENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
             ("APTIX_LOG_FROMAT", "APTIX_LOG_FORMAT"),
+            (
+                "APTIX_TOKENS",
+                "APTIX_MAX_OUTPUT_TOKENS or APTIX_SERVE_TOKENS or APTIX_TOKENS_FILE",
+            ),
+            ("APTIX_CONCURRENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
         ]
     );
 }

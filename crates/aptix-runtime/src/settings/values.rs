@@ -113,7 +113,7 @@ impl std::str::FromStr for ByteSize {
             "kb" => 1_000,
             "mb" => 1_000_000,
             "gb" => 1_000_000_000,
-            _ => return Err(format!("{text:?}: unknown unit {unit:?} ({EXPECTED})")),
+            _ => return Err(format!("unknown unit {unit:?} ({EXPECTED})")),
         };
         let bytes = match number.parse::<u64>() {
             Ok(whole) => whole.checked_mul(scale),
@@ -127,9 +127,9 @@ impl std::str::FromStr for ByteSize {
                 .map(|bytes| bytes.round() as u64),
             Err(_) => None,
         }
-        .ok_or_else(|| format!("{text:?} is not a size ({EXPECTED})"))?;
+        .ok_or_else(|| format!("not a size ({EXPECTED})"))?;
         let bytes = usize::try_from(bytes)
-            .map_err(|_| format!("{text:?} is larger than this machine can address"))?;
+            .map_err(|_| "larger than this machine can address".to_owned())?;
         if bytes == 0 {
             return Err("a size must be larger than zero".to_owned());
         }
@@ -177,6 +177,12 @@ pub(crate) trait FromEnvText: Sized {
     const EXPECTED: &'static str;
     /// The value, or `None` when `text` is not one.
     fn from_env_text(text: &str) -> Option<Self>;
+    /// Why `text` is not a value, for the error: what one looks like, unless the type
+    /// knows better (a duration of zero is written as one, and refused for its value).
+    fn why_not(text: &str) -> String {
+        let _ = text;
+        format!("expected {}", Self::EXPECTED)
+    }
 }
 
 impl FromEnvText for String {
@@ -256,12 +262,20 @@ impl FromEnvText for HumanDuration {
     fn from_env_text(text: &str) -> Option<Self> {
         text.parse().ok()
     }
+    /// The reason a flag or a config file is given, so the three sources say the same.
+    fn why_not(text: &str) -> String {
+        text.parse::<Self>().err().unwrap_or_default()
+    }
 }
 
 impl FromEnvText for ByteSize {
     const EXPECTED: &'static str = "a size in bytes, or such as 512KiB, 2MiB or 1MB";
     fn from_env_text(text: &str) -> Option<Self> {
         text.parse().ok()
+    }
+    /// The reason a flag or a config file is given, so the three sources say the same.
+    fn why_not(text: &str) -> String {
+        text.parse::<Self>().err().unwrap_or_default()
     }
 }
 
@@ -370,6 +384,11 @@ mod tests {
             Some(HumanDuration(std::time::Duration::from_secs(90)))
         );
         assert_eq!(HumanDuration::from_env_text("0"), None);
+        assert_eq!(
+            HumanDuration::why_not("0"),
+            "a duration must be longer than zero"
+        );
+        assert_eq!(bool::why_not("maybe"), format!("expected {}", bool::EXPECTED));
     }
 
     #[test]
@@ -417,8 +436,9 @@ mod tests {
         assert!(
             size("99999999999999999999GiB")
                 .unwrap_err()
-                .contains("is not a size")
+                .contains("not a size")
         );
         assert_eq!(ByteSize::from_env_text("4KiB"), Some(ByteSize(4096)));
+        assert_eq!(ByteSize::why_not("0"), "a size must be larger than zero");
     }
 }
