@@ -163,6 +163,7 @@ impl TurnReporter {
                 self.update_call(call_id, fields);
             }
             StreamDelta::Retrying {
+                cause,
                 attempt,
                 max_attempts,
                 wait_ms,
@@ -170,7 +171,7 @@ impl TurnReporter {
                 events,
                 resumed,
             } => {
-                tracing::info!(session = %self.session_id, %reason, attempt, max_attempts, wait_ms, events, resumed, "retrying the model call");
+                tracing::info!(session = %self.session_id, ?cause, %reason, attempt, max_attempts, wait_ms, events, resumed, "retrying the model call");
                 if !resumed {
                     // The model call starts again from its beginning: a call it had
                     // begun is not run (the new answer makes its own).

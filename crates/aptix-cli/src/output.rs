@@ -227,6 +227,7 @@ impl AnswerPrinter {
     /// Says on stderr that a cut stream is being recovered, and how.
     pub(crate) fn note_retry(delta: &StreamDelta) {
         let StreamDelta::Retrying {
+            cause: _,
             attempt,
             max_attempts,
             wait_ms,

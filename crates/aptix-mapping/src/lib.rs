@@ -106,7 +106,7 @@ mod warning;
 pub use capture::map_capture;
 pub use context::{Mapped, TurnContext};
 pub use error::MappingError;
-pub use fold::{AnswerText, FoldedStream, ShownAnswer, StreamDelta, StreamFold};
+pub use fold::{AnswerText, FoldedStream, RetryCause, ShownAnswer, StreamDelta, StreamFold};
 pub use map::{
     map_error_body, map_folded, map_mapping_error, map_response, map_response_body,
     map_stream_error, map_transport_failure,

@@ -20,7 +20,9 @@
 use std::hash::BuildHasher;
 
 use aptix_client::{ClientError, ResponsesProvider, TimeoutKind, TransportPhase, requested_wait};
-use aptix_mapping::{Mapped, StreamDelta, StreamFold, TurnContext, map_folded, map_mapping_error};
+use aptix_mapping::{
+    Mapped, RetryCause, StreamDelta, StreamFold, TurnContext, map_folded, map_mapping_error,
+};
 use aptix_model::contract::AgentExecuteResponse;
 use aptix_model::wire::{CreateResponseRequest, Response};
 use futures_util::StreamExt;
@@ -289,6 +291,7 @@ pub(crate) async fn stream_with_recovery(
             "stream cut; recovering"
         );
         sink(&StreamDelta::Retrying {
+            cause: RetryCause::StreamCut,
             attempt: next,
             max_attempts,
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
@@ -319,6 +322,7 @@ pub(crate) async fn stream_with_recovery(
 /// cut stream's notice has, so a front end tells both the same way.
 pub fn retry_delta(notice: &aptix_client::RetryNotice) -> StreamDelta {
     StreamDelta::Retrying {
+        cause: RetryCause::RequestFailed,
         attempt: notice.attempt,
         max_attempts: notice.max_attempts,
         wait_ms: u64::try_from(notice.wait.as_millis()).unwrap_or(u64::MAX),

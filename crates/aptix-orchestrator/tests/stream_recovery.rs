@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aptix_client::{OpenAiConfig, OpenAiProvider, RetryPolicy};
-use aptix_mapping::StreamDelta;
+use aptix_mapping::{RetryCause, StreamDelta};
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
 use aptix_orchestrator::{
     InMemorySessionStore, Orchestrator, OrchestratorConfig, SessionStore, StreamRecovery,
@@ -115,12 +115,17 @@ fn retries(deltas: &[StreamDelta]) -> Vec<(u32, u64, u64, bool)> {
         .iter()
         .filter_map(|delta| match delta {
             StreamDelta::Retrying {
+                cause,
                 attempt,
                 wait_ms,
                 events,
                 resumed,
                 ..
-            } => Some((*attempt, *wait_ms, *events, *resumed)),
+            } => {
+                // Every notice of these tests is a cut stream's.
+                assert_eq!(*cause, RetryCause::StreamCut, "{delta:?}");
+                Some((*attempt, *wait_ms, *events, *resumed))
+            }
             _ => None,
         })
         .collect()

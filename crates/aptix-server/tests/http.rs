@@ -1902,6 +1902,10 @@ async fn retries_and_server_tools_stream_as_their_own_events_and_retries_are_cou
     assert_eq!(retries.len(), 2, "{text}");
     assert_eq!(events[0].0, "retry", "{text}");
     assert_eq!(retries[0]["type"], "retrying");
+    // Each notice says what it counts: the request's sends, then the model call's
+    // streams.
+    assert_eq!(retries[0]["cause"], "request_failed");
+    assert_eq!(retries[1]["cause"], "stream_cut");
     assert_eq!(retries[0]["reason"], "rate limited (429)");
     assert_eq!(retries[0]["events"], 0);
     assert_eq!(retries[0]["waitMs"], 10);

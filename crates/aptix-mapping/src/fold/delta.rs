@@ -101,11 +101,16 @@ pub enum StreamDelta {
     /// emitted by the fold: the orchestrator sends it between the deltas of the cut
     /// attempt and those of the next, so a consumer knows exactly where the retry
     /// began. `aptix serve` also sends one, with `events` 0, for a request that failed
-    /// before its reply and is sent again (`aptix_client::observe_retries`).
+    /// before its reply and is sent again (`aptix_client::observe_retries`). `cause`
+    /// tells the two apart: each counts its own attempts, so a cut stream's second
+    /// attempt may be followed by its request's second send.
     Retrying {
+        /// Which of the two it is, and so what `attempt` counts.
+        cause: RetryCause,
         /// The attempt about to start (2 for the first retry).
         attempt: u32,
-        /// The most attempts this model call makes.
+        /// The most attempts of this kind: the model call's streams for a cut stream,
+        /// the request's sends for a request that failed.
         max_attempts: u32,
         /// The wait before it, in milliseconds.
         wait_ms: u64,
@@ -212,4 +217,20 @@ pub(crate) fn call_done(output_index: u64, item: &OutputItem) -> Option<StreamDe
         name: name.clone(),
         arguments_json: arguments.clone(),
     })
+}
+
+/// Why a model call is sent again ([`StreamDelta::Retrying`]). Each cause counts its own
+/// attempts: a stream cut is recovered by another stream (a resumed one, or the request
+/// sent again), and each stream's request may itself fail and be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RetryCause {
+    /// The request failed before its reply (429, a 5xx, a connection failure) and is
+    /// sent again: `attempt` counts this request's sends.
+    RequestFailed,
+    /// The stream was cut mid-answer (the connection lost, a stall past the idle
+    /// timeout, a body ended without its final event): `attempt` counts the model
+    /// call's streams.
+    StreamCut,
 }

@@ -12,7 +12,7 @@ mod shown;
 mod state;
 mod stream_fold;
 
-pub use delta::StreamDelta;
+pub use delta::{RetryCause, StreamDelta};
 pub use folded::FoldedStream;
 pub use shown::{AnswerText, ShownAnswer};
 pub use stream_fold::StreamFold;

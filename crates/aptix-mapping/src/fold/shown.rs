@@ -21,7 +21,7 @@ use super::delta::StreamDelta;
 /// Refusal text counts as answer text (it is the model's answer in words).
 ///
 /// ```
-/// use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
+/// use aptix_mapping::{AnswerText, RetryCause, ShownAnswer, StreamDelta};
 ///
 /// let text = |text: &str| StreamDelta::TextDelta {
 ///     output_index: 0,
@@ -29,6 +29,7 @@ use super::delta::StreamDelta;
 ///     text: text.into(),
 /// };
 /// let retry = StreamDelta::Retrying {
+///     cause: RetryCause::StreamCut,
 ///     attempt: 2,
 ///     max_attempts: 3,
 ///     wait_ms: 500,
@@ -209,6 +210,7 @@ mod tests {
 
     fn retry(resumed: bool) -> StreamDelta {
         StreamDelta::Retrying {
+            cause: crate::RetryCause::StreamCut,
             attempt: 2,
             max_attempts: 3,
             wait_ms: 0,
