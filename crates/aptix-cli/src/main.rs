@@ -136,10 +136,17 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
             },
         },
     };
+    // A filter that does not parse is said, not dropped without a word: whoever set it
+    // is looking for logs it would not give.
+    let mut unread = None;
     let filter = std::env::var("RUST_LOG")
         .ok()
         .filter(|value| !value.trim().is_empty())
-        .and_then(|value| EnvFilter::try_new(value).ok())
+        .and_then(|value| {
+            EnvFilter::try_new(&value)
+                .map_err(|error| unread = Some(format!("RUST_LOG {value:?} is not a log filter ({error}); using the default levels")))
+                .ok()
+        })
         .unwrap_or_else(|| {
             let aptix = [
                 "aptix",
@@ -173,5 +180,8 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).try_init(),
         LogFormat::Json => logs.json().with_ansi(false).try_init(),
     };
+    if let Some(warning) = unread {
+        output::warn(&warning);
+    }
     Ok(())
 }

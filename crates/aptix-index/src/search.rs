@@ -190,7 +190,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         // An empty index (being built for the first time by another process, or a
         // workspace without a file to index) is no question about another project.
         let warning = if searcher.num_docs() == 0 {
-            "the workspace index holds no chunk yet (another process may be building it; try again when `aptix index` has run)".to_owned()
+            "the workspace index holds no chunk yet (the workspace has no file it indexes, or another process is building the index: try again when `aptix index` has run)".to_owned()
         } else {
             no_terms_warning(&analysis)
         };
