@@ -144,7 +144,11 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
         .filter(|value| !value.trim().is_empty())
         .and_then(|value| {
             EnvFilter::try_new(&value)
-                .map_err(|error| unread = Some(format!("RUST_LOG {value:?} is not a log filter ({error}); using the default levels")))
+                .map_err(|error| {
+                    unread = Some(format!(
+                        "RUST_LOG {value:?} is not a log filter ({error}); using the default levels"
+                    ))
+                })
                 .ok()
         })
         .unwrap_or_else(|| {

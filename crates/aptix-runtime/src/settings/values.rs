@@ -388,7 +388,10 @@ mod tests {
             HumanDuration::why_not("0"),
             "a duration must be longer than zero"
         );
-        assert_eq!(bool::why_not("maybe"), format!("expected {}", bool::EXPECTED));
+        assert_eq!(
+            bool::why_not("maybe"),
+            format!("expected {}", bool::EXPECTED)
+        );
     }
 
     #[test]
