@@ -225,11 +225,10 @@ impl Metrics {
             .retries
             .get_or_create(&KindLabels { kind: label })
             .inc();
-        if waits_between_calls && let Some(turn) = current_turn() {
-            turn.provider_nanos.fetch_add(
-                u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
-                Ordering::Relaxed,
-            );
+        if waits_between_calls {
+            let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+            let _ =
+                TURN_METER.try_with(|turn| turn.provider_nanos.fetch_add(nanos, Ordering::Relaxed));
         }
     }
 
@@ -331,7 +330,7 @@ impl Metrics {
     }
 
     /// One provider call, by its outcome: `ok`, `error`, or `cut` (a stream that ended
-    /// or was given up before its final event).
+    /// or was given up before its final event, or a call stopped before its reply).
     fn provider_call(
         &self,
         call: &'static str,
@@ -375,14 +374,52 @@ tokio::task_local! {
     static TURN_METER: Arc<TurnMeter>;
 }
 
-fn current_turn() -> Option<Arc<TurnMeter>> {
-    TURN_METER.try_with(Arc::clone).ok()
+/// One provider call, timed from its start and recorded once: with the outcome it ends
+/// with, or as `cut` when it is dropped first. A call the turn's deadline or a shutdown
+/// stops while it waits is still time spent waiting on the provider: left unrecorded,
+/// its wait would count as the turn's own overhead.
+struct CallTimer {
+    call: &'static str,
+    started: Instant,
+    metrics: Metrics,
+    /// The turn it is a call of, when it runs in one.
+    turn: Option<Arc<TurnMeter>>,
+    recorded: bool,
 }
 
-/// Counts a provider call of the current turn as it begins.
-fn call_begins() {
-    // No `Arc` clone: the meter is only touched.
-    let _ = TURN_METER.try_with(|turn| turn.calls.fetch_add(1, Ordering::Relaxed));
+impl CallTimer {
+    /// Starts timing a call of the current turn, counting it as a call the turn made.
+    fn begin(metrics: &Metrics, call: &'static str) -> CallTimer {
+        let turn = TURN_METER.try_with(Arc::clone).ok();
+        if let Some(turn) = &turn {
+            turn.calls.fetch_add(1, Ordering::Relaxed);
+        }
+        CallTimer {
+            call,
+            started: Instant::now(),
+            metrics: metrics.clone(),
+            turn,
+            recorded: false,
+        }
+    }
+
+    fn end(&mut self, outcome: &'static str) {
+        if !self.recorded {
+            self.recorded = true;
+            self.metrics.provider_call(
+                self.call,
+                outcome,
+                self.started.elapsed(),
+                self.turn.as_deref(),
+            );
+        }
+    }
+}
+
+impl Drop for CallTimer {
+    fn drop(&mut self) {
+        self.end("cut");
+    }
 }
 
 /// A [`ResponsesProvider`] that times every call of the provider it wraps into a
@@ -427,12 +464,9 @@ impl TimedProvider {
     }
 
     fn timed_stream(
-        &self,
-        call: &'static str,
-        started: Instant,
+        mut timer: CallTimer,
         result: Result<EventStream, ClientError>,
     ) -> Result<EventStream, ClientError> {
-        let turn = current_turn();
         match result {
             Ok(stream) => {
                 let meta = stream.meta().clone();
@@ -440,18 +474,13 @@ impl TimedProvider {
                     meta,
                     TimedStream {
                         inner: stream,
-                        call,
-                        started,
-                        metrics: self.metrics.clone(),
-                        turn,
-                        done: false,
+                        timer,
                         terminal: false,
                     },
                 ))
             }
             Err(error) => {
-                self.metrics
-                    .provider_call(call, "error", started.elapsed(), turn.as_deref());
+                timer.end("error");
                 Err(error)
             }
         }
@@ -470,23 +499,16 @@ impl ResponsesProvider for TimedProvider {
         &self,
         request: &CreateResponseRequest,
     ) -> Result<ProviderResponse, ClientError> {
-        call_begins();
-        let started = Instant::now();
+        let mut timer = CallTimer::begin(&self.metrics, "create");
         let result = self.inner.create(request).await;
-        self.metrics.provider_call(
-            "create",
-            if result.is_ok() { "ok" } else { "error" },
-            started.elapsed(),
-            current_turn().as_deref(),
-        );
+        timer.end(if result.is_ok() { "ok" } else { "error" });
         result
     }
 
     async fn stream(&self, request: &CreateResponseRequest) -> Result<EventStream, ClientError> {
-        call_begins();
-        let started = Instant::now();
+        let timer = CallTimer::begin(&self.metrics, "stream");
         let result = self.inner.stream(request).await;
-        self.timed_stream("stream", started, result)
+        TimedProvider::timed_stream(timer, result)
     }
 
     async fn resume_stream(
@@ -494,10 +516,9 @@ impl ResponsesProvider for TimedProvider {
         response_id: &str,
         starting_after: Option<u64>,
     ) -> Result<EventStream, ClientError> {
-        call_begins();
-        let started = Instant::now();
+        let timer = CallTimer::begin(&self.metrics, "resume");
         let result = self.inner.resume_stream(response_id, starting_after).await;
-        self.timed_stream("resume", started, result)
+        TimedProvider::timed_stream(timer, result)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -505,34 +526,22 @@ impl ResponsesProvider for TimedProvider {
     }
 }
 
-/// A provider stream that records its time once, when it ends or is dropped.
+/// A provider stream whose call is timed until it ends or is dropped.
 struct TimedStream {
     inner: EventStream,
-    call: &'static str,
-    started: Instant,
-    metrics: Metrics,
-    turn: Option<Arc<TurnMeter>>,
-    done: bool,
+    timer: CallTimer,
     /// Its final event came.
     terminal: bool,
 }
 
 impl TimedStream {
     fn finish(&mut self, failed: bool) {
-        if !self.done {
-            self.done = true;
-            let outcome = match (failed, self.terminal) {
-                (true, _) => "error",
-                (false, true) => "ok",
-                (false, false) => "cut",
-            };
-            self.metrics.provider_call(
-                self.call,
-                outcome,
-                self.started.elapsed(),
-                self.turn.as_deref(),
-            );
-        }
+        let outcome = match (failed, self.terminal) {
+            (true, _) => "error",
+            (false, true) => "ok",
+            (false, false) => "cut",
+        };
+        self.timer.end(outcome);
     }
 }
 

@@ -2209,6 +2209,16 @@ async fn a_turn_stopped_by_its_deadline_answers_with_what_the_store_holds() {
 async fn a_turn_stopped_by_its_deadline_while_its_model_call_waits_is_still_timed_as_a_turn() {
     // The call is counted as it begins: a turn whose model is slower than the deadline
     // called the model, and is among the turns timed, not left out as a retry would be.
+    //
+    // A process's first turn builds the token tables (most of a second in a debug
+    // build, before its model call): built by a turn of their own first, as `aptix
+    // serve` builds them before it serves, so that the turn below spends its time
+    // waiting on its model.
+    let warm = Arc::new(FakeProvider::new());
+    warm.push_response(text_response("resp_warm", "Hello!"));
+    let warming = start(warm, ServerConfig::default()).await;
+    let response = warming.post(&turn("s-warm", "t-1")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
     let metrics = Metrics::new();
     let slow = gated();
     let provider = Arc::new(TimedProvider::new(slow.clone(), metrics.clone()));
@@ -2234,5 +2244,23 @@ async fn a_turn_stopped_by_its_deadline_while_its_model_call_waits_is_still_time
         sample(&text, "aptix_turn_overhead_seconds_count", &[]),
         Some(1.0),
         "{text}"
+    );
+    // The call stopped while it waited is timed, as `cut`, and its wait is the
+    // provider's: the turn spent all but a sliver of its 500 ms waiting on it.
+    assert_eq!(
+        sample(
+            &text,
+            "aptix_provider_call_duration_seconds_count",
+            &[("call", "create"), ("outcome", "cut")]
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    let overhead = sample(&text, "aptix_turn_overhead_seconds_sum", &[]).unwrap();
+    let turn = sample(&text, "aptix_turn_duration_seconds_sum", &[]).unwrap();
+    assert!(turn >= 0.5, "{text}");
+    assert!(
+        overhead < turn / 2.0,
+        "overhead {overhead} s of a {turn} s turn that waited on its model call: {text}"
     );
 }
