@@ -256,9 +256,25 @@ fn authorized(state: &AppState, request: &Request) -> Result<String, ApiError> {
 fn unknown_session(id: &str, request_id: &str) -> ApiError {
     ApiError::new(
         ErrorCode::UnknownSession,
-        format!("there is no session {id:?}"),
+        format!("there is no session {}", shown_id(id)),
         request_id,
     )
+}
+
+/// The characters of a session id a message quotes: an id is checked for its
+/// characters, not its length, and an error is no place to send back a client's
+/// megabyte.
+const SHOWN_ID_CHARS: usize = 100;
+
+/// `id` quoted for a message: whole when short, else its start and its length.
+fn shown_id(id: &str) -> String {
+    let count = id.chars().count();
+    if count <= SHOWN_ID_CHARS {
+        format!("{id:?}")
+    } else {
+        let start: String = id.chars().take(SHOWN_ID_CHARS).collect();
+        format!("{start:?}… ({count} characters)")
+    }
 }
 
 /// Any path no route has: the one error shape, as every other refusal. Under `/v1/`,
@@ -1443,9 +1459,31 @@ pub(crate) async fn session(
         Ok(id) => id,
         Err(refused) => return refused.into_response(),
     };
-    match session_view(state.orchestrator.store().as_ref(), &id).await {
+    let store = state.orchestrator.store();
+    match session_view(store.as_ref(), &id).await {
         Ok(Some(view)) => axum::Json(view).into_response(),
-        Ok(None) => unknown_session(&id, &request_id).into_response(),
+        Ok(None) => {
+            // A session is stored with its first turn: while that turn runs, the session
+            // is not there to show yet, though it cannot be deleted either (409). Said,
+            // so that a client polling it knows to wait rather than that its id is wrong.
+            let first_turn_runs = matches!(
+                store.lease(&id).await,
+                Ok(Some(lease)) if !lease.expires_in.is_zero()
+            );
+            if first_turn_runs {
+                ApiError::new(
+                    ErrorCode::UnknownSession,
+                    format!(
+                        "there is no session {} yet: its first turn is running, and it is stored when that turn ends",
+                        shown_id(&id)
+                    ),
+                    &request_id,
+                )
+                .into_response()
+            } else {
+                unknown_session(&id, &request_id).into_response()
+            }
+        }
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }
 }

@@ -450,6 +450,14 @@ async fn media_type_size_and_unknown_sessions_have_their_statuses() {
         (status, body["error"]["code"].as_str()),
         (404, Some("unknown_session"))
     );
+    assert_eq!(body["error"]["message"], "there is no session \"nobody\"");
+    // A long id is not sent back whole.
+    let long = "x".repeat(5000);
+    let (status, body) = error_of(server.get(&format!("/v1/sessions/{long}")).await).await;
+    assert_eq!(status, 404, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 300, "{message}");
+    assert!(message.ends_with("… (5000 characters)"), "{message}");
 }
 
 #[tokio::test]
@@ -687,6 +695,23 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
     );
     // A streamed request is refused with the same status, not a 200 and an error event.
     let (status, body) = error_of(server.stream(&turn("s1", "t3")).await).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("session_busy"))
+    );
+    // The session is stored with its first turn: until then it is not there to show,
+    // and the answer says why, nor there to delete while the turn runs.
+    let (status, body) = error_of(server.get("/v1/sessions/s1").await).await;
+    assert_eq!(status, 404, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("its first turn is running"), "{message}");
+    let deleted = server
+        .client
+        .delete(format!("{}/v1/sessions/s1", server.base))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = error_of(deleted).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (409, Some("session_busy"))
