@@ -274,6 +274,13 @@ impl IntoResponse for ApiError {
             ErrorCode::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
+            // The codings a body may come in (RFC 9110 §12.5.3): none.
+            ErrorCode::UnsupportedMediaType => {
+                headers.insert(
+                    header::ACCEPT_ENCODING,
+                    HeaderValue::from_static("identity"),
+                );
+            }
             _ => {}
         }
         response

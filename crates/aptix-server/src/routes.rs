@@ -477,7 +477,7 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
         (status = 422, description = "`turn_id_reused`: the `sessionId` + `turnId` name a stored user turn that a different request ran; a retry sends the same request, a new turn needs a new `turnId` (tool continuations with other results are the turn's next round)", body = ErrorBody),
         (status = 408, description = "`body_timeout`: the body did not arrive within the body read timeout (default 60 s)", body = ErrorBody),
         (status = 413, description = "`body_too_large`: over the body limit (default 1 MiB)", body = ErrorBody),
-        (status = 415, description = "`unsupported_media_type`: the body is not `application/json`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`: the body is not `application/json`, or is sent with a content coding (`Content-Encoding: gzip`), which is not read", body = ErrorBody),
         (status = 500, description = "`internal_error`", body = ErrorBody),
         (status = 503, description = "`over_capacity` (too many turns in flight; `Retry-After: 1`; a stored turn is answered anyway), `store_unavailable`, or `shutting_down` (the service stopped the turn as it stopped; nothing of it was stored; `Retry-After: 1`)", body = ErrorBody),
         (status = 504, description = "`turn_timeout`: the turn ran past its deadline (default 10 min)", body = ErrorBody),
@@ -518,6 +518,24 @@ async fn prepare_turn(
         return Err(ApiError::new(
             ErrorCode::UnsupportedMediaType,
             "the body must be application/json (an AGN-034 request)",
+            request_id,
+        ));
+    }
+    // A compressed body is not read: refused for its coding (RFC 9110 §15.5.16), not
+    // decoded as JSON and called malformed.
+    if let Some(coding) = parts
+        .headers
+        .get_all(header::CONTENT_ENCODING)
+        .iter()
+        .flat_map(|value| value.to_str().unwrap_or("?").split(','))
+        .map(str::trim)
+        .find(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("identity"))
+    {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            format!(
+                "the body must be sent as it is, without a content coding (content-encoding {coding:?} is not read)"
+            ),
             request_id,
         ));
     }

@@ -418,6 +418,35 @@ async fn media_type_size_and_unknown_sessions_have_their_statuses() {
         (status, body["error"]["code"].as_str()),
         (415, Some("unsupported_media_type"))
     );
+    // A compressed body is refused for its coding, not read as malformed JSON; a body
+    // sent as it is (`identity`) is read.
+    let compressed = server
+        .post(&turn("s1", "t1"))
+        .header("content-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(compressed.headers()["accept-encoding"], "identity");
+    let (status, body) = error_of(compressed).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (415, Some("unsupported_media_type")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"gzip\""),
+        "{body}"
+    );
+    let plain = server
+        .post(&turn("s1", "t1"))
+        .header("content-encoding", "identity")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(plain.status(), 415);
 
     let mut big = turn("s1", "t1");
     big["instruction"] = json!("x".repeat(4096));
