@@ -103,9 +103,13 @@ impl OpenAiConfig {
         OpenAiConfigBuilder::from_env().build()
     }
 
-    /// The base URL, without a trailing slash.
+    /// The base URL, without a trailing slash, and with the password of any user-info
+    /// it holds (`https://user:password@proxy/v1`) shown as `***` (see
+    /// [`aptix_model::redact_url`]): for logs and messages.
     pub fn base_url(&self) -> String {
-        self.base_url.to_string().trim_end_matches('/').to_owned()
+        aptix_model::redact_url(&self.base_url.to_string())
+            .trim_end_matches('/')
+            .to_owned()
     }
 
     /// The URL of an endpoint below the base URL (`responses`, `chat/completions`),
@@ -433,7 +437,10 @@ impl fmt::Debug for OpenAiConfigBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfigBuilder")
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("base_url", &self.base_url)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(aptix_model::redact_url),
+            )
             .field("organization", &self.organization)
             .field("project", &self.project)
             .finish_non_exhaustive()
@@ -559,6 +566,16 @@ mod tests {
             .to_string();
         assert!(!error.contains("hunter2"), "{error}");
         assert!(error.contains("e.g. https://proxy.example/v1"), "{error}");
+        // Shown (a log line, a `Debug`), a proxy's password is hidden.
+        let builder = OpenAiConfig::builder().base_url("https://u:hunter2@proxy.example/v1");
+        assert!(!format!("{builder:?}").contains("hunter2"), "{builder:?}");
+        let config = builder.build().unwrap();
+        assert_eq!(config.base_url(), "https://u:***@proxy.example/v1");
+        assert!(!format!("{config:?}").contains("hunter2"), "{config:?}");
+        assert!(
+            config.endpoint("responses").contains("hunter2"),
+            "still sent"
+        );
         let error = OpenAiConfig::builder()
             .api_key("sk-bad\nkey")
             .build()

@@ -71,8 +71,10 @@ mod error;
 mod open_enum;
 #[cfg(feature = "openapi")]
 mod openapi;
+mod url;
 
 pub use error::ModelError;
+pub use url::redact_url;
 
 /// `error` and its causes on one line, joined by `: `, as Aptix prints and logs an
 /// error. A cause whose text the line already holds is left out: many errors repeat

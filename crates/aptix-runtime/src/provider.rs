@@ -91,7 +91,8 @@ fn config_error(error: ClientError, settings: &Settings, env: Env<'_>) -> Error 
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct WireRequest {
-    /// The URL it is posted to, e.g. `https://api.openai.com/v1/responses`.
+    /// The URL it is posted to, e.g. `https://api.openai.com/v1/responses` (a password in
+    /// it shown as `***`).
     pub endpoint: String,
     /// The body: the `/v1/responses` request, or its Chat Completions translation.
     pub body: serde_json::Value,
@@ -125,5 +126,7 @@ pub(crate) fn wire_request(
         ApiKind::Chat => to_chat_request(&body, &ChatOptions::default(), stream)
             .map_err(|error| Error::Bridge(Box::new(error)))?,
     };
+    // Shown to the user (`aptix ask --dry-run`): a proxy's password is not.
+    let endpoint = aptix_model::redact_url(&endpoint);
     Ok(WireRequest { endpoint, body })
 }

@@ -140,3 +140,45 @@ async fn the_key_never_appears_in_debug_errors_or_traces() {
     assert!(traces.contains("status=401"));
     assert_no_key(&traces, "tracing output");
 }
+
+#[tokio::test]
+async fn a_password_in_the_base_url_is_sent_but_never_shown() {
+    const PASSWORD: &str = "proxy-pass-5f2c9e";
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    // A port nobody listens on: the request fails to connect, and its error is shown.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let builder = OpenAiConfig::builder()
+        .base_url(format!("http://proxy-user:{PASSWORD}@127.0.0.1:{port}/v1"))
+        .api_key(TEST_KEY)
+        .retry(RetryPolicy::never());
+    let builder_debug = format!("{builder:?}");
+    let config = builder.build().unwrap();
+    let shown = format!("{} {config:?}", config.base_url());
+    let provider = OpenAiProvider::new(config).unwrap();
+    let error = provider.create(&request()).await.unwrap_err();
+    let stream_error = provider.stream(&request()).await.err().unwrap();
+    drop(_guard);
+    for (what, text) in [
+        ("builder debug", builder_debug),
+        ("config", shown),
+        ("create error", format!("{error} {error:?}")),
+        ("stream error", format!("{stream_error} {stream_error:?}")),
+        ("tracing output", captured.text()),
+    ] {
+        assert!(
+            !text.contains(PASSWORD),
+            "{what} shows the password:\n{text}"
+        );
+    }
+}

@@ -26,14 +26,13 @@ mod memory;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-mod url;
 
+pub use aptix_model::redact_url;
 pub use memory::{InMemorySessionStore, MemoryStoreLimits};
 #[cfg(feature = "postgres")]
 pub use postgres::{DEFAULT_POOL_SIZE, PgSessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
-pub use url::redact_url;
 
 /// A listing cursor of the SQL stores, `<change time>:<session id>` (the first session
 /// of the next page), parsed; anything else is a clear error.

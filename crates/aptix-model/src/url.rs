@@ -1,9 +1,18 @@
-//! Store URLs as people and logs see them: with the password hidden.
+//! URLs as people and logs see them: with the password hidden (a store's database URL,
+//! a provider's base URL through a proxy that wants one).
 
-/// `url` with its password replaced by `***`, in either form PostgreSQL accepts: the
-/// URL's user-info (`postgres://user:secret@host/db`) and `password=` parameters (in a
-/// URL's query or a `key=value` connection string). Text that is neither is returned
-/// with every `password=` value masked all the same.
+/// `url` with its password replaced by `***`, in every form it is written in: the URL's
+/// user-info (`postgres://user:secret@host/db`, `https://user:secret@proxy/v1`) and
+/// `password=` parameters (in a URL's query or PostgreSQL's `key=value` connection
+/// string). Text that is neither is returned with every `password=` value masked all
+/// the same.
+///
+/// ```
+/// assert_eq!(
+///     aptix_model::redact_url("https://me:hunter2@proxy.example/v1"),
+///     "https://me:***@proxy.example/v1"
+/// );
+/// ```
 pub fn redact_url(url: &str) -> String {
     let mut text = url.to_owned();
     if let Some(scheme_end) = text.find("://") {
