@@ -48,8 +48,9 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
     ) -> Result<OpenedWorkspace, AcpError>;
 
     /// The workspace folder and the session store `open` would use for `cwd`, to list
-    /// its sessions (`session/list`) without building an orchestrator or refreshing the
-    /// index. The default opens the whole workspace; an opener that can do less should.
+    /// its sessions (`session/list`) and find the one a `session/load` names, without
+    /// building an orchestrator or refreshing the index (nor making a store where
+    /// there is none). The default opens the whole workspace; an opener that can do less should.
     /// Blocking, like `open`.
     fn sessions_of(&self, cwd: &Path) -> Result<(PathBuf, Arc<dyn SessionStore>), AcpError> {
         let opened = self.open(cwd, None)?;
@@ -120,7 +121,6 @@ struct Session {
     root: PathBuf,
     /// The session's orchestrator, or why prompts cannot run (no provider).
     turns: Result<Arc<Orchestrator>, String>,
-    store: Arc<dyn SessionStore>,
     editor: Option<Arc<EditorReader>>,
     running: Mutex<Option<Running>>,
 }
@@ -373,7 +373,6 @@ impl Shared {
             id: id.to_owned(),
             root: opened.root,
             turns,
-            store: opened.store,
             editor,
             running: Mutex::new(None),
         }))
@@ -401,11 +400,37 @@ impl Shared {
         let shared = Arc::clone(shared);
         let connection = cx.clone();
         cx.spawn(async move {
-            let session = match shared.open_session(&id, &cwd, &connection).await {
-                Ok(session) => session,
-                Err(error) => return responder.respond_with_error(error),
+            // The stored session is looked for first, in the store the workspace for
+            // `cwd` has (no store is made, nothing indexed): a load that fails leaves
+            // a folder as it found it.
+            let opener = Arc::clone(&shared.opener);
+            let folder = cwd.clone();
+            let (root, store) = match tokio::task::spawn_blocking(move || opener.sessions_of(&folder)).await {
+                Ok(Ok(found)) => found,
+                Ok(Err(error)) => return responder.respond_with_error(internal(error.to_string())),
+                Err(error) => {
+                    return responder.respond_with_error(internal(format!(
+                        "opening the workspace stopped: {error}"
+                    )));
+                }
             };
-            let stored = match session.store.load_full(&id).await {
+            let open = shared.session(&id);
+            // A session lives in its workspace's store: open here in another workspace,
+            // loading it in this one would find nothing to replay and go on in this
+            // store without its history, the conversation cut in two.
+            if let Some(open) = &open
+                && open.root != root
+            {
+                return responder.respond_with_error(rpc(
+                    ErrorCode::INVALID_PARAMS,
+                    format!(
+                        "session {id} belongs to the workspace {}, not {}: load it with that cwd, or start a new session here",
+                        open.root.display(),
+                        root.display()
+                    ),
+                ));
+            }
+            let stored = match store.load_full(&id).await {
                 Ok(stored) => stored,
                 Err(error) => {
                     return responder.respond_with_error(internal(format!(
@@ -413,19 +438,21 @@ impl Shared {
                     )));
                 }
             };
-            match stored {
-                Some(stored) => {
-                    // Replayed before the answer, as the protocol asks: the conversation
-                    // as the user saw it, compactions undone.
-                    for update in replay::updates(&stored.value, &session.root) {
-                        connection
-                            .send_notification(SessionNotification::new(id.clone(), update))?;
-                    }
+            // A session started on this connection has no stored turn until its first
+            // prompt ends: nothing to replay.
+            if stored.is_none() && open.is_none() {
+                return responder.respond_with_error(unknown_session(&id));
+            }
+            let session = match shared.open_session(&id, &cwd, &connection).await {
+                Ok(session) => session,
+                Err(error) => return responder.respond_with_error(error),
+            };
+            if let Some(stored) = stored {
+                // Replayed before the answer, as the protocol asks: the conversation as
+                // the user saw it, compactions undone.
+                for update in replay::updates(&stored.value, &session.root) {
+                    connection.send_notification(SessionNotification::new(id.clone(), update))?;
                 }
-                // A session started on this connection has no stored turn until its
-                // first prompt ends: nothing to replay.
-                None if shared.session(&id).is_some() => {}
-                None => return responder.respond_with_error(unknown_session(&id)),
             }
             tracing::info!(session = %id, workspace = %session.root.display(), "session loaded");
             lock(&shared.sessions).insert(id, session);

@@ -597,6 +597,29 @@ async fn stdout_carries_only_json_rpc_and_bad_input_gets_errors() {
             })
             .collect();
         assert_eq!(text, "One two.");
+
+        // A session open in one workspace is not loaded from another: its history is in
+        // its own workspace's store, and the other's would go on without it.
+        let subfolder = format!("{workspace}/src");
+        let load = |id: &str| json!({"sessionId": id, "cwd": subfolder, "mcpServers": []});
+        let elsewhere = agent.request(8, "session/load", load(&session_id));
+        let refused = elsewhere.last().unwrap();
+        assert_eq!(error_code(refused), -32602, "{elsewhere:?}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("belongs to the workspace"),
+            "{refused}"
+        );
+        // A session the folder does not have is refused, and the folder is left as it
+        // was: nothing indexed, no store made.
+        let unknown = agent.request(9, "session/load", load("s-nope"));
+        assert_eq!(error_code(unknown.last().unwrap()), -32002, "{unknown:?}");
+        assert!(
+            !std::path::Path::new(&subfolder).join(".aptix").exists(),
+            "a failed load made {subfolder}/.aptix"
+        );
         agent.finish()
     })
     .await;
