@@ -99,7 +99,7 @@ pub(crate) async fn user_turn(
     let mut turn = Turn::default();
     for block in blocks {
         match block {
-            ContentBlock::Text(text) => turn.instruction.push_str(&text.text),
+            ContentBlock::Text(text) => append(&mut turn.instruction, &text.text),
             ContentBlock::ResourceLink(link) => link_file(&mut turn, &link, cwd, editor).await?,
             ContentBlock::Resource(resource) => match resource.resource {
                 EmbeddedResourceResource::TextResourceContents(contents) => {
@@ -162,15 +162,28 @@ pub(crate) async fn user_turn(
         .map_err(|rejection| invalid_params(format!("the prompt is not a valid turn: {rejection}")))
 }
 
-/// Names an attachment in the instruction, where it stood among the text blocks (apart
-/// from a mention right before it: two backticks together would end code spans wrong).
+/// Names an attachment in the instruction, where it stood among the text blocks.
 fn mention(turn: &mut Turn, path: &str) {
-    if turn.instruction.ends_with('`') {
-        turn.instruction.push(' ');
+    append(&mut turn.instruction, &format!("`{path}`"));
+}
+
+/// `piece` after the instruction so far, a space between them when neither side has
+/// one: the blocks of a prompt are the words of one message, and an editor may send
+/// them without the spaces around a mention (`explain`, a link, `please`). None before
+/// closing punctuation, nor after an opening bracket.
+fn append(instruction: &mut String, piece: &str) {
+    let open_end = instruction
+        .chars()
+        .next_back()
+        .is_some_and(|last| !last.is_whitespace() && !"([{".contains(last));
+    let open_start = piece
+        .chars()
+        .next()
+        .is_some_and(|first| !first.is_whitespace() && !".,;:!?)]}".contains(first));
+    if open_end && open_start {
+        instruction.push(' ');
     }
-    turn.instruction.push('`');
-    turn.instruction.push_str(path);
-    turn.instruction.push('`');
+    instruction.push_str(piece);
 }
 
 fn image_block(turn: &mut Turn, image: ImageContent, cwd: &Path) {
@@ -200,8 +213,10 @@ async fn link_file(
     editor: Option<&EditorReader>,
 ) -> Result<(), RpcError> {
     let Some(absolute) = file_path(&link.uri) else {
-        turn.instruction
-            .push_str(&format!("[{}]({})", link.name, link.uri));
+        append(
+            &mut turn.instruction,
+            &format!("[{}]({})", link.name, link.uri),
+        );
         return Ok(());
     };
     let mut path = shown_path(&link.uri, cwd, &link.name);
@@ -414,6 +429,32 @@ mod tests {
     }
 
     #[test]
+    fn blocks_sent_without_spaces_around_a_mention_are_words_apart() {
+        let dir = tempfile_dir();
+        std::fs::write(dir.join("a.rs"), "fn a() {}\n").unwrap();
+        let link = format!("file://{}", dir.join("a.rs").display());
+        let text = |text: &str| ContentBlock::Text(TextContent::new(text));
+        let request = run(
+            vec![
+                text("explain"),
+                ContentBlock::ResourceLink(ResourceLink::new("a.rs", link.clone())),
+                text("and"),
+                ContentBlock::ResourceLink(ResourceLink::new("a", "https://example.com/a")),
+                text(", then ("),
+                ContentBlock::ResourceLink(ResourceLink::new("a.rs", link)),
+                text(")."),
+            ],
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(
+            request["instruction"],
+            "explain `a.rs` and [a](https://example.com/a), then (`a.rs`)."
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn audio_and_unreadable_links_are_refused_with_a_reason() {
         let dir = tempfile_dir();
         let error = run(
@@ -497,7 +538,7 @@ mod tests {
         assert_eq!(request["files"][4]["content"], "line2");
         assert_eq!(
             request["instruction"],
-            "Compare`five.txt#L3-4` `five.txt#L5-5` `lib.rs` `b/lib.rs` `five.txt#L2-2`"
+            "Compare `five.txt#L3-4` `five.txt#L5-5` `lib.rs` `b/lib.rs` `five.txt#L2-2`"
         );
         assert_eq!(lines_of("file:///x#L9-3"), None);
         assert_eq!(lines_of("file:///x#L0"), None);
@@ -532,7 +573,7 @@ mod tests {
         assert_eq!(request["files"][0]["path"], "src/lib.rs");
         assert_eq!(
             request["instruction"],
-            "Compare`src/lib.rs` with`src/lib.rs`"
+            "Compare `src/lib.rs` with `src/lib.rs`"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
