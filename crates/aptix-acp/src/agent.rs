@@ -25,7 +25,7 @@ use aptix_tools::FileReader;
 use tokio::sync::oneshot;
 
 use crate::error::{
-    AcpError, from_error_envelope, from_orchestrator, internal, invalid_params, rpc,
+    AcpError, from_error_envelope, from_opening, from_orchestrator, internal, invalid_params, rpc,
     unknown_session,
 };
 use crate::report::TurnReporter;
@@ -364,7 +364,7 @@ impl Shared {
         let opened = tokio::task::spawn_blocking(move || opener.open(&dir, reader))
             .await
             .map_err(|error| internal(format!("opening the workspace stopped: {error}")))?
-            .map_err(|error| internal(error.to_string()))?;
+            .map_err(|error| from_opening(&error))?;
         // Without a provider the session still opens (it can be loaded, and the editor
         // shows why prompts fail): each prompt ends with the reason. Each tool run
         // reaches the editor through the turn's ToolRunning and ToolFinished deltas.
@@ -407,7 +407,7 @@ impl Shared {
             let folder = cwd.clone();
             let (root, store) = match tokio::task::spawn_blocking(move || opener.sessions_of(&folder)).await {
                 Ok(Ok(found)) => found,
-                Ok(Err(error)) => return responder.respond_with_error(internal(error.to_string())),
+                Ok(Err(error)) => return responder.respond_with_error(from_opening(&error)),
                 Err(error) => {
                     return responder.respond_with_error(internal(format!(
                         "opening the workspace stopped: {error}"
@@ -500,7 +500,7 @@ impl Shared {
                 let (root, store) = match opened.await {
                     Ok(Ok(found)) => found,
                     Ok(Err(error)) => {
-                        return responder.respond_with_error(internal(error.to_string()));
+                        return responder.respond_with_error(from_opening(&error));
                     }
                     Err(error) => {
                         return responder.respond_with_error(internal(format!(

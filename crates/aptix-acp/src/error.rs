@@ -18,6 +18,15 @@ pub enum AcpError {
         /// Why, in words a person can act on.
         reason: String,
     },
+    /// A folder that cannot be a session's workspace (the home folder, `/`): the
+    /// editor's `cwd` is refused, as invalid parameters.
+    #[error("{path} cannot be a workspace: {reason}")]
+    NotAWorkspace {
+        /// The folder asked for.
+        path: PathBuf,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// The connection to the editor failed (its pipes closed mid-message, say).
     #[error("the ACP connection failed: {0}")]
     Connection(#[from] RpcError),
@@ -31,6 +40,15 @@ pub(crate) fn rpc(code: ErrorCode, message: impl Into<String>) -> RpcError {
 /// `-32602`: the request's parameters are wrong, and why.
 pub(crate) fn invalid_params(message: impl Into<String>) -> RpcError {
     rpc(ErrorCode::INVALID_PARAMS, message)
+}
+
+/// The error a request that needed a workspace is answered with: `-32602` for a
+/// folder that cannot be one, `-32603` for one that could not be opened.
+pub(crate) fn from_opening(error: &AcpError) -> RpcError {
+    match error {
+        AcpError::NotAWorkspace { .. } => invalid_params(error.to_string()),
+        _ => internal(error.to_string()),
+    }
 }
 
 /// `-32603` with a message saying what failed.

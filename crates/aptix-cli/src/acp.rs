@@ -134,7 +134,7 @@ impl CliWorkspaces {
         if self.pinned.is_none()
             && let Some(why) = workspace::too_wide(&root)
         {
-            return Err(AcpError::Workspace {
+            return Err(AcpError::NotAWorkspace {
                 path: root,
                 reason: format!(
                     "{why}: open a project folder, or start `aptix acp --workspace DIR`"

@@ -349,7 +349,9 @@ fn turn_error(error: OrchestratorError) -> anyhow::Error {
             usage(error.to_string())
         }
         OrchestratorError::SessionBusy { .. } => anyhow::Error::new(error)
-            .context("another aptix ask is using this session; wait for it to finish"),
+            .context(
+                "another Aptix process (aptix ask, aptix serve or an editor's aptix acp) is running a turn on this session; wait for it to finish",
+            ),
         other => anyhow::Error::new(other).context("the turn failed"),
     }
 }

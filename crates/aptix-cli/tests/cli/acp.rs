@@ -986,6 +986,8 @@ async fn a_session_on_the_home_folder_is_refused_rather_than_indexing_it() {
         .unwrap_or_default()
         .to_owned();
     assert!(message.contains("too wide a workspace"), "{refused:?}");
+    // The editor's parameter is what is wrong, not the agent.
+    assert_eq!(error_code(refused.last().unwrap()), -32602, "{refused:?}");
     assert!(!indexed, "the home folder was indexed");
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
