@@ -218,7 +218,9 @@ impl Orchestrator {
                 // Saturating: the count comes from a retriever of anyone's making.
                 let offered = (attached + retrieved.len()).saturating_add(left_by_retriever);
                 let packed = select_context(inputs.chunks, retrieved, &query, &counter);
-                let left_out = offered.saturating_sub(packed.kept.len());
+                // Only what the budget left out: a chunk left out for overlapping one
+                // sent (an attachment) has its lines in the context already.
+                let left_out = packed.dropped.len().saturating_add(left_by_retriever);
                 warnings.extend(packed.left_out_warning(left_out, offered, &query));
                 let sources = packed.kept.iter().map(source_ref).collect();
                 let (builder, replayed) =

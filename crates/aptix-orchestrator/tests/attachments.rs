@@ -246,3 +246,62 @@ async fn what_the_budget_leaves_out_is_said_once_counting_what_the_retriever_lef
         "{left_out:?}, expected {expected}"
     );
 }
+
+/// A retriever that finds the lines of `src/mine.rs` the user attached.
+struct FindsTheAttachment;
+
+#[async_trait::async_trait]
+impl aptix_rag::Retriever for FindsTheAttachment {
+    async fn retrieve(
+        &self,
+        _query: &aptix_rag::RetrievalQuery,
+    ) -> Result<aptix_rag::Retrieval, aptix_rag::RagError> {
+        Ok(aptix_rag::Retrieval {
+            chunks: vec![aptix_rag::ScoredChunk {
+                chunk: aptix_rag::Chunk {
+                    id: aptix_rag::ChunkId::new("src/mine.rs#1"),
+                    path: "src/mine.rs".into(),
+                    lines: aptix_rag::LineSpan::new(1, 20).unwrap(),
+                    language: "rust".into(),
+                    content: file(20),
+                    metadata: Default::default(),
+                },
+                score: 1.0,
+            }],
+            warnings: Vec::new(),
+            left_out: 0,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_found_chunk_the_attachment_already_holds_is_not_said_left_out_for_the_budget() {
+    // Its lines are in the context (the attachment's): "1 of 2 context chunk(s) were
+    // left out to keep the context within 12000 tokens" was said of a context far
+    // from its budget.
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer());
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .retriever(Arc::new(FindsTheAttachment))
+            .build()
+            .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        serde_json::json!({"sessionId": "s", "turnId": "t", "instruction": "Review this",
+                           "files": [{"path": "src/mine.rs", "content": file(40)}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    let envelope = orchestrator.execute(request).await.unwrap();
+    assert!(
+        !envelope
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("left out")),
+        "{:?}",
+        envelope.warnings
+    );
+    let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
+    assert_eq!(sent.matches("=== CHUNK").count(), 1, "sent once: {sent}");
+}

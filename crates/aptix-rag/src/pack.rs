@@ -11,7 +11,9 @@ use crate::{Chunk, ChunkId, RetrievalQuery, ScoredChunk, TokenCounter};
 pub struct Packed {
     /// The chunks that fit, in their original rank order.
     pub kept: Vec<ScoredChunk>,
-    /// The ids of the chunks that did not fit, in rank order.
+    /// The ids of the chunks that did not fit the token budget, in rank order. A chunk
+    /// left out because it overlaps one sent (an attachment, a better-ranked chunk of
+    /// the same lines) is not among them: its lines are in the context.
     pub dropped: Vec<ChunkId>,
     /// The o200k tokens of the `[CONTEXT]` block of [`kept`](Self::kept): at most the
     /// budget (unless attachments alone pass it, see [`select_context`]), and 0 when
@@ -207,16 +209,19 @@ pub fn select_context(
     candidates.extend(retrieved);
     // The attachments left (one given twice is sent once) lead, in order.
     let (mut candidates, kept) = dedupe_keeping(candidates, chosen);
+    // Past the chunk count: spares (the index fetches more than it sends, to replace
+    // what overlaps), not chunks the budget left out.
     candidates.truncate(kept.saturating_add(query.max_chunks));
     pack_keeping(candidates, kept, query.token_budget, counter)
 }
 
 impl Packed {
     /// The warning to pass on when `left_out` of the `offered` context chunks were not
-    /// sent (they did not fit `query`'s token budget or chunk count, or overlapped
-    /// another), `None` when none was left out. It says so loudly when nothing was kept:
-    /// an empty context otherwise looks like a question nothing answers. The one wording
-    /// of this warning, for the orchestrator and for retrievers that pack.
+    /// sent for `query`'s token budget (the [`dropped`](Self::dropped), and any a
+    /// retriever left out itself), `None` when none was left out. It says so loudly
+    /// when nothing was kept: an empty context otherwise looks like a question nothing
+    /// answers. The one wording of this warning, for the orchestrator and for
+    /// retrievers that pack.
     pub fn left_out_warning(
         &self,
         left_out: usize,
