@@ -154,12 +154,25 @@ impl AcpAgent {
             ))),
             |reader| async move {
                 let mut reader = reader?;
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line).await {
-                    Ok(0) => None,
-                    Ok(_) => Some((Ok(line_text(line)), Some(reader))),
-                    // Reported once; the stream ends after it.
-                    Err(error) => Some((Err(error), None)),
+                loop {
+                    let mut line = Vec::new();
+                    match read_message(&mut reader, &mut line).await {
+                        Ok(Read::End) => return None,
+                        // Not a message: nothing to answer.
+                        Ok(Read::Line) if line.trim_ascii().is_empty() => {}
+                        Ok(Read::Line) => return Some((Ok(line_text(line)), Some(reader))),
+                        Ok(Read::TooLong) => {
+                            tracing::warn!(
+                                "a message from the editor is over {} MiB; it is dropped unread",
+                                MAX_MESSAGE >> 20
+                            );
+                            // Answered as what it is to the protocol: not a message it
+                            // can read (-32700).
+                            return Some((Ok(TOO_LONG.to_owned()), Some(reader)));
+                        }
+                        // Reported once; the stream ends after it.
+                        Err(error) => return Some((Err(error), None)),
+                    }
                 }
             },
         );
@@ -747,6 +760,62 @@ fn log_turn(session_id: &str, envelope: &AgentExecuteResponse) {
     }
 }
 
+/// The longest message read from the editor: room for a prompt with large files and
+/// images attached (base64), while a runaway line (an editor gone wrong, `cat` of a
+/// disk image) is not buffered whole.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// What stands for a message over [`MAX_MESSAGE`]: text the protocol cannot read, so it
+/// is answered as one (`-32700`), and the connection goes on.
+const TOO_LONG: &str = "a message over the size limit, dropped unread";
+
+/// How reading one line went.
+#[derive(Debug, PartialEq)]
+enum Read {
+    /// A line (the last may have no line break).
+    Line,
+    /// A line over [`MAX_MESSAGE`], read to its end and dropped.
+    TooLong,
+    /// The end of the input.
+    End,
+}
+
+/// Reads one line into `line`, at most [`MAX_MESSAGE`] bytes of it: a longer one is
+/// read to its end without being kept.
+async fn read_message(
+    reader: &mut (impl futures_util::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<Read> {
+    use futures_util::AsyncBufReadExt as _;
+    let mut too_long = false;
+    loop {
+        let buffered = reader.fill_buf().await?;
+        if buffered.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Read::TooLong,
+                (false, true) => Read::End,
+                (false, false) => Read::Line,
+            });
+        }
+        let (taken, ended) = match buffered.iter().position(|byte| *byte == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buffered.len(), false),
+        };
+        if !too_long {
+            if line.len() + taken > MAX_MESSAGE {
+                too_long = true;
+                *line = Vec::new();
+            } else {
+                line.extend_from_slice(&buffered[..taken]);
+            }
+        }
+        reader.consume_unpin(taken);
+        if ended {
+            return Ok(if too_long { Read::TooLong } else { Read::Line });
+        }
+    }
+}
+
 /// One line read from the editor, without its line break (`\n` or `\r\n`); bytes that
 /// are not UTF-8 become U+FFFD.
 fn line_text(mut line: Vec<u8>) -> String {
@@ -771,6 +840,36 @@ fn line_text(mut line: Vec<u8>) -> String {
 mod tests {
     use super::*;
     use aptix_model::contract::AgentToolCall;
+
+    async fn reads_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
+        let mut reader = futures_util::io::BufReader::new(&input[..]);
+        let mut reads = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            let read = read_message(&mut reader, &mut line).await.unwrap();
+            if read == Read::End {
+                return reads;
+            }
+            reads.push((read, line));
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whole_up_to_the_limit_and_a_longer_one_is_dropped_unkept() {
+        let mut input = b"{\"a\":1}\n\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_MESSAGE + 1));
+        input.extend(b"\n{\"b\":2}");
+        let reads = reads_of(input).await;
+        assert_eq!(reads.len(), 4);
+        assert_eq!(reads[0], (Read::Line, b"{\"a\":1}\n".to_vec()));
+        assert_eq!(reads[1], (Read::Line, b"\n".to_vec()));
+        assert_eq!(reads[2], (Read::TooLong, Vec::new()));
+        assert_eq!(reads[3], (Read::Line, b"{\"b\":2}".to_vec()));
+        // Exactly at the limit, with its line break, is a line.
+        let mut input = vec![b'y'; MAX_MESSAGE - 1];
+        input.push(b'\n');
+        assert_eq!(reads_of(input).await[0].0, Read::Line);
+    }
 
     #[test]
     fn stop_reasons_come_from_the_envelope() {

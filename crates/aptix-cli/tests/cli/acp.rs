@@ -547,7 +547,10 @@ async fn stdout_carries_only_json_rpc_and_bad_input_gets_errors() {
         assert_eq!(init[0]["result"]["protocolVersion"], 1, "{init:?}");
         let session_id = agent.new_session(&workspace);
 
-        // A malformed line: a parse error with a null id.
+        // A blank line is no message, and gets no answer; a malformed line: a parse
+        // error with a null id.
+        agent.send("");
+        agent.send("  \r");
         agent.send("{this is not json");
         let parse = agent.next();
         assert_eq!(error_code(&parse), -32700, "{parse}");
