@@ -144,7 +144,7 @@ impl AcpAgent {
     /// is read with U+FFFD in their place, and a warning logged: the SDK's own stdio
     /// transport ended the whole connection on one, with every session and turn in it.
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        use futures_util::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        use futures_util::AsyncWriteExt as _;
         // Blocking reads and writes on threads of their own, as the SDK's transport does:
         // a read of stdin cannot be cancelled, and a detached thread does not hold the
         // process open at exit.
