@@ -431,8 +431,14 @@ impl Shared {
             // A session lives in its workspace's store: open here in another workspace,
             // loading it in this one would find nothing to replay and go on in this
             // store without its history, the conversation cut in two.
+            // Compared as the folders they are: a symlink or `..` spelling of the same
+            // folder is the same workspace.
+            let same_folder = |a: &Path, b: &Path| {
+                a == b
+                    || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
+            };
             if let Some(open) = &open
-                && open.root != root
+                && !same_folder(&open.root, &root)
             {
                 return responder.respond_with_error(rpc(
                     ErrorCode::INVALID_PARAMS,
@@ -802,7 +808,8 @@ async fn read_message(
             None => (buffered.len(), false),
         };
         if !too_long {
-            if line.len() + taken > MAX_MESSAGE {
+            // The line break is not part of the message.
+            if line.len() + taken > MAX_MESSAGE + usize::from(ended) {
                 too_long = true;
                 *line = Vec::new();
             } else {
@@ -865,10 +872,13 @@ mod tests {
         assert_eq!(reads[1], (Read::Line, b"\n".to_vec()));
         assert_eq!(reads[2], (Read::TooLong, Vec::new()));
         assert_eq!(reads[3], (Read::Line, b"{\"b\":2}".to_vec()));
-        // Exactly at the limit, with its line break, is a line.
-        let mut input = vec![b'y'; MAX_MESSAGE - 1];
+        // Exactly at the limit, with its line break, is a line; one byte more is not.
+        let mut input = vec![b'y'; MAX_MESSAGE];
         input.push(b'\n');
         assert_eq!(reads_of(input).await[0].0, Read::Line);
+        let mut input = vec![b'y'; MAX_MESSAGE + 1];
+        input.push(b'\n');
+        assert_eq!(reads_of(input).await[0].0, Read::TooLong);
     }
 
     #[test]

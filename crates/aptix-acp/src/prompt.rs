@@ -25,6 +25,8 @@ use crate::tools::EditorReader;
 #[derive(Debug, Default)]
 struct Turn {
     instruction: String,
+    /// The instruction ends with a mention or a link (text that follows is spaced).
+    after_mention: bool,
     files: Vec<Value>,
     images: Vec<Value>,
     /// Each attachment's shown path and the URI it came from.
@@ -99,7 +101,7 @@ pub(crate) async fn user_turn(
     let mut turn = Turn::default();
     for block in blocks {
         match block {
-            ContentBlock::Text(text) => append(&mut turn.instruction, &text.text),
+            ContentBlock::Text(text) => turn.text(&text.text),
             ContentBlock::ResourceLink(link) => link_file(&mut turn, &link, cwd, editor).await?,
             ContentBlock::Resource(resource) => match resource.resource {
                 EmbeddedResourceResource::TextResourceContents(contents) => {
@@ -164,22 +166,42 @@ pub(crate) async fn user_turn(
 
 /// Names an attachment in the instruction, where it stood among the text blocks.
 fn mention(turn: &mut Turn, path: &str) {
-    append(&mut turn.instruction, &format!("`{path}`"));
+    turn.mention(&format!("`{path}`"));
 }
 
-/// `piece` after the instruction so far, a space between them when neither side has
-/// one: the blocks of a prompt are the words of one message, and an editor may send
-/// them without the spaces around a mention (`explain`, a link, `please`). None before
-/// closing punctuation, nor after an opening bracket.
-fn append(instruction: &mut String, piece: &str) {
+impl Turn {
+    /// A text block: joined to text as it is (a client may split one message into
+    /// blocks anywhere), spaced from a mention before it.
+    fn text(&mut self, text: &str) {
+        if self.after_mention {
+            spaced(&mut self.instruction, text);
+        } else {
+            self.instruction.push_str(text);
+        }
+        self.after_mention = false;
+    }
+
+    /// A mention or a link, spaced from what it follows.
+    fn mention(&mut self, shown: &str) {
+        spaced(&mut self.instruction, shown);
+        self.after_mention = true;
+    }
+}
+
+/// `piece` after the instruction so far, with a space between a mention and the text
+/// around it when neither side has one: an editor may send the blocks of `explain`, a
+/// link, `please` without them. None before closing punctuation or a quote, after an
+/// opening bracket or quote, nor beside text written without spaces (Chinese,
+/// Japanese).
+fn spaced(instruction: &mut String, piece: &str) {
+    let unspaced = |c: char| matches!(c, '\u{3000}'..='\u{30FF}' | '\u{3400}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}');
     let open_end = instruction
         .chars()
         .next_back()
-        .is_some_and(|last| !last.is_whitespace() && !"([{".contains(last));
-    let open_start = piece
-        .chars()
-        .next()
-        .is_some_and(|first| !first.is_whitespace() && !".,;:!?)]}".contains(first));
+        .is_some_and(|last| !last.is_whitespace() && !"([{\"'/-".contains(last) && !unspaced(last));
+    let open_start = piece.chars().next().is_some_and(|first| {
+        !first.is_whitespace() && !".,;:!?)]}\"'/-…".contains(first) && !unspaced(first)
+    });
     if open_end && open_start {
         instruction.push(' ');
     }
@@ -213,10 +235,7 @@ async fn link_file(
     editor: Option<&EditorReader>,
 ) -> Result<(), RpcError> {
     let Some(absolute) = file_path(&link.uri) else {
-        append(
-            &mut turn.instruction,
-            &format!("[{}]({})", link.name, link.uri),
-        );
+        turn.mention(&format!("[{}]({})", link.name, link.uri));
         return Ok(());
     };
     let mut path = shown_path(&link.uri, cwd, &link.name);
@@ -450,6 +469,26 @@ mod tests {
         assert_eq!(
             request["instruction"],
             "explain `a.rs` and [a](https://example.com/a), then (`a.rs`)."
+        );
+        // Text split into blocks anywhere is joined as sent; quotes, possessives and
+        // text written without spaces keep their mention close.
+        let request = run(
+            vec![
+                text("expl"),
+                text("ain \""),
+                ContentBlock::ResourceLink(ResourceLink::new("a", "https://example.com/a")),
+                text("\" and "),
+                ContentBlock::ResourceLink(ResourceLink::new("a", "https://example.com/a")),
+                text("'s parts; 解释"),
+                ContentBlock::ResourceLink(ResourceLink::new("a", "https://example.com/a")),
+                text("的"),
+            ],
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(
+            request["instruction"],
+            "explain \"[a](https://example.com/a)\" and [a](https://example.com/a)'s parts; 解释[a](https://example.com/a)的"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -24,8 +24,8 @@ impl WorkspaceIndex {
         let counter =
             TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
         let packed = select_context(Vec::new(), results.hits, query, &counter);
-        // Hits past `max_chunks` were fetched as spares for overlaps; those the token
-        // budget left out are news for the caller, who says so with what it leaves out
+        // Hits past `max_chunks` were fetched as spares for overlaps (`past_max_chunks`
+        // is no news); those the token budget left out are news for the caller, who says so with what it leaves out
         // itself (one warning, one count).
         Ok(Retrieval {
             chunks: packed.kept,

@@ -220,7 +220,11 @@ impl Orchestrator {
                 let packed = select_context(inputs.chunks, retrieved, &query, &counter);
                 // Only what the budget left out: a chunk left out for overlapping one
                 // sent (an attachment) has its lines in the context already.
-                let left_out = packed.dropped.len().saturating_add(left_by_retriever);
+                let left_out = packed
+                    .dropped
+                    .len()
+                    .saturating_add(packed.past_max_chunks)
+                    .saturating_add(left_by_retriever);
                 warnings.extend(packed.left_out_warning(left_out, offered, &query));
                 let sources = packed.kept.iter().map(source_ref).collect();
                 let (builder, replayed) =

@@ -305,3 +305,36 @@ async fn a_found_chunk_the_attachment_already_holds_is_not_said_left_out_for_the
     let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
     assert_eq!(sent.matches("=== CHUNK").count(), 1, "sent once: {sent}");
 }
+
+#[tokio::test]
+async fn chunks_a_retriever_hands_over_past_the_chunk_count_are_said_left_out() {
+    // A retriever of someone else's making that returns five chunks for a limit of
+    // three: the two past it are not sent, and the warning counts them.
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(answer());
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .retriever(Arc::new(Packing { kept: 5, found: 5 }))
+            .config(OrchestratorConfig {
+                max_chunks: 3,
+                context_token_budget: 1_000_000,
+                ..OrchestratorConfig::default()
+            })
+            .build()
+            .unwrap();
+    let request = AgentExecuteRequest::from_json_slice(
+        br#"{"sessionId": "s", "turnId": "t", "instruction": "Review"}"#,
+    )
+    .unwrap();
+    let envelope = orchestrator.execute(request).await.unwrap();
+    assert!(
+        envelope
+            .warnings
+            .iter()
+            .any(|warning| warning.starts_with("2 of 5 context chunk(s) were left out")),
+        "{:?}",
+        envelope.warnings
+    );
+    let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
+    assert_eq!(sent.matches("=== CHUNK").count(), 3);
+}

@@ -15,6 +15,11 @@ pub struct Packed {
     /// left out because it overlaps one sent (an attachment, a better-ranked chunk of
     /// the same lines) is not among them: its lines are in the context.
     pub dropped: Vec<ChunkId>,
+    /// With [`select_context`], how many chunks came past the query's `max_chunks`
+    /// (after the overlapping ones were left out) and were not considered: spares for a
+    /// retriever that fetched more than it sends (the workspace index), chunks left out
+    /// for the chunk count for one that hands over its results.
+    pub past_max_chunks: usize,
     /// The o200k tokens of the `[CONTEXT]` block of [`kept`](Self::kept): at most the
     /// budget (unless attachments alone pass it, see [`select_context`]), and 0 when
     /// nothing was kept (no block is rendered then).
@@ -209,16 +214,20 @@ pub fn select_context(
     candidates.extend(retrieved);
     // The attachments left (one given twice is sent once) lead, in order.
     let (mut candidates, kept) = dedupe_keeping(candidates, chosen);
-    // Past the chunk count: spares (the index fetches more than it sends, to replace
-    // what overlaps), not chunks the budget left out.
-    candidates.truncate(kept.saturating_add(query.max_chunks));
-    pack_keeping(candidates, kept, query.token_budget, counter)
+    let limit = kept.saturating_add(query.max_chunks);
+    let past_max_chunks = candidates.len().saturating_sub(limit);
+    candidates.truncate(limit);
+    Packed {
+        past_max_chunks,
+        ..pack_keeping(candidates, kept, query.token_budget, counter)
+    }
 }
 
 impl Packed {
     /// The warning to pass on when `left_out` of the `offered` context chunks were not
-    /// sent for `query`'s token budget (the [`dropped`](Self::dropped), and any a
-    /// retriever left out itself), `None` when none was left out. It says so loudly
+    /// sent for `query`'s token budget or chunk count (the [`dropped`](Self::dropped),
+    /// those [`past_max_chunks`](Self::past_max_chunks) when they are not spares, and
+    /// any a retriever left out itself), `None` when none was left out. It says so loudly
     /// when nothing was kept: an empty context otherwise looks like a question nothing
     /// answers. The one wording of this warning, for the orchestrator and for
     /// retrievers that pack.

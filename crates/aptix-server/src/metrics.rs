@@ -68,7 +68,7 @@ struct ErrorLabels {
 struct CallLabels {
     /// `create`, `stream` or `resume`.
     call: &'static str,
-    /// `ok` or `error`.
+    /// `ok`, `error` or `cut` (see [`Metrics::provider_call`]).
     outcome: &'static str,
 }
 

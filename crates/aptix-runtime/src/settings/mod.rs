@@ -60,7 +60,9 @@ const OTHER_VARIABLES: [&str; 2] = ["APTIX_LOG_FORMAT", "APTIX_SERVE_TOKENS"];
 /// with the variable it most likely means: the environment is read by name, so a
 /// misspelt variable is otherwise ignored without a word (a config file's unknown key is
 /// an error; a variable cannot be, as other tools set `APTIX_*` names of their own).
-/// Only names close to a known one are returned.
+/// Only names close to a known one are returned: a misspelling of one, or a known name
+/// short of one of its words (`APTIX_TOKENS` for `APTIX_SERVE_TOKENS`). Short generic
+/// names other tools use (`APTIX_URL`, `APTIX_TOKEN`) are left alone.
 pub fn misspelt_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, String)> {
     let known: Vec<String> = KEYS
         .iter()
@@ -78,19 +80,24 @@ pub fn misspelt_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(
             let suffixes = known
                 .iter()
                 .filter_map(|known| known.strip_prefix("APTIX_"));
-            // A name of fewer words than the one meant (`APTIX_TOKENS`) may mean any
-            // that has them all (`APTIX_SERVE_TOKENS`, `APTIX_TOKENS_FILE`): name each
-            // rather than the one that merely starts the same.
+            // A name one word short of the one meant (`APTIX_TOKENS`) may mean any that
+            // has its words and one more (`APTIX_SERVE_TOKENS`, `APTIX_TOKENS_FILE`):
+            // each is named, rather than the one that merely starts the same. Only for
+            // a distinctive word (five letters or more) and a few candidates: `APTIX_URL`
+            // or `APTIX_TIMEOUT` is as likely another tool's own.
             let words: Vec<&str> = rest.split('_').filter(|word| !word.is_empty()).collect();
+            let distinctive = words.iter().any(|word| word.len() >= 5);
             let mut holding: Vec<&str> = suffixes
                 .clone()
                 .filter(|suffix| {
                     let theirs: Vec<&str> = suffix.split('_').collect();
-                    !words.is_empty() && words.iter().all(|word| theirs.contains(word))
+                    distinctive
+                        && theirs.len() == words.len() + 1
+                        && words.iter().all(|word| theirs.contains(word))
                 })
                 .collect();
             holding.sort_unstable();
-            if !holding.is_empty() {
+            if (1..=3).contains(&holding.len()) {
                 let named: Vec<String> = holding
                     .iter()
                     .map(|suffix| format!("APTIX_{suffix}"))

@@ -557,6 +557,11 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
         "APTIX_TOKENS",
         "APTIX_CONCURRENT_TURNS",
         // Known, or another tool's: nothing to say.
+        "APTIX_URL",
+        "APTIX_TOKEN",
+        "APTIX_LOG",
+        "APTIX_FILE",
+        "APTIX_TIMEOUT",
         "APTIX_MODEL",
         "APTIX_STORE_URL",
         "APTIX_SERVE_TOKENS",
@@ -587,10 +592,7 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
             ("APTIX_TEMPERATUR", "APTIX_TEMPERATURE"),
             ("APTIX_MAX_CONCURENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
             ("APTIX_LOG_FROMAT", "APTIX_LOG_FORMAT"),
-            (
-                "APTIX_TOKENS",
-                "APTIX_MAX_OUTPUT_TOKENS or APTIX_SERVE_TOKENS or APTIX_TOKENS_FILE",
-            ),
+            ("APTIX_TOKENS", "APTIX_SERVE_TOKENS or APTIX_TOKENS_FILE"),
             ("APTIX_CONCURRENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
         ]
     );
