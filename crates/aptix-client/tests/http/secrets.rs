@@ -29,6 +29,18 @@ impl Write for Captured {
 }
 
 impl Captured {
+    /// Every trace of this thread from now until the guard is dropped, at TRACE.
+    fn traces() -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
@@ -45,14 +57,7 @@ fn assert_no_key(text: &str, what: &str) {
 
 #[tokio::test]
 async fn the_key_never_appears_in_debug_errors_or_traces() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::traces();
 
     let server = MockServer::start().await;
     // A server that echoes the key back in its error body, as a careless proxy might.
@@ -144,14 +149,7 @@ async fn the_key_never_appears_in_debug_errors_or_traces() {
 #[tokio::test]
 async fn a_password_in_the_base_url_is_sent_but_never_shown() {
     const PASSWORD: &str = "proxy-pass-5f2c9e";
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::traces();
 
     // A port nobody listens on: the request fails to connect, and its error is shown.
     let port = {
