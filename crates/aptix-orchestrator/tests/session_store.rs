@@ -806,6 +806,25 @@ mod postgres {
     use aptix_orchestrator::PgSessionStore;
     use aptix_testkit::postgres::TestDatabase;
 
+    #[tokio::test]
+    async fn a_password_written_with_a_url_s_own_characters_is_said_to_need_escaping() {
+        // Refused as it is read, before any connection: no server needed.
+        let error = PgSessionStore::connect("postgres://sp:p@ss/w#rd?x@127.0.0.1:1/aptix", 1)
+            .await
+            .err()
+            .unwrap();
+        let text = aptix_model::error_chain(&error);
+        assert!(text.contains("percent-encoded"), "{text}");
+        assert!(!text.contains("w#rd"), "{text}");
+        // A URL that is wrong otherwise is not sent looking at its password.
+        let error = PgSessionStore::connect("postgres://aptix@127.0.0.1:1/aptix?bogus", 1)
+            .await
+            .err()
+            .unwrap();
+        let text = aptix_model::error_chain(&error);
+        assert!(!text.contains("percent-encoded"), "{text}");
+    }
+
     /// A plain connection to `database`, to read and write its tables directly.
     async fn connect_raw(database: &TestDatabase) -> tokio_postgres::Client {
         let (raw, connection) = tokio_postgres::connect(database.url(), tokio_postgres::NoTls)

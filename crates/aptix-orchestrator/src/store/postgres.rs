@@ -401,10 +401,20 @@ impl PgStore {
             return Err(no_tls(target));
         }
         let mut config = tokio_postgres::Config::from_str(url).map_err(|error| {
+            // The usual cause: a password written with a character a URL gives a
+            // meaning to, left unescaped.
+            let unescaped = url.split_once("://").is_some_and(|(_, rest)| {
+                rest.rsplit_once('@')
+                    .is_some_and(|(userinfo, _)| userinfo.contains(['@', '/', '?', '#']))
+            });
             OrchestratorError::store(
                 "open",
                 AtTarget {
-                    what: "invalid PostgreSQL URL",
+                    what: if unescaped {
+                        "invalid PostgreSQL URL (a password holding @, /, ? or # is written percent-encoded: %40, %2F, %3F, %23)"
+                    } else {
+                        "invalid PostgreSQL URL"
+                    },
                     target: target.clone(),
                     source: Box::new(error),
                 },
