@@ -427,12 +427,6 @@ fn report(
             if code == "invalid_api_key" {
                 note(format_args!("check OPENAI_API_KEY"));
             }
-            if code == "404" || code == "not_found" {
-                // Usually a base URL without its /v1 (or with a path too many).
-                note(format_args!(
-                    "the server has no such endpoint: check base_url (--base-url, OPENAI_BASE_URL, aptix.toml); it is the part before /responses, and usually ends in /v1"
-                ));
-            }
             if code == "insufficient_quota" {
                 note(format_args!(
                     "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"

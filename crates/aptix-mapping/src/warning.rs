@@ -165,6 +165,10 @@ pub enum MappingWarning {
         /// How many items.
         items: usize,
     },
+    /// A 404 that names nothing it did not find (no `code`, or only `not_found`): the
+    /// request went to a URL the server does not have, most often for a base URL
+    /// without its `/v1`.
+    NoSuchEndpoint,
 }
 
 impl fmt::Display for MappingWarning {
@@ -332,6 +336,11 @@ impl fmt::Display for MappingWarning {
                     indexes.join(", ")
                 )
             }
+            MappingWarning::NoSuchEndpoint => f.write_str(
+                "the server has no such endpoint (404): check base_url (--base-url, \
+                 OPENAI_BASE_URL, aptix.toml); it is the part before /responses, and \
+                 usually ends in /v1",
+            ),
             MappingWarning::OutputFilledFromStream { items } => write!(
                 f,
                 "the final response has no output; the {items} {} built from the stream \

@@ -83,6 +83,9 @@ fn body_case(case: &str, status: u16, body: &str, code: &str, message: &str, war
     );
 }
 
+/// The warning of a 404 that names nothing it did not find.
+const NO_SUCH_ENDPOINT: &str = "the server has no such endpoint (404): check base_url (--base-url, OPENAI_BASE_URL, aptix.toml); it is the part before /responses, and usually ends in /v1";
+
 #[test]
 fn error_bodies_of_every_shape() {
     body_case(
@@ -147,7 +150,34 @@ fn error_bodies_of_every_shape() {
         r#"{"detail":"Not Found"}"#,
         "404",
         "Not Found",
+        &[NO_SUCH_ENDPOINT],
+    );
+    body_case(
+        "openai: a path it does not have",
+        404,
+        r#"{"error":{"message":"Invalid URL (POST /api/responses)","type":"invalid_request_error","param":null,"code":null}}"#,
+        "invalid_request_error",
+        "Invalid URL (POST /api/responses)",
+        &[NO_SUCH_ENDPOINT],
+    );
+    body_case(
+        "openai: a model it does not have is no wrong URL",
+        404,
+        r#"{"error":{"message":"The model `gpt-9` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#,
+        "model_not_found",
+        "The model `gpt-9` does not exist or you do not have access to it.",
         &[],
+    );
+    body_case(
+        "a plain-text 404",
+        404,
+        "Not Found",
+        "404",
+        "Not Found",
+        &[
+            NO_SUCH_ENDPOINT,
+            "error body is not a json error object (not json: expected value at line 1 column 1); the message is an excerpt of it",
+        ],
     );
     body_case(
         "a proxy's html page",

@@ -40,7 +40,26 @@ pub fn map_error_body(http_status: u16, body: &[u8], turn: &TurnContext) -> Mapp
 pub(crate) fn error_body(http_status: Option<u16>, body: &[u8], turn: &TurnContext) -> Mapped {
     let status_code = || http_status.map_or_else(|| HTTP_ERROR_CODE.to_owned(), |s| s.to_string());
     let mut warnings = Vec::new();
-    let (code, message) = match read_error_body(body) {
+    let read = read_error_body(body);
+    // A 404 that names nothing it did not find (`model_not_found`, or a message about a
+    // model, names the model) is a request sent to a URL the server does not have: the
+    // base URL, most often.
+    if http_status == Some(404)
+        && read.as_ref().map_or(true, |found| {
+            let generic_code = found
+                .named_code
+                .as_deref()
+                .is_none_or(|code| matches!(code, "404" | "not_found" | "not_found_error"));
+            let about_a_model = found
+                .message
+                .as_deref()
+                .is_some_and(|message| message.to_ascii_lowercase().contains("model"));
+            generic_code && !about_a_model
+        })
+    {
+        warnings.push(MappingWarning::NoSuchEndpoint);
+    }
+    let (code, message) = match read {
         Ok(found) => (
             found.code.unwrap_or_else(status_code),
             found.message.unwrap_or_else(|| excerpt(body)),
@@ -66,6 +85,8 @@ pub(crate) fn error_body(http_status: Option<u16>, body: &[u8], turn: &TurnConte
 /// The code and message an error body names, each `None` when it names none.
 struct FoundError {
     code: Option<String>,
+    /// The `code` field alone, without falling back on `type`.
+    named_code: Option<String>,
     message: Option<String>,
 }
 
@@ -79,20 +100,23 @@ fn read_error_body(body: &[u8]) -> Result<FoundError, String> {
     let Value::Object(top) = value else {
         return Err("json that is not an object".to_owned());
     };
-    let from_fields = |object: &Map<String, Value>| FoundError {
+    let from_fields = |object: &Map<String, Value>, message: Option<String>| FoundError {
         code: text_field(object, "code").or_else(|| text_field(object, "type")),
-        message: text_field(object, "message"),
+        named_code: text_field(object, "code"),
+        message,
     };
     match top.get("error") {
-        Some(Value::Object(error)) => Ok(from_fields(error)),
-        Some(Value::String(message)) if !message.is_empty() => Ok(FoundError {
-            code: text_field(&top, "code").or_else(|| text_field(&top, "type")),
-            message: Some(message.clone()),
-        }),
-        _ if text_field(&top, "message").is_some() => Ok(from_fields(&top)),
+        Some(Value::Object(error)) => Ok(from_fields(error, text_field(error, "message"))),
+        Some(Value::String(message)) if !message.is_empty() => {
+            Ok(from_fields(&top, Some(message.clone())))
+        }
+        _ if text_field(&top, "message").is_some() => {
+            Ok(from_fields(&top, text_field(&top, "message")))
+        }
         _ => match text_field(&top, "detail") {
             Some(detail) => Ok(FoundError {
                 code: None,
+                named_code: None,
                 message: Some(detail),
             }),
             None => Err("json without an `error` object".to_owned()),
