@@ -427,6 +427,16 @@ fn report(
             if code == "invalid_api_key" {
                 note(format_args!("check OPENAI_API_KEY"));
             }
+            if code == "timeout" {
+                note(format_args!(
+                    "if the server is slow rather than gone, raise --request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+                ));
+            }
+            if code == "transport_error" {
+                note(format_args!(
+                    "check that the server runs and that base_url (--base-url, OPENAI_BASE_URL, aptix.toml) names it"
+                ));
+            }
             if code == "insufficient_quota" {
                 note(format_args!(
                     "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"

@@ -407,6 +407,18 @@ async fn a_base_url_without_its_v1_gets_a_hint_and_a_pasted_endpoint_is_refused(
         "{}",
         stderr(&missing_v1)
     );
+    // A server that is not there: what to check is said too.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let gone = ask(&format!("http://127.0.0.1:{port}/v1"));
+    assert_eq!(code(&gone), 1, "{}", stderr(&gone));
+    assert!(
+        stderr(&gone).contains("check that the server runs and that base_url"),
+        "{}",
+        stderr(&gone)
+    );
     let pasted = ask(&format!("{}/v1/responses", server.uri()));
     assert_eq!(code(&pasted), 2, "{}", stderr(&pasted));
     assert!(
