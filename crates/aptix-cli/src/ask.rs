@@ -45,8 +45,7 @@ fn turn_json(
     if !args.files.is_empty() {
         let mut files = Vec::new();
         for path in &args.files {
-            let bytes = std::fs::read(path)
-                .with_context(|| format!("could not read --file {}", path.display()))?;
+            let bytes = read_attached("--file", path)?;
             let text = String::from_utf8(bytes).map_err(|_| {
                 usage(format!(
                     "--file {} is not UTF-8 text; attach images with --image",
@@ -66,8 +65,7 @@ fn turn_json(
                     path.display()
                 ))
             })?;
-            let bytes = std::fs::read(path)
-                .with_context(|| format!("could not read --image {}", path.display()))?;
+            let bytes = read_attached("--image", path)?;
             images.push(json!({
                 "path": shown_path(path, workspace),
                 "contentBase64": base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -85,6 +83,21 @@ fn turn_json(
         turn["ragScope"] = json!({ "conditions": conditions });
     }
     Ok(turn)
+}
+
+/// The bytes of a file given with `flag`: a path that names no file is the caller's
+/// mistake (exit 2, as for any bad flag value); a file that cannot be read is an I/O
+/// failure (exit 1).
+fn read_attached(flag: &str, path: &Path) -> Result<Vec<u8>, anyhow::Error> {
+    if !path.is_file() {
+        let what = if path.is_dir() {
+            "is a folder, not a file"
+        } else {
+            "names no file"
+        };
+        return Err(usage(format!("{flag} {} {what}", path.display())));
+    }
+    std::fs::read(path).with_context(|| format!("could not read {flag} {}", path.display()))
 }
 
 /// The path an attachment is shown under: relative to the workspace when inside it

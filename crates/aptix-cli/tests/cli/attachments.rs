@@ -103,7 +103,8 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
             .arg("question")
             .output()
             .unwrap();
-        assert_ne!(code(&output), 0, "{args:?}");
+        // Exit 2, as any bad flag value: a missing file is the caller's mistake too.
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
         assert!(
             stderr(&output).contains(expected),
             "{args:?}: {}",
