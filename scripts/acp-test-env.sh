@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the client library the `aptix acp` tests drive the agent with: the official
-# Python ACP SDK (`agent-client-protocol` on PyPI), pinned, in a virtual environment of
-# its own. Idempotent: a venv that already holds the pinned version is left as it is.
+# Installs what the `aptix acp` tests run beside the agent, pinned, in a virtual
+# environment of its own: the client library they drive the agent with (the official
+# Python ACP SDK, `agent-client-protocol` on PyPI), and the official Python MCP SDK
+# (`mcp`), which the MCP server an editor offers the agent is built with. Idempotent: a
+# venv that already holds the pinned versions is left as it is.
 #
 #   scripts/acp-test-env.sh [DIR]     # default: target/acp-venv under the repository
 #
@@ -10,6 +12,7 @@
 set -euo pipefail
 
 ACP_SDK_VERSION="0.12.1"
+MCP_SDK_VERSION="2.3.0"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-$root/target/acp-venv}"
@@ -20,10 +23,10 @@ fail() {
   exit 1
 }
 
-if [ -x "$python" ] && "$python" - "$ACP_SDK_VERSION" >/dev/null 2>&1 <<'PY'
+if [ -x "$python" ] && "$python" - "$ACP_SDK_VERSION" "$MCP_SDK_VERSION" >/dev/null 2>&1 <<'PY'
 import sys
 from importlib.metadata import version
-sys.exit(0 if version("agent-client-protocol") == sys.argv[1] else 1)
+sys.exit(0 if (version("agent-client-protocol"), version("mcp")) == tuple(sys.argv[1:]) else 1)
 PY
 then
   echo "$python"
@@ -45,8 +48,8 @@ trap 'rm -rf "$staging"' EXIT
 python3 -m venv "$staging" >&2 ||
   fail "could not create a virtual environment (apt-get install python3-venv)"
 "$staging/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "agent-client-protocol==$ACP_SDK_VERSION" >&2 ||
-  fail "could not install agent-client-protocol==$ACP_SDK_VERSION from PyPI"
+  "agent-client-protocol==$ACP_SDK_VERSION" "mcp==$MCP_SDK_VERSION" >&2 ||
+  fail "could not install agent-client-protocol==$ACP_SDK_VERSION and mcp==$MCP_SDK_VERSION from PyPI"
 # A venv records its own path: create it again in place once moved.
 rm -rf "$venv"
 mv "$staging" "$venv"
@@ -54,4 +57,6 @@ trap - EXIT
 python3 -m venv "$venv" >&2
 "$python" -c "import acp" ||
   fail "agent-client-protocol $ACP_SDK_VERSION installed but 'import acp' fails"
+"$python" -c "from mcp.server.mcpserver import MCPServer" ||
+  fail "mcp $MCP_SDK_VERSION installed but 'from mcp.server.mcpserver import MCPServer' fails"
 echo "$python"

@@ -20,7 +20,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Lines};
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
-use aptix_orchestrator::{Orchestrator, SessionStore};
+use aptix_orchestrator::{Orchestrator, ServerTool, SessionStore};
 use aptix_tools::FileReader;
 use tokio::sync::oneshot;
 
@@ -28,6 +28,7 @@ use crate::error::{
     AcpError, from_error_envelope, from_opening, from_orchestrator, internal, invalid_params, rpc,
     unknown_session,
 };
+use crate::mcp::{self, McpServers};
 use crate::report::TurnReporter;
 use crate::tools::{EditorReader, lock};
 use crate::{prompt, replay};
@@ -41,10 +42,14 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
     /// (its index refreshed, progress on stderr, never stdout), with the built-in
     /// `read_file` reading through `reader` when one is given (the editor's buffers).
     /// Blocking: it is called off the message loop.
+    ///
+    /// `server_tools` are tools the session adds to the workspace's own (those of the
+    /// MCP servers the editor offered): the orchestrator must offer them too.
     fn open(
         &self,
         cwd: &Path,
         reader: Option<Arc<dyn FileReader>>,
+        server_tools: Vec<Arc<dyn ServerTool>>,
     ) -> Result<OpenedWorkspace, AcpError>;
 
     /// The workspace folder and the session store `open` would use for `cwd`, to list
@@ -53,7 +58,7 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
     /// there is none). The default opens the whole workspace; an opener that can do less should.
     /// Blocking, like `open`.
     fn sessions_of(&self, cwd: &Path) -> Result<(PathBuf, Arc<dyn SessionStore>), AcpError> {
-        let opened = self.open(cwd, None)?;
+        let opened = self.open(cwd, None, Vec::new())?;
         Ok((opened.root, opened.store))
     }
 
@@ -123,6 +128,12 @@ struct Session {
     turns: Result<Arc<Orchestrator>, String>,
     editor: Option<Arc<EditorReader>>,
     running: Mutex<Option<Running>>,
+    /// The editor's MCP servers started for the session (their tools are among the
+    /// orchestrator's); they stop when the session is dropped.
+    mcp: Mutex<McpServers>,
+    /// What the editor is told with the session's next prompt (an MCP server that did
+    /// not start).
+    notices: Mutex<Vec<String>>,
 }
 
 impl AcpAgent {
@@ -187,9 +198,15 @@ impl AcpAgent {
             },
         );
         let lines = Lines::new(Box::pin(outgoing), Box::pin(incoming));
-        ConnectTo::<Client>::connect_to(self, lines)
-            .await
-            .map_err(AcpError::from)
+        let shared = Arc::clone(&self.shared);
+        let served = ConnectTo::<Client>::connect_to(self, lines).await;
+        // The editor is gone: its sessions' MCP servers are stopped, not left running.
+        let sessions: Vec<Arc<Session>> = lock(&shared.sessions).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            let servers = std::mem::take(&mut *lock(&session.mcp));
+            servers.stop().await;
+        }
+        served.map_err(AcpError::from)
     }
 
     fn component(self) -> impl ConnectTo<Client> {
@@ -338,17 +355,14 @@ impl Shared {
             Ok(cwd) => cwd,
             Err(error) => return responder.respond_with_error(error),
         };
-        if !request.mcp_servers.is_empty() {
-            tracing::warn!(
-                servers = request.mcp_servers.len(),
-                "the editor offered MCP servers; Aptix does not connect to them"
-            );
-        }
         let id = shared.opener.new_session_id();
         let shared = Arc::clone(shared);
         let connection = cx.clone();
         cx.spawn(async move {
-            match shared.open_session(&id, &cwd, &connection).await {
+            match shared
+                .open_session(&id, &cwd, &request.mcp_servers, &connection)
+                .await
+            {
                 Ok(session) => {
                     tracing::info!(session = %id, workspace = %session.root.display(), "new session");
                     lock(&shared.sessions).insert(id.clone(), session);
@@ -359,14 +373,16 @@ impl Shared {
         })
     }
 
-    /// Opens the session's workspace through the opener, off the message loop (it
-    /// refreshes the index).
+    /// Starts the editor's MCP servers for the session, then opens its workspace through
+    /// the opener, off the message loop (it refreshes the index).
     async fn open_session(
         &self,
         id: &str,
         cwd: &Path,
+        mcp_servers: &[agent_client_protocol::v1::schema::McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, RpcError> {
+        let connected = mcp::connect(mcp_servers, cwd).await;
         let editor = self
             .editor_reads
             .load(Ordering::Relaxed)
@@ -374,10 +390,19 @@ impl Shared {
         let reader = editor.clone().map(|editor| editor as Arc<dyn FileReader>);
         let opener = Arc::clone(&self.opener);
         let dir = cwd.to_path_buf();
-        let opened = tokio::task::spawn_blocking(move || opener.open(&dir, reader))
-            .await
-            .map_err(|error| internal(format!("opening the workspace stopped: {error}")))?
-            .map_err(|error| from_opening(&error))?;
+        let tools = connected.tools;
+        let opened = tokio::task::spawn_blocking(move || opener.open(&dir, reader, tools)).await;
+        let opened = match opened {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(error)) => {
+                connected.servers.stop().await;
+                return Err(from_opening(&error));
+            }
+            Err(error) => {
+                connected.servers.stop().await;
+                return Err(internal(format!("opening the workspace stopped: {error}")));
+            }
+        };
         // Without a provider the session still opens (it can be loaded, and the editor
         // shows why prompts fail): each prompt ends with the reason. Each tool run
         // reaches the editor through the turn's ToolRunning and ToolFinished deltas.
@@ -388,6 +413,8 @@ impl Shared {
             turns,
             editor,
             running: Mutex::new(None),
+            mcp: Mutex::new(connected.servers),
+            notices: Mutex::new(connected.notices),
         }))
     }
 
@@ -462,7 +489,10 @@ impl Shared {
             if stored.is_none() && open.is_none() {
                 return responder.respond_with_error(unknown_session(&id));
             }
-            let session = match shared.open_session(&id, &cwd, &connection).await {
+            let session = match shared
+                .open_session(&id, &cwd, &request.mcp_servers, &connection)
+                .await
+            {
                 Ok(session) => session,
                 Err(error) => return responder.respond_with_error(error),
             };
@@ -643,6 +673,11 @@ impl Session {
             self.id.clone(),
             self.root.clone(),
         )));
+        // What the editor was not told yet: an MCP server of the session that did not
+        // start, say.
+        for notice in std::mem::take(&mut *lock(&self.notices)) {
+            lock(&reporter).warn(&notice);
+        }
         let mut sink = {
             let reporter = Arc::clone(&reporter);
             move |delta: &StreamDelta| lock(&reporter).delta(delta)

@@ -15,6 +15,7 @@
 //! | `session/prompt` | text: the instruction; links and resources: attachments; the answer's `stopReason` from the envelope (`end_turn`, `max_tokens`, `refusal`, `max_turn_requests`, `cancelled`); a provider failure: a JSON-RPC error saying what to do |
 //! | `session/cancel` | the turn's future is dropped (the provider stream and any tool stop), nothing is stored, the prompt answers `cancelled` (too late once the answer is being stored: then it answers as finished) |
 //! | `fs/read_text_file` | when the editor offers it, the built-in `read_file` tool reads through it (unsaved buffers) |
+//! | `mcpServers` of `session/new` and `session/load` | each stdio server started for the session (in its `cwd`, with its `env`, without the provider's key), its tools offered to the model as `mcp__<server>__<tool>`; a server that does not start is told to the editor with the first prompt, and the session opens without its tools |
 //!
 //! Every handler that waits hands its work to a task of the connection, so the message
 //! loop keeps reading (a cancel arrives while a turn streams). Malformed lines, unknown
@@ -37,15 +38,24 @@
 //! use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
 //! use aptix_client::FakeProvider;
 //! use aptix_model::wire::Response;
-//! use aptix_orchestrator::{InMemorySessionStore, Orchestrator, SessionStore};
+//! use aptix_orchestrator::{InMemorySessionStore, Orchestrator, ServerTool, SessionStore};
 //! use aptix_tools::FileReader;
 //!
 //! struct Scripted(Arc<FakeProvider>);
 //!
 //! impl WorkspaceOpener for Scripted {
-//!     fn open(&self, cwd: &Path, _: Option<Arc<dyn FileReader>>) -> Result<OpenedWorkspace, AcpError> {
+//!     fn open(
+//!         &self,
+//!         cwd: &Path,
+//!         _reader: Option<Arc<dyn FileReader>>,
+//!         mcp_tools: Vec<Arc<dyn ServerTool>>,
+//!     ) -> Result<OpenedWorkspace, AcpError> {
 //!         let store: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
-//!         let orchestrator = Orchestrator::builder(self.0.clone(), store.clone())
+//!         let orchestrator = mcp_tools
+//!             .into_iter()
+//!             .fold(Orchestrator::builder(self.0.clone(), store.clone()), |builder, tool| {
+//!                 builder.server_tool(tool)
+//!             })
 //!             .build()
 //!             .map_err(|error| error.to_string());
 //!         Ok(OpenedWorkspace { root: cwd.to_path_buf(), orchestrator, store })
@@ -89,6 +99,7 @@
 
 mod agent;
 mod error;
+mod mcp;
 mod present;
 mod prompt;
 mod replay;

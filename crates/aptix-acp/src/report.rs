@@ -194,7 +194,7 @@ impl TurnReporter {
     }
 
     /// A warning of the turn, on a line of its own among the thoughts, once.
-    fn warn(&mut self, warning: &str) {
+    pub(crate) fn warn(&mut self, warning: &str) {
         if !self.warned.iter().any(|told| told == warning) {
             self.warned.push(warning.to_owned());
             self.thought(format!("\n[warning: {warning}]\n"));

@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
 use aptix_client::ResponsesProvider;
-use aptix_runtime::{SettingsLayer, Workspace, process_env};
+use aptix_orchestrator::ServerTool;
+use aptix_runtime::{FrontEndTools, SettingsLayer, Workspace, process_env};
 use aptix_tools::FileReader;
 use clap::Args;
 use tokio::runtime::Runtime;
@@ -99,6 +100,7 @@ impl CliWorkspaces {
         &self,
         root: &Path,
         reader: Option<Arc<dyn FileReader>>,
+        server_tools: Vec<Arc<dyn ServerTool>>,
     ) -> Result<OpenedWorkspace, aptix_runtime::Error> {
         let (workspace, provider) = self.workspace(root)?;
         // `open` runs on a blocking thread of the runtime (the ACP agent's
@@ -106,8 +108,16 @@ impl CliWorkspaces {
         let handle = tokio::runtime::Handle::current();
         let (orchestrator, store) = match provider {
             Ok(provider) => {
-                let orchestrator =
-                    handle.block_on(workspace.orchestrator(provider, reader, &StderrReporter))?;
+                let tools = FrontEndTools {
+                    reader,
+                    server_tools,
+                    ..FrontEndTools::default()
+                };
+                let orchestrator = handle.block_on(workspace.orchestrator_with(
+                    provider,
+                    &StderrReporter,
+                    tools,
+                ))?;
                 let store = Arc::clone(orchestrator.store());
                 (Ok(orchestrator), store)
             }
@@ -150,9 +160,10 @@ impl WorkspaceOpener for CliWorkspaces {
         &self,
         cwd: &Path,
         reader: Option<Arc<dyn FileReader>>,
+        server_tools: Vec<Arc<dyn ServerTool>>,
     ) -> Result<OpenedWorkspace, AcpError> {
         let root = self.root_for(cwd)?;
-        self.open_workspace(&root, reader)
+        self.open_workspace(&root, reader, server_tools)
             .map_err(|error| AcpError::Workspace {
                 path: root.clone(),
                 reason: shown(&error.into()),

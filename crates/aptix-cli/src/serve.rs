@@ -119,12 +119,12 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
         None => Vec::new(),
     };
     let client_tool_count = client_tools.len();
-    let orchestrator = runtime.block_on(workspace.orchestrator_with_client_tools(
-        provider,
-        None,
-        &StderrReporter,
+    let tools = aptix_runtime::FrontEndTools {
         client_tools,
-    ))?;
+        ..aptix_runtime::FrontEndTools::default()
+    };
+    let orchestrator =
+        runtime.block_on(workspace.orchestrator_with(provider, &StderrReporter, tools))?;
     let config = ServerConfig {
         tokens,
         metrics,

@@ -10,7 +10,7 @@
 //! | which session store the `store` URL names (the workspace's SQLite file, another one, PostgreSQL), `.aptix/` created with its `.gitignore` | [`Workspace::open_store`], [`StoreLocation`] |
 //! | the configured mode and model applied to a continued session | the store [`Workspace::open_store`] returns |
 //! | the workspace index refreshed as the retriever, and the built-in tools the settings offer (`tools`, `disabled_tools`) | [`Workspace::orchestrator`], [`fresh_index`] |
-//! | the tools a service's clients run, declared in a JSON file (`client_tools`): its format, and what every turn would be refused for refused once | [`read_client_tools`], [`Workspace::orchestrator_with_client_tools`] |
+//! | the tools a service's clients run, declared in a JSON file (`client_tools`): its format, and what every turn would be refused for refused once | [`read_client_tools`], [`Workspace::orchestrator_with`], [`FrontEndTools`] |
 //! | the orchestrator's configuration (lease TTL, compaction, stream recovery, system prompt) | [`Settings::orchestrator_config`] |
 //! | a dry run: a stand-in provider with the real one's capabilities, a store that writes nothing, the body exactly as it would be sent | [`Workspace::dry_run_orchestrator`], [`Workspace::wire_request`] |
 //!
@@ -116,4 +116,4 @@ pub use settings::{
     StoreUrl, misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
-pub use workspace::{Workspace, find_workspace, has_workspace_file};
+pub use workspace::{FrontEndTools, Workspace, find_workspace, has_workspace_file};

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use aptix_client::{Capabilities, ResponsesProvider};
 use aptix_model::wire::CreateResponseRequest;
-use aptix_orchestrator::{ClientTool, InMemorySessionStore, Orchestrator, SessionStore};
+use aptix_orchestrator::{
+    ClientTool, InMemorySessionStore, Orchestrator, ServerTool, SessionStore,
+};
 use aptix_tools::FileReader;
 
 use crate::index::{Reporter, turn_parts};
@@ -152,23 +154,25 @@ impl Workspace {
         reader: Option<Arc<dyn FileReader>>,
         reporter: &dyn Reporter,
     ) -> Result<Orchestrator, Error> {
-        self.orchestrator_with_client_tools(provider, reader, reporter, Vec::new())
-            .await
+        let tools = FrontEndTools {
+            reader,
+            ..FrontEndTools::default()
+        };
+        self.orchestrator_with(provider, reporter, tools).await
     }
 
-    /// [`orchestrator`](Self::orchestrator), also offering the model `client_tools`
-    /// (see [`read_client_tools`](crate::read_client_tools)): tools a service's client
-    /// runs, whose calls end a turn pending the client's results.
-    pub async fn orchestrator_with_client_tools(
+    /// [`orchestrator`](Self::orchestrator), with what the front end adds to the tools
+    /// the settings offer: where `read_file` reads, the tools a service's clients run,
+    /// and more tools the orchestrator runs itself (see [`FrontEndTools`]).
+    pub async fn orchestrator_with(
         &self,
         provider: Arc<dyn ResponsesProvider>,
-        reader: Option<Arc<dyn FileReader>>,
         reporter: &dyn Reporter,
-        client_tools: Vec<ClientTool>,
+        tools: FrontEndTools,
     ) -> Result<Orchestrator, Error> {
         self.check_turn_settings()?;
         let store = self.open_store().await?;
-        let orchestrator = self.build(provider, store, reader, reporter, client_tools)?;
+        let orchestrator = self.build(provider, store, reporter, tools)?;
         // The o200k tables (the context budget's token counts, needed by every user
         // turn) take ~0.3 s to build in a release build: built here, off the async
         // threads, rather than inside the first turn of `serve` or `acp`, where they
@@ -196,9 +200,8 @@ impl Workspace {
         self.build(
             provider::stand_in(&self.settings),
             store,
-            None,
             reporter,
-            Vec::new(),
+            FrontEndTools::default(),
         )
     }
 
@@ -229,9 +232,8 @@ impl Workspace {
         &self,
         provider: Arc<dyn ResponsesProvider>,
         store: Arc<dyn SessionStore>,
-        reader: Option<Arc<dyn FileReader>>,
         reporter: &dyn Reporter,
-        client_tools: Vec<ClientTool>,
+        tools: FrontEndTools,
     ) -> Result<Orchestrator, Error> {
         let mut builder =
             Orchestrator::builder(provider, store).config(self.settings.orchestrator_config());
@@ -239,21 +241,59 @@ impl Workspace {
             &self.root,
             &self.settings,
             &self.opened.index,
-            reader,
+            tools.reader,
             reporter,
         );
         if let Some(retriever) = parts.retriever {
             builder = builder.retriever(retriever);
         }
-        for tool in parts.tools {
+        for tool in parts.tools.into_iter().chain(tools.server_tools) {
             builder = builder.server_tool(tool);
         }
-        for tool in client_tools {
+        for tool in tools.client_tools {
             builder = builder.client_tool(tool);
         }
         builder
             .build()
             .map_err(|error| Error::config(error.to_string()))
+    }
+}
+
+/// What a front end adds to the tools a workspace's settings offer, for
+/// [`Workspace::orchestrator_with`].
+#[derive(Default)]
+pub struct FrontEndTools {
+    /// Where the built-in `read_file` reads: an editor's buffers, say. `None`: the disk.
+    pub reader: Option<Arc<dyn FileReader>>,
+    /// Tools a service's clients run, whose calls end a turn pending the client's
+    /// results (see [`read_client_tools`](crate::read_client_tools)).
+    pub client_tools: Vec<ClientTool>,
+    /// More tools the orchestrator runs itself, beside the built-in ones (an editor's
+    /// MCP servers' tools, say).
+    pub server_tools: Vec<Arc<dyn ServerTool>>,
+}
+
+impl std::fmt::Debug for FrontEndTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrontEndTools")
+            .field("reader", &self.reader.is_some())
+            .field(
+                "client_tools",
+                &self
+                    .client_tools
+                    .iter()
+                    .map(|tool| tool.definition.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "server_tools",
+                &self
+                    .server_tools
+                    .iter()
+                    .map(|tool| tool.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }
 

@@ -995,3 +995,168 @@ async fn a_session_on_the_home_folder_is_refused_rather_than_indexing_it() {
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
 }
+
+/// The process with this id is gone (or a zombie no one waits for), within a few
+/// seconds.
+fn gone(pid: u64) -> bool {
+    let status = format!("/proc/{pid}/status");
+    for _ in 0..100 {
+        match std::fs::read_to_string(&status) {
+            Err(_) => return true,
+            Ok(text)
+                if text
+                    .lines()
+                    .any(|line| line.starts_with("State:") && line.contains('Z')) =>
+            {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_offered() {
+    let Some(python) =
+        acp_python("the_editors_mcp_servers_are_started_for_the_session_and_their_tools_offered")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    // One prompt: the model calls three tools of the editor's MCP server, one after the
+    // other, then answers.
+    let server = FaultServer::start(vec![
+        tool_call(
+            "resp_1",
+            "call_add",
+            "mcp__tickets__add",
+            &json!({"a": 2, "b": 3}),
+        ),
+        tool_call(
+            "resp_2",
+            "call_env",
+            "mcp__tickets__environment",
+            &json!({}),
+        ),
+        tool_call(
+            "resp_3",
+            "call_close",
+            "mcp__tickets__close_ticket",
+            &json!({"ticket": "T-9"}),
+        ),
+        text("resp_4", &["Done."]),
+    ])
+    .await;
+    let workspace = sandbox.workspace_arg();
+    // Compared as the folder it is (the server reports its real path).
+    let workspace_dir = std::fs::canonicalize(&workspace).unwrap();
+    let script = repo_root().join("crates/aptix-cli/tests/acp/mcp_server.py");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": [
+                {"name": "tickets", "command": python, "args": [script],
+                 "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
+                {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+            ]}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created:?}"))
+            .to_owned();
+        let prompt = agent.prompt(3, &session_id, "Add 2 and 3, then close T-9");
+        let requests: Vec<Value> = server
+            .requests()
+            .iter()
+            .filter_map(aptix_testkit::fault_server::Received::json)
+            .collect();
+        (prompt, requests, agent.finish())
+    })
+    .await;
+    let (prompt, requests, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(requests.len(), 4, "{stderr}");
+    assert_eq!(
+        prompt.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{prompt:#?}\n{stderr}"
+    );
+
+    // The server's tools are offered to the model with their schemas, beside the
+    // built-in ones.
+    let tools = requests[0]["tools"].as_array().unwrap();
+    let add = tools
+        .iter()
+        .find(|tool| tool["name"] == "mcp__tickets__add")
+        .unwrap_or_else(|| panic!("no MCP tool offered: {tools:#?}"));
+    assert_eq!(add["type"], "function");
+    assert!(
+        add["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Adds two whole numbers"),
+        "{add}"
+    );
+    assert_eq!(add["parameters"]["properties"]["a"]["type"], "integer");
+    assert_eq!(add["parameters"]["required"], json!(["a", "b"]));
+    assert!(tools.iter().any(|tool| tool["name"] == "read_file"));
+    assert!(
+        !tools
+            .iter()
+            .any(|tool| tool["name"].as_str().unwrap().contains("broken"))
+    );
+
+    // Each call ran on the server, with the environment the editor gave it, and its
+    // result went back to the model.
+    assert_eq!(output_for(&requests[1], "call_add"), "15");
+    let environment: Value = serde_json::from_str(&output_for(&requests[2], "call_env"))
+        .unwrap_or_else(|error| panic!("{error}: {}", output_for(&requests[2], "call_env")));
+    assert_eq!(
+        Path::new(environment["cwd"].as_str().unwrap()),
+        workspace_dir
+    );
+    assert_eq!(environment["offset"], "10");
+    // The provider's key and address are not handed to the editor's servers.
+    assert_eq!(
+        environment["withheld"],
+        json!(["OPENAI_API_KEY", "OPENAI_BASE_URL"])
+    );
+    assert!(
+        output_for(&requests[3], "call_close").contains("no ticket T-9"),
+        "{}",
+        output_for(&requests[3], "call_close")
+    );
+
+    // The editor sees each run as a tool call, the failed one as failed.
+    let updates = updates_of(&prompt);
+    assert_eq!(last_about(&updates, "call_add")["status"], "completed");
+    assert_eq!(last_about(&updates, "call_env")["status"], "completed");
+    let closed = last_about(&updates, "call_close");
+    assert_eq!(closed["status"], "failed", "{closed}");
+    // The server that did not start is told, once, with the first prompt.
+    let told: Vec<&str> = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_thought_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .filter(|text| text.contains("the MCP server `broken`"))
+        .collect();
+    assert_eq!(told.len(), 1, "{updates:#?}");
+    assert!(
+        told[0].contains("could not be started") && told[0].contains("/nonexistent/mcp-server"),
+        "{told:?}"
+    );
+
+    // The agent exits when the editor goes, and its servers with it.
+    assert!(status.success(), "{stderr}");
+    let pid = environment["pid"].as_u64().unwrap();
+    assert!(gone(pid), "the MCP server (pid {pid}) outlived the agent");
+    assert_only_json_rpc(&stdout);
+    assert!(!stderr.contains(SECRET_KEY), "the key is in the log");
+}

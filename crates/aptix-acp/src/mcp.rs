@@ -1,0 +1,453 @@
+//! The editor's MCP servers (`mcpServers` of `session/new` and `session/load`): every
+//! stdio server is started for the session (ACP asks every agent to support stdio), its
+//! tools listed, and each offered to the model as a server tool named
+//! `mcp__<server>__<tool>`. The servers stop with the session.
+//!
+//! A server that cannot be started, or does not answer within [`STARTUP`], leaves the
+//! session without its tools, never without the session: the reason is logged, and told
+//! to the editor with the session's first prompt. HTTP and SSE servers are not offered
+//! by the editor (the agent does not advertise them) and are skipped with a notice if
+//! they are.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{McpServer, McpServerStdio};
+use aptix_orchestrator::ServerTool;
+use async_trait::async_trait;
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
+    ResourceContents, Tool,
+};
+use rmcp::service::{RunningService, ServiceExt as _};
+use rmcp::transport::TokioChildProcess;
+use serde_json::Value;
+
+/// How long a server has to start, answer `initialize` and list its tools.
+pub(crate) const STARTUP: Duration = Duration::from_secs(60);
+
+/// The most text of one tool result the model is given; the rest is cut, and the model
+/// told how much was left out.
+pub(crate) const MAX_RESULT_BYTES: usize = 256 * 1024;
+
+/// The most characters of a tool name the model may call (`^[a-zA-Z0-9_-]{1,64}$`).
+const MAX_NAME: usize = 64;
+
+/// Variables of this process a server is not given: the provider's key and Aptix's own
+/// settings (tokens, a store URL's password). An editor that means a server to have one
+/// names it in the server's `env`, which is applied after.
+fn withheld(name: &str) -> bool {
+    const SECRETS: &[&str] = &[
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+        "PGPASSWORD",
+    ];
+    SECRETS.contains(&name) || name.starts_with("APTIX_")
+}
+
+type Service = RunningService<RoleClient, ClientConfig>;
+
+/// A session's running MCP servers; dropping it stops them.
+#[derive(Default)]
+pub(crate) struct McpServers {
+    running: Vec<Arc<Service>>,
+}
+
+impl McpServers {
+    /// Stops every server: closes its pipes and waits a little for it to exit (it is
+    /// killed if it does not).
+    pub(crate) async fn stop(self) {
+        for service in self.running {
+            if let Some(mut service) = Arc::into_inner(service) {
+                let _ = service.close_with_timeout(Duration::from_secs(3)).await;
+            }
+        }
+    }
+}
+
+/// What starting the editor's servers gave.
+#[derive(Default)]
+pub(crate) struct Connected {
+    /// The tools of every server that started, named for the model.
+    pub(crate) tools: Vec<Arc<dyn ServerTool>>,
+    /// The servers, to keep for as long as the session.
+    pub(crate) servers: McpServers,
+    /// Why a server offers no tools, one sentence each, for the editor.
+    pub(crate) notices: Vec<String>,
+}
+
+/// Starts `servers` for a session working in `cwd`, all at once, each within
+/// [`STARTUP`].
+pub(crate) async fn connect(servers: &[McpServer], cwd: &Path) -> Connected {
+    let mut connected = Connected::default();
+    let mut starting = Vec::new();
+    for server in servers {
+        match server {
+            McpServer::Stdio(stdio) => starting.push(start(stdio, cwd)),
+            McpServer::Http(http) => connected.notices.push(format!(
+                "the MCP server `{}` is served over HTTP, which Aptix does not connect to; its tools are not available",
+                http.name
+            )),
+            McpServer::Sse(sse) => connected.notices.push(format!(
+                "the MCP server `{}` is served over SSE, which Aptix does not connect to; its tools are not available",
+                sse.name
+            )),
+            _ => connected.notices.push(
+                "an MCP server of a transport Aptix does not know was skipped".to_owned(),
+            ),
+        }
+    }
+    let mut taken: HashSet<String> = HashSet::new();
+    for (stdio, started) in servers
+        .iter()
+        .filter_map(|server| match server {
+            McpServer::Stdio(stdio) => Some(stdio),
+            _ => None,
+        })
+        .zip(futures_util::future::join_all(starting).await)
+    {
+        match started {
+            Ok((service, tools)) => {
+                let service = Arc::new(service);
+                tracing::info!(
+                    server = %stdio.name,
+                    tools = tools.len(),
+                    "MCP server started"
+                );
+                for tool in tools {
+                    let name = model_name(&stdio.name, &tool.name, &mut taken);
+                    connected.tools.push(Arc::new(McpTool::new(
+                        name,
+                        &stdio.name,
+                        tool,
+                        Arc::clone(&service),
+                    )));
+                }
+                connected.servers.running.push(service);
+            }
+            Err(reason) => {
+                let notice = format!(
+                    "the MCP server `{}` ({}) could not be started: {reason}; its tools are not available",
+                    stdio.name,
+                    stdio.command.display()
+                );
+                tracing::warn!("{notice}");
+                connected.notices.push(notice);
+            }
+        }
+    }
+    connected
+}
+
+/// Starts one stdio server: spawned in `cwd` with its arguments and environment,
+/// initialized, and its tools listed, within [`STARTUP`].
+async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool>), String> {
+    let mut command = tokio::process::Command::new(&server.command);
+    command.args(&server.args).current_dir(cwd);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(withheld) {
+            command.env_remove(&name);
+        }
+    }
+    for variable in &server.env {
+        command.env(&variable.name, &variable.value);
+    }
+    // The server's stdout is the MCP connection; its stderr is the agent's log (never the
+    // agent's stdout, which carries only ACP).
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|error| error.to_string())?;
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("aptix", env!("CARGO_PKG_VERSION")),
+    );
+    let started = async {
+        let service = client
+            .serve(transport)
+            .await
+            .map_err(|error| format!("it did not complete the MCP handshake: {error}"))?;
+        let tools = service
+            .list_all_tools()
+            .await
+            .map_err(|error| format!("it did not list its tools: {error}"))?;
+        Ok::<_, String>((service, tools))
+    };
+    tokio::time::timeout(STARTUP, started)
+        .await
+        .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))?
+}
+
+/// The name the model calls `tool` of `server` by: `mcp__<server>__<tool>`, each
+/// character outside `[a-zA-Z0-9_-]` as `_`, cut to 64 characters, and a number added
+/// when the name is taken (two servers of one name, or names that differ only in what
+/// was replaced).
+pub(crate) fn model_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let mut base = format!("mcp__{}__{}", clean(server), clean(tool));
+    base.truncate(MAX_NAME);
+    let mut name = base.clone();
+    let mut number = 2;
+    while taken.contains(&name) {
+        let suffix = format!("_{number}");
+        name = format!(
+            "{}{suffix}",
+            &base[..base.len().min(MAX_NAME - suffix.len())]
+        );
+        number += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// One tool of an MCP server, as a server tool of the session's turns.
+struct McpTool {
+    /// What the model calls it.
+    name: String,
+    /// What the server calls it.
+    tool: String,
+    server: String,
+    description: String,
+    parameters: Value,
+    service: Arc<Service>,
+}
+
+impl McpTool {
+    fn new(name: String, server: &str, tool: Tool, service: Arc<Service>) -> McpTool {
+        let what = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .map_or_else(String::new, |text| format!("{} ", text.trim()));
+        let mut parameters = Value::Object((*tool.input_schema).clone());
+        // A function's parameters are an object schema; a server may leave out an empty
+        // `properties`.
+        if let Some(schema) = parameters.as_object_mut() {
+            schema
+                .entry("type")
+                .or_insert_with(|| Value::String("object".to_owned()));
+            schema
+                .entry("properties")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        }
+        McpTool {
+            name,
+            description: format!(
+                "{what}(the tool `{}` of the MCP server `{server}`)",
+                tool.name
+            ),
+            tool: tool.name.into_owned(),
+            server: server.to_owned(),
+            parameters,
+            service,
+        }
+    }
+}
+
+#[async_trait]
+impl ServerTool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    async fn execute(&self, arguments_json: &str) -> Result<String, String> {
+        let arguments = match arguments_json.trim() {
+            // A model calling a tool without parameters may send nothing at all.
+            "" => serde_json::Map::new(),
+            text => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(arguments)) => arguments,
+                Ok(_) => return Err("the arguments must be a JSON object".to_owned()),
+                Err(error) => return Err(format!("the arguments are not valid JSON: {error}")),
+            },
+        };
+        let result = self
+            .service
+            .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments))
+            .await
+            .map_err(|error| format!("the MCP server `{}` failed: {error}", self.server))?;
+        let mut text = result_text(&result.content, result.structured_content.as_ref());
+        cap(&mut text);
+        if result.is_error == Some(true) {
+            Err(if text.is_empty() {
+                format!("the tool `{}` failed and said nothing more", self.tool)
+            } else {
+                text
+            })
+        } else {
+            Ok(text)
+        }
+    }
+}
+
+/// A tool result as the text the model reads: text as it is, other content named.
+fn result_text(content: &[ContentBlock], structured: Option<&Value>) -> String {
+    if content.is_empty() {
+        return structured.map(Value::to_string).unwrap_or_default();
+    }
+    let parts: Vec<String> = content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::Image(image) => format!(
+                "[an image ({}, {} bytes), not shown]",
+                image.mime_type,
+                base64_len(&image.data)
+            ),
+            ContentBlock::Audio(audio) => format!(
+                "[audio ({}, {} bytes), not played]",
+                audio.mime_type,
+                base64_len(&audio.data)
+            ),
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::TextResourceContents { uri, text, .. } => {
+                    format!("[{uri}]\n{text}")
+                }
+                ResourceContents::BlobResourceContents { uri, blob, .. } => {
+                    format!(
+                        "[{uri}: {} bytes of binary data, not shown]",
+                        base64_len(blob)
+                    )
+                }
+                _ => "[a resource of a kind Aptix does not know, not shown]".to_owned(),
+            },
+            ContentBlock::ResourceLink(link) => format!("[{}: {}]", link.name, link.uri),
+            _ => "[content of a kind Aptix does not know, not shown]".to_owned(),
+        })
+        .collect();
+    parts.join("\n")
+}
+
+/// The bytes that base64 `data` holds.
+fn base64_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|byte| *byte == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
+}
+
+/// Cuts `text` to [`MAX_RESULT_BYTES`] at a character boundary, saying how much was
+/// left out.
+fn cap(text: &mut String) {
+    if text.len() <= MAX_RESULT_BYTES {
+        return;
+    }
+    let mut end = MAX_RESULT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[cut: {left} more bytes of this result were left out]"
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_are_valid_tool_names_and_unique() {
+        let mut taken = HashSet::new();
+        assert_eq!(model_name("fs", "read", &mut taken), "mcp__fs__read");
+        assert_eq!(
+            model_name("my server", "do.it/now", &mut taken),
+            "mcp__my_server__do_it_now"
+        );
+        // Another spelling that cleans to a taken name gets a number.
+        assert_eq!(
+            model_name("my-server", "x", &mut taken),
+            "mcp__my-server__x"
+        );
+        assert_eq!(
+            model_name("my.server", "do it now", &mut taken),
+            "mcp__my_server__do_it_now_2"
+        );
+        assert_eq!(
+            model_name("my:server", "do it now", &mut taken),
+            "mcp__my_server__do_it_now_3"
+        );
+        let long = "t".repeat(100);
+        let first = model_name("s", &long, &mut taken);
+        let second = model_name("s", &long, &mut taken);
+        assert_eq!(first.len(), 64);
+        assert_eq!(second.len(), 64);
+        assert_ne!(first, second);
+        assert!(second.ends_with("_2"), "{second}");
+        // Non-ASCII letters are replaced one character each.
+        let name = model_name("ü", "日本", &mut taken);
+        assert_eq!(name, "mcp_______");
+        for name in &taken {
+            assert!(
+                name.len() <= 64
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn results_are_text_for_the_model_and_capped() {
+        let content = vec![
+            ContentBlock::text("line one"),
+            ContentBlock::image("aGVsbG8=", "image/png"),
+        ];
+        assert_eq!(
+            result_text(&content, None),
+            "line one\n[an image (image/png, 5 bytes), not shown]"
+        );
+        let structured = serde_json::json!({"sum": 5});
+        assert_eq!(result_text(&[], Some(&structured)), r#"{"sum":5}"#);
+        assert_eq!(result_text(&[], None), "");
+
+        let mut big = "é".repeat(MAX_RESULT_BYTES);
+        cap(&mut big);
+        let (kept, note) = big.split_once("\n[cut: ").unwrap();
+        assert!(kept.len() <= MAX_RESULT_BYTES);
+        assert_eq!(
+            note,
+            format!(
+                "{} more bytes of this result were left out]",
+                MAX_RESULT_BYTES
+            )
+        );
+    }
+
+    #[test]
+    fn the_provider_key_and_aptix_settings_are_withheld_from_servers() {
+        for name in [
+            "OPENAI_API_KEY",
+            "APTIX_SERVE_TOKENS",
+            "APTIX_STORE",
+            "PGPASSWORD",
+        ] {
+            assert!(withheld(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "GITHUB_TOKEN", "OPENAI_MODEL_X"] {
+            assert!(!withheld(name), "{name}");
+        }
+    }
+}

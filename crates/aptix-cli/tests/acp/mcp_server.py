@@ -1,0 +1,49 @@
+"""An MCP server for the `aptix acp` tests, built with the official Python MCP SDK
+(`mcp` on PyPI, installed by scripts/acp-test-env.sh), served over stdio as an editor's
+`mcpServers` entry starts it.
+
+Run by crates/aptix-cli/tests/cli/acp.rs through `aptix acp`: its tools show what the
+server was given (its folder, its environment, its process id), add two numbers, and
+fail on demand.
+"""
+
+import json
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("tickets")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Adds two whole numbers, plus the server's TICKETS_OFFSET."""
+    return str(a + b + int(os.environ.get("TICKETS_OFFSET", "0")))
+
+
+@server.tool()
+def environment() -> str:
+    """What this server was started with."""
+    return json.dumps(
+        {
+            "cwd": os.getcwd(),
+            "pid": os.getpid(),
+            "offset": os.environ.get("TICKETS_OFFSET"),
+            "withheld": sorted(
+                name
+                for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+                if name not in os.environ
+            ),
+        }
+    )
+
+
+@server.tool()
+def close_ticket(ticket: str) -> str:
+    """Closes a ticket; fails for a ticket that does not exist."""
+    raise ToolError(f"no ticket {ticket}")
+
+
+if __name__ == "__main__":
+    server.run("stdio")
