@@ -64,7 +64,8 @@ pub(crate) enum Command {
     /// Search the workspace index: the ranked chunks and files a question retrieves, with
     /// scores and the terms each matched
     Search(SearchArgs),
-    /// Map a captured /v1/responses body, error body or SSE stream to the envelope JSON
+    /// Map a captured /v1/responses body, error body or SSE stream (or a saved envelope's
+    /// reply) to the envelope JSON
     Inspect(InspectArgs),
     /// Serve the orchestrator over HTTP (POST /v1/agent/execute, JSON or server-sent
     /// events) for editors, scripts and teams; see docs/serve.md
@@ -228,8 +229,8 @@ pub(crate) struct SearchArgs {
 /// `aptix inspect`.
 #[derive(Debug, Args)]
 pub(crate) struct InspectArgs {
-    /// A captured reply body (JSON response, JSON error body or SSE stream); `-` reads
-    /// stdin
+    /// A captured reply body (JSON response, JSON error body or SSE stream), or an
+    /// envelope saved from `aptix ask --json`; `-` reads stdin
     #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
 }

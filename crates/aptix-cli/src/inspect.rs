@@ -3,7 +3,8 @@
 //! exactly as the orchestrator would map it, for debugging and for tests.
 //!
 //! The capture carries no turn, so the envelope has no session, turn or mode, and an
-//! error body's HTTP status is unknown. The exit code is 0 whenever an envelope was
+//! error body's HTTP status is unknown. An envelope saved earlier (`aptix ask --json`)
+//! is mapped again from the reply it holds, with its own session, turn and mode. The exit code is 0 whenever an envelope was
 //! printed, whatever its kind: the command inspects, it does not judge.
 
 use std::io::Read as _;

@@ -3,8 +3,12 @@
 
 use serde_json::Value;
 
+use aptix_model::contract::{RateLimitInfo, SourceRef};
+
 use crate::context::{Mapped, TurnContext};
-use crate::map::{error_body, map_folded, map_mapping_error, map_response_body};
+use crate::map::{
+    error_body, map_folded, map_mapping_error, map_response_body, map_transport_failure,
+};
 use crate::stream::SseBodyFold;
 
 /// Maps a captured `/v1/responses` reply without knowing what it is: an SSE stream
@@ -14,7 +18,33 @@ use crate::stream::SseBodyFold;
 ///
 /// The HTTP status of a captured error body is unknown, so an error body that names
 /// neither `code` nor `type` gets the code `http_error`.
+///
+/// An AGN-004 envelope saved earlier (`aptix ask --json`, an `aptix serve` answer: a
+/// JSON object with `kind` and `rawResponseJson` and no response `id`) is mapped again
+/// from the reply it holds, its session, turn, mode, sources and rate limits filling
+/// what `turn` leaves unset; one that holds no reply is an error saying so.
 pub fn map_capture(bytes: &[u8], turn: &TurnContext) -> Mapped {
+    if let Some(saved) = saved_envelope(bytes) {
+        let turn = saved.turn(turn);
+        return match saved.raw {
+            Some(raw) => map_capture(raw.as_bytes(), &turn),
+            None => map_transport_failure(
+                "invalid_response_body",
+                &format!(
+                    "this is an Aptix envelope (kind {:?}{}), not a captured reply, and it \
+                     holds no rawResponseJson to map again: inspect takes a /v1/responses \
+                     reply as the provider sent it",
+                    saved.kind,
+                    saved
+                        .error_message
+                        .as_deref()
+                        .map(|message| format!(": {message}"))
+                        .unwrap_or_default()
+                ),
+                &turn,
+            ),
+        };
+    }
     if looks_like_sse(bytes) {
         let mut folder = SseBodyFold::new();
         folder.feed(bytes);
@@ -50,4 +80,63 @@ fn is_error_body(bytes: &[u8]) -> bool {
         Ok(Value::Object(object)) => object.contains_key("error") && !object.contains_key("id"),
         _ => false,
     }
+}
+
+/// An envelope saved earlier, as far as mapping it again needs.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SavedEnvelope {
+    kind: String,
+    #[serde(rename = "rawResponseJson")]
+    raw: Option<String>,
+    error_message: Option<String>,
+    conversation_id: Option<String>,
+    turn_id: Option<String>,
+    mode: Option<String>,
+    agent_context_id: Option<String>,
+    conversation_context_id: Option<String>,
+    #[serde(default)]
+    sources: Vec<SourceRef>,
+    request_id: Option<String>,
+    rate_limits: Option<RateLimitInfo>,
+}
+
+impl SavedEnvelope {
+    /// `turn`, each field it leaves unset taken from the envelope.
+    fn turn(&self, turn: &TurnContext) -> TurnContext {
+        let or = |given: &Option<String>, saved: &Option<String>| given.clone().or(saved.clone());
+        TurnContext {
+            conversation_id: or(&turn.conversation_id, &self.conversation_id),
+            turn_id: or(&turn.turn_id, &self.turn_id),
+            mode: or(&turn.mode, &self.mode),
+            agent_context_id: or(&turn.agent_context_id, &self.agent_context_id),
+            conversation_context_id: or(
+                &turn.conversation_context_id,
+                &self.conversation_context_id,
+            ),
+            sources: if turn.sources.is_empty() {
+                self.sources.clone()
+            } else {
+                turn.sources.clone()
+            },
+            request_id: or(&turn.request_id, &self.request_id),
+            rate_limits: turn.rate_limits.or(self.rate_limits),
+        }
+    }
+}
+
+/// `bytes` as a saved envelope: a JSON object with the envelope's `kind` and
+/// `rawResponseJson` members, and no `id` (which every response body has).
+fn saved_envelope(bytes: &[u8]) -> Option<SavedEnvelope> {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(bytes) else {
+        return None;
+    };
+    if object.contains_key("id")
+        || !object.contains_key("kind")
+        || !object.contains_key("rawResponseJson")
+    {
+        return None;
+    }
+    serde_json::from_value(Value::Object(object)).ok()
 }

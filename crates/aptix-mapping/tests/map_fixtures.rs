@@ -394,3 +394,70 @@ fn captures_map_as_inspect_shows_them() {
         },
     );
 }
+
+#[test]
+fn a_saved_envelope_maps_again_to_itself_from_the_reply_it_holds() {
+    // `aptix ask --json > saved.json; aptix inspect saved.json`: the envelope's reply is
+    // mapped again, its turn taken from the envelope.
+    for name in fixture_names(".json")
+        .into_iter()
+        .filter(|name| name.starts_with("response_") || name.starts_with("error_"))
+    {
+        let body = read_fixture(&name);
+        let original = map_capture(&body, &turn());
+        let saved = serde_json::to_vec_pretty(&original.envelope).unwrap();
+        let again = map_capture(&saved, &TurnContext::default());
+        assert_eq!(again.envelope, original.envelope, "{name}");
+        // What the caller gives wins over what the envelope says.
+        let mine = TurnContext::new("session-mine", "turn-mine");
+        let again = map_capture(&saved, &mine);
+        assert_eq!(
+            again.envelope.conversation_id.as_deref(),
+            Some("session-mine")
+        );
+        assert_eq!(again.envelope.mode.as_deref(), Some("codegen"), "{name}");
+    }
+    for name in ["sse_text_deltas.sse", "sse_function_call_arguments.sse"] {
+        let original = map_capture(&read_fixture(name), &turn());
+        let saved = serde_json::to_vec(&original.envelope).unwrap();
+        let again = map_capture(&saved, &TurnContext::default());
+        assert_eq!(again.envelope.text, original.envelope.text, "{name}");
+        assert_eq!(
+            again.envelope.tool_calls, original.envelope.tool_calls,
+            "{name}"
+        );
+        assert_eq!(again.envelope.usage, original.envelope.usage, "{name}");
+        assert_eq!(again.envelope.turn_id.as_deref(), Some("turn-7"), "{name}");
+    }
+
+    // An envelope with no reply in it (a connection that failed) says what it is.
+    let failed = serde_json::json!({
+        "kind": "error", "conversationId": "s-1", "turnId": "t-1",
+        "errorCode": "transport_error", "errorMessage": "connection refused",
+        "rawResponseJson": null,
+    });
+    let mapped = map_capture(failed.to_string().as_bytes(), &TurnContext::default());
+    assert_eq!(mapped.envelope.kind, Kind::Error);
+    assert_eq!(
+        mapped.envelope.error_code.as_deref(),
+        Some("invalid_response_body")
+    );
+    let message = mapped.envelope.error_message.unwrap();
+    assert!(
+        message.starts_with("this is an Aptix envelope (kind \"error\": connection refused)")
+            && message.contains("no rawResponseJson"),
+        "{message}"
+    );
+    assert_eq!(mapped.envelope.conversation_id.as_deref(), Some("s-1"));
+
+    // A response body is never taken for an envelope, whatever members it has.
+    let body = serde_json::json!({"id": "resp_1", "object": "response", "status": "completed",
+        "kind": "x", "rawResponseJson": null, "output": []});
+    let mapped = map_capture(body.to_string().as_bytes(), &TurnContext::default());
+    assert_ne!(
+        mapped.envelope.error_code.as_deref(),
+        Some("invalid_response_body"),
+        "{:?}",
+        mapped.envelope
+    );
+}
