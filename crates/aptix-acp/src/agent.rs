@@ -202,10 +202,7 @@ impl AcpAgent {
         let served = ConnectTo::<Client>::connect_to(self, lines).await;
         // The editor is gone: its sessions' MCP servers are stopped, not left running.
         let sessions: Vec<Arc<Session>> = lock(&shared.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            let servers = std::mem::take(&mut *lock(&session.mcp));
-            servers.stop().await;
-        }
+        futures_util::future::join_all(sessions.iter().map(|session| session.stop_mcp())).await;
         served.map_err(AcpError::from)
     }
 
@@ -407,13 +404,18 @@ impl Shared {
         // shows why prompts fail): each prompt ends with the reason. Each tool run
         // reaches the editor through the turn's ToolRunning and ToolFinished deltas.
         let turns = opened.orchestrator.map(Arc::new);
+        let mut servers = connected.servers;
+        if turns.is_err() {
+            // No prompt can run to call their tools.
+            std::mem::take(&mut servers).stop().await;
+        }
         Ok(Arc::new(Session {
             id: id.to_owned(),
             root: opened.root,
             turns,
             editor,
             running: Mutex::new(None),
-            mcp: Mutex::new(connected.servers),
+            mcp: Mutex::new(servers),
             notices: Mutex::new(connected.notices),
         }))
     }
@@ -503,9 +505,33 @@ impl Shared {
                     connection.send_notification(SessionNotification::new(id.clone(), update))?;
                 }
             }
+            // Checked again as the session is swapped in: a prompt may have begun on the
+            // open one while this one opened (its servers started, its index refreshed).
+            let replaced = {
+                let mut sessions = lock(&shared.sessions);
+                let busy = sessions
+                    .get(&id)
+                    .is_some_and(|open| lock(&open.running).is_some());
+                if busy {
+                    None
+                } else {
+                    Some(sessions.insert(id.clone(), Arc::clone(&session)))
+                }
+            };
+            let Some(replaced) = replaced else {
+                session.stop_mcp().await;
+                return responder.respond_with_error(rpc(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("session {id} has a prompt running; cancel it before loading the session"),
+                ));
+            };
             tracing::info!(session = %id, workspace = %session.root.display(), "session loaded");
-            lock(&shared.sessions).insert(id, session);
-            responder.respond(LoadSessionResponse::new())
+            let answered = responder.respond(LoadSessionResponse::new());
+            // The session's servers as it was open: the loaded one has its own.
+            if let Some(replaced) = replaced {
+                replaced.stop_mcp().await;
+            }
+            answered
         })
     }
 
@@ -655,6 +681,12 @@ impl Shared {
 }
 
 impl Session {
+    /// Stops the session's MCP servers (its tools then fail, saying so).
+    async fn stop_mcp(&self) {
+        let servers = std::mem::take(&mut *lock(&self.mcp));
+        servers.stop().await;
+    }
+
     /// One prompt: the AGN-034 user turn through the orchestrator, its deltas and tool
     /// runs as updates, until it ends or `cancel` fires.
     async fn run_prompt(

@@ -1,7 +1,8 @@
 //! The editor's MCP servers (`mcpServers` of `session/new` and `session/load`): every
 //! stdio server is started for the session (ACP asks every agent to support stdio), its
 //! tools listed, and each offered to the model as a server tool named
-//! `mcp__<server>__<tool>`. The servers stop with the session.
+//! `mcp__<server>__<tool>`. The servers stop when the session is loaded again, when it
+//! has no provider, and when the editor closes the agent (stdin closed, then killed).
 //!
 //! A server that cannot be started, or does not answer within [`STARTUP`], leaves the
 //! session without its tools, never without the session: the reason is logged, and told
@@ -11,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{McpServer, McpServerStdio};
@@ -36,37 +37,74 @@ pub(crate) const MAX_RESULT_BYTES: usize = 256 * 1024;
 /// The most characters of a tool name the model may call (`^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_NAME: usize = 64;
 
-/// Variables of this process a server is not given: the provider's key and Aptix's own
-/// settings (tokens, a store URL's password). An editor that means a server to have one
-/// names it in the server's `env`, which is applied after.
-fn withheld(name: &str) -> bool {
-    const SECRETS: &[&str] = &[
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENAI_ORG_ID",
-        "OPENAI_PROJECT_ID",
-        "PGPASSWORD",
+/// How long stopping the servers may take: rmcp lets a server's last messages drain,
+/// closes its stdin, waits for it to exit, then kills it.
+const STOPPING: Duration = Duration::from_secs(10);
+
+/// The variables of this process a server inherits, as the official MCP SDKs choose
+/// them: what finds programs and the user's folders, nothing that may be a secret (the
+/// provider's key, Aptix's settings, another tool's token). An editor that means a
+/// server to have more names it in the server's `env`, applied after.
+fn inherited(name: &str) -> bool {
+    const ALLOWED: &[&str] = &[
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TMPDIR",
+        "TZ",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        // Windows, where names are compared without case.
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PROCESSOR_ARCHITECTURE",
+        "PROGRAMFILES",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
     ];
-    SECRETS.contains(&name) || name.starts_with("APTIX_")
+    ALLOWED.iter().any(|allowed| {
+        if cfg!(windows) {
+            allowed.eq_ignore_ascii_case(name)
+        } else {
+            *allowed == name
+        }
+    })
 }
 
 type Service = RunningService<RoleClient, ClientConfig>;
 
-/// A session's running MCP servers; dropping it stops them.
+/// A session's running MCP servers, their only owner (its tools hold them weakly);
+/// dropping it stops them in the background, [`stop`](Self::stop) waits for them.
 #[derive(Default)]
 pub(crate) struct McpServers {
     running: Vec<Arc<Service>>,
 }
 
 impl McpServers {
-    /// Stops every server: closes its pipes and waits a little for it to exit (it is
-    /// killed if it does not).
+    /// Stops every server at once: closes its stdin, waits for it to exit, and kills it
+    /// if it does not, all within [`STOPPING`].
     pub(crate) async fn stop(self) {
-        for service in self.running {
+        let stopping = self.running.into_iter().map(|service| async move {
+            // A call running now holds the server a moment longer: dropped, it stops
+            // in the background.
             if let Some(mut service) = Arc::into_inner(service) {
-                let _ = service.close_with_timeout(Duration::from_secs(3)).await;
+                let _ = service.close_with_timeout(STOPPING).await;
             }
-        }
+        });
+        futures_util::future::join_all(stopping).await;
     }
 }
 
@@ -125,7 +163,7 @@ pub(crate) async fn connect(servers: &[McpServer], cwd: &Path) -> Connected {
                         name,
                         &stdio.name,
                         tool,
-                        Arc::clone(&service),
+                        Arc::downgrade(&service),
                     )));
                 }
                 connected.servers.running.push(service);
@@ -148,10 +186,10 @@ pub(crate) async fn connect(servers: &[McpServer], cwd: &Path) -> Connected {
 /// initialized, and its tools listed, within [`STARTUP`].
 async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool>), String> {
     let mut command = tokio::process::Command::new(&server.command);
-    command.args(&server.args).current_dir(cwd);
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(withheld) {
-            command.env_remove(&name);
+    command.args(&server.args).current_dir(cwd).env_clear();
+    for (name, value) in std::env::vars_os() {
+        if name.to_str().is_some_and(inherited) {
+            command.env(name, value);
         }
     }
     for variable in &server.env {
@@ -172,6 +210,13 @@ async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool
             .serve(transport)
             .await
             .map_err(|error| format!("it did not complete the MCP handshake: {error}"))?;
+        // A server of resources or prompts only has no tools to list.
+        let has_tools = service
+            .peer_info()
+            .is_some_and(|info| info.capabilities.tools.is_some());
+        if !has_tools {
+            return Ok((service, Vec::new()));
+        }
         let tools = service
             .list_all_tools()
             .await
@@ -224,27 +269,17 @@ struct McpTool {
     server: String,
     description: String,
     parameters: Value,
-    service: Arc<Service>,
+    service: Weak<Service>,
 }
 
 impl McpTool {
-    fn new(name: String, server: &str, tool: Tool, service: Arc<Service>) -> McpTool {
+    fn new(name: String, server: &str, tool: Tool, service: Weak<Service>) -> McpTool {
         let what = tool
             .description
             .as_deref()
             .or(tool.title.as_deref())
             .map_or_else(String::new, |text| format!("{} ", text.trim()));
-        let mut parameters = Value::Object((*tool.input_schema).clone());
-        // A function's parameters are an object schema; a server may leave out an empty
-        // `properties`.
-        if let Some(schema) = parameters.as_object_mut() {
-            schema
-                .entry("type")
-                .or_insert_with(|| Value::String("object".to_owned()));
-            schema
-                .entry("properties")
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        }
+        let parameters = function_parameters((*tool.input_schema).clone());
         McpTool {
             name,
             description: format!(
@@ -283,8 +318,10 @@ impl ServerTool for McpTool {
                 Err(error) => return Err(format!("the arguments are not valid JSON: {error}")),
             },
         };
-        let result = self
-            .service
+        let Some(service) = self.service.upgrade() else {
+            return Err(format!("the MCP server `{}` has stopped", self.server));
+        };
+        let result = service
             .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments))
             .await
             .map_err(|error| format!("the MCP server `{}` failed: {error}", self.server))?;
@@ -300,6 +337,37 @@ impl ServerTool for McpTool {
             Ok(text)
         }
     }
+}
+
+/// A server's input schema as a function's parameters, which the Responses API checks
+/// more strictly than MCP does: an object schema at the top (with `properties`, empty if
+/// need be), and every array schema with `items` (a missing one fails the whole request,
+/// every tool's).
+fn function_parameters(mut schema: serde_json::Map<String, Value>) -> Value {
+    fn arrays_with_items(value: &mut Value) {
+        match value {
+            Value::Object(node) => {
+                let is_array = match node.get("type") {
+                    Some(Value::String(kind)) => kind == "array",
+                    Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "array"),
+                    _ => false,
+                };
+                if is_array && !node.contains_key("items") {
+                    node.insert("items".to_owned(), Value::Object(serde_json::Map::new()));
+                }
+                node.values_mut().for_each(arrays_with_items);
+            }
+            Value::Array(values) => values.iter_mut().for_each(arrays_with_items),
+            _ => {}
+        }
+    }
+    schema.insert("type".to_owned(), Value::String("object".to_owned()));
+    schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let mut schema = Value::Object(schema);
+    arrays_with_items(&mut schema);
+    schema
 }
 
 /// A tool result as the text the model reads: text as it is, other content named.
@@ -423,31 +491,73 @@ mod tests {
         assert_eq!(result_text(&[], Some(&structured)), r#"{"sum":5}"#);
         assert_eq!(result_text(&[], None), "");
 
-        let mut big = "é".repeat(MAX_RESULT_BYTES);
+        // One byte, then two-byte characters: the cut falls inside one, and is moved
+        // back to its start.
+        let mut big = format!("a{}", "é".repeat(MAX_RESULT_BYTES));
         cap(&mut big);
         let (kept, note) = big.split_once("\n[cut: ").unwrap();
-        assert!(kept.len() <= MAX_RESULT_BYTES);
+        assert_eq!(kept.len(), MAX_RESULT_BYTES - 1);
         assert_eq!(
             note,
             format!(
                 "{} more bytes of this result were left out]",
-                MAX_RESULT_BYTES
+                MAX_RESULT_BYTES + 2
             )
         );
     }
 
     #[test]
-    fn the_provider_key_and_aptix_settings_are_withheld_from_servers() {
+    fn servers_inherit_no_secret() {
         for name in [
             "OPENAI_API_KEY",
             "APTIX_SERVE_TOKENS",
             "APTIX_STORE",
             "PGPASSWORD",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
         ] {
-            assert!(withheld(name), "{name}");
+            assert!(!inherited(name), "{name}");
         }
-        for name in ["PATH", "HOME", "GITHUB_TOKEN", "OPENAI_MODEL_X"] {
-            assert!(!withheld(name), "{name}");
+        for name in ["PATH", "HOME", "LANG"] {
+            assert!(inherited(name), "{name}");
         }
+    }
+
+    #[test]
+    fn input_schemas_become_parameters_the_api_accepts() {
+        let schema = serde_json::json!({
+            "properties": {
+                "tags": {"type": "array"},
+                "either": {"type": ["array", "null"], "items": {"type": "string"}},
+                "nested": {"type": "object", "properties": {"ids": {"type": "array"}}},
+                "any": {"anyOf": [{"type": "array"}, {"type": "string"}]}
+            }
+        });
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let parameters = function_parameters(schema);
+        assert_eq!(parameters["type"], "object");
+        assert_eq!(
+            parameters["properties"]["tags"]["items"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            parameters["properties"]["either"]["items"]["type"],
+            "string"
+        );
+        assert_eq!(
+            parameters["properties"]["nested"]["properties"]["ids"]["items"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            parameters["properties"]["any"]["anyOf"][0]["items"],
+            serde_json::json!({})
+        );
+        let empty = function_parameters(serde_json::Map::new());
+        assert_eq!(
+            empty,
+            serde_json::json!({"type": "object", "properties": {}})
+        );
     }
 }

@@ -29,6 +29,7 @@ def environment() -> str:
         {
             "cwd": os.getcwd(),
             "pid": os.getpid(),
+            "parent": os.getppid(),
             "offset": os.environ.get("TICKETS_OFFSET"),
             "withheld": sorted(
                 name

@@ -996,11 +996,10 @@ async fn a_session_on_the_home_folder_is_refused_rather_than_indexing_it() {
     assert_only_json_rpc(&stdout);
 }
 
-/// The process with this id is gone (or a zombie no one waits for), within a few
-/// seconds.
+/// The process with this id is gone (or a zombie no one waits for), within 15 s.
 fn gone(pid: u64) -> bool {
     let status = format!("/proc/{pid}/status");
-    for _ in 0..100 {
+    for _ in 0..300 {
         match std::fs::read_to_string(&status) {
             Err(_) => return true,
             Ok(text)
@@ -1047,6 +1046,14 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             &json!({"ticket": "T-9"}),
         ),
         text("resp_4", &["Done."]),
+        // After the session is loaded again: its new server runs the tool.
+        tool_call(
+            "resp_5",
+            "call_env2",
+            "mcp__tickets__environment",
+            &json!({}),
+        ),
+        text("resp_6", &["Loaded."]),
     ])
     .await;
     let workspace = sandbox.workspace_arg();
@@ -1056,33 +1063,55 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     let outcome = tokio::task::spawn_blocking(move || {
         let mut agent = Agent::start(&sandbox, &server);
         agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        // The server is started through a shell that outlives the server's stdin
+        // (as `npx` or `uvx` wrappers may): only a stop that kills ends it.
+        let servers = json!([
+            {"name": "tickets", "command": "/bin/sh",
+             "args": ["-c", "\"$0\" \"$1\"; exec sleep 120 </dev/null >/dev/null 2>&1", python, script],
+             "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
+            {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+        ]);
         let created = agent.request(
             2,
             "session/new",
-            json!({"cwd": workspace, "mcpServers": [
-                {"name": "tickets", "command": python, "args": [script],
-                 "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
-                {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
-            ]}),
+            json!({"cwd": workspace, "mcpServers": servers}),
         );
         let session_id = created[0]["result"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("no session: {created:?}"))
             .to_owned();
         let prompt = agent.prompt(3, &session_id, "Add 2 and 3, then close T-9");
+        // Loaded again while open: the session's servers are started anew, and the
+        // ones it had stopped.
+        let loaded = agent.request(
+            4,
+            "session/load",
+            json!({"sessionId": session_id, "cwd": workspace, "mcpServers": servers}),
+        );
+        assert!(loaded.last().unwrap().get("result").is_some(), "{loaded:?}");
+        let first_parent = server
+            .requests()
+            .get(2)
+            .and_then(aptix_testkit::fault_server::Received::json)
+            .map(|request| output_for(&request, "call_env"))
+            .and_then(|output| serde_json::from_str::<Value>(&output).ok())
+            .and_then(|environment| environment["parent"].as_u64())
+            .unwrap_or_else(|| panic!("no environment output: {prompt:?}"));
+        let stopped_on_load = gone(first_parent);
+        let after_load = agent.prompt(5, &session_id, "Where are you?");
         let requests: Vec<Value> = server
             .requests()
             .iter()
             .filter_map(aptix_testkit::fault_server::Received::json)
             .collect();
-        (prompt, requests, agent.finish())
+        (prompt, after_load, stopped_on_load, requests, agent.finish())
     })
     .await;
-    let (prompt, requests, (status, stdout, stderr)) = match outcome {
+    let (prompt, after_load, stopped_on_load, requests, (status, stdout, stderr)) = match outcome {
         Ok(finished) => finished,
         Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
     };
-    assert_eq!(requests.len(), 4, "{stderr}");
+    assert_eq!(requests.len(), 6, "{stderr}");
     assert_eq!(
         prompt.last().unwrap()["result"]["stopReason"],
         "end_turn",
@@ -1153,10 +1182,26 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         "{told:?}"
     );
 
-    // The agent exits when the editor goes, and its servers with it.
+    // Loading the session again stopped its first server (the shell around it too).
+    assert!(
+        stopped_on_load,
+        "the first server (pid {}) outlived the session's load",
+        environment["parent"]
+    );
+    assert_eq!(
+        after_load.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{after_load:#?}"
+    );
+    let again: Value = serde_json::from_str(&output_for(&requests[5], "call_env2")).unwrap();
+    assert_ne!(again["pid"], environment["pid"]);
+    // The agent exits when the editor goes, and the servers with it.
     assert!(status.success(), "{stderr}");
-    let pid = environment["pid"].as_u64().unwrap();
-    assert!(gone(pid), "the MCP server (pid {pid}) outlived the agent");
+    let parent = again["parent"].as_u64().unwrap();
+    assert!(
+        gone(parent),
+        "the MCP server (pid {parent}) outlived the agent"
+    );
     assert_only_json_rpc(&stdout);
     assert!(!stderr.contains(SECRET_KEY), "the key is in the log");
 }
