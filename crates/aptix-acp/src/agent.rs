@@ -131,6 +131,8 @@ struct Session {
     /// The editor's MCP servers started for the session (their tools are among the
     /// orchestrator's); they stop when the session is dropped.
     mcp: Mutex<McpServers>,
+    /// Asks the editor before an MCP tool that may change things runs.
+    permission: Arc<mcp::Permission>,
     /// What the editor is told with the session's next prompt (an MCP server that did
     /// not start).
     notices: Mutex<Vec<String>>,
@@ -379,7 +381,8 @@ impl Shared {
         mcp_servers: &[agent_client_protocol::v1::schema::McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, RpcError> {
-        let connected = mcp::connect(mcp_servers, cwd).await;
+        let permission = Arc::new(mcp::Permission::new(cx.clone(), id.to_owned()));
+        let connected = mcp::connect(mcp_servers, cwd, &permission).await;
         let editor = self
             .editor_reads
             .load(Ordering::Relaxed)
@@ -416,6 +419,7 @@ impl Shared {
             editor,
             running: Mutex::new(None),
             mcp: Mutex::new(servers),
+            permission,
             notices: Mutex::new(connected.notices),
         }))
     }
@@ -712,7 +716,13 @@ impl Session {
         }
         let mut sink = {
             let reporter = Arc::clone(&reporter);
-            move |delta: &StreamDelta| lock(&reporter).delta(delta)
+            let permission = Arc::clone(&self.permission);
+            move |delta: &StreamDelta| {
+                if let StreamDelta::ToolRunning { call_id, .. } = delta {
+                    permission.running(call_id);
+                }
+                lock(&reporter).delta(delta);
+            }
         };
         // Reading linked files through the editor is part of the prompt: a cancel stops
         // it too.

@@ -15,7 +15,7 @@
 //! | `session/prompt` | text: the instruction; links and resources: attachments; the answer's `stopReason` from the envelope (`end_turn`, `max_tokens`, `refusal`, `max_turn_requests`, `cancelled`); a provider failure: a JSON-RPC error saying what to do |
 //! | `session/cancel` | the turn's future is dropped (the provider stream and any tool stop), nothing is stored, the prompt answers `cancelled` (too late once the answer is being stored: then it answers as finished) |
 //! | `fs/read_text_file` | when the editor offers it, the built-in `read_file` tool reads through it (unsaved buffers) |
-//! | `mcpServers` of `session/new` and `session/load` | each stdio server started for the session (in its `cwd`, with its `env` and only the variables that find programs and folders: never the provider's key), its tools offered to the model as `mcp__<server>__<tool>`; a server that does not start is told to the editor with the first prompt, and the session opens without its tools |
+//! | `mcpServers` of `session/new` and `session/load` | each stdio server started for the session (in its `cwd`, with its `env` and only the variables that find programs and folders: never the provider's key), its tools offered to the model as `mcp__<server>__<tool>`, the editor asked (`session/request_permission`) before one not marked read-only runs; a server that does not start is told to the editor with the first prompt, and the session opens without its tools |
 //!
 //! Every handler that waits hands its work to a task of the connection, so the message
 //! loop keeps reading (a cancel arrives while a turn streams). Malformed lines, unknown

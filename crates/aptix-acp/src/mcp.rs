@@ -10,12 +10,17 @@
 //! by the editor (the agent does not advertise them) and are skipped with a notice if
 //! they are.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::{McpServer, McpServerStdio};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    McpServer, McpServerStdio, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, ToolCallUpdate, ToolCallUpdateFields,
+};
 use aptix_orchestrator::ServerTool;
 use async_trait::async_trait;
 use rmcp::RoleClient;
@@ -26,6 +31,8 @@ use rmcp::model::{
 use rmcp::service::{RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
+
+use crate::tools::lock;
 
 /// How long a server has to start, answer `initialize` and list its tools.
 pub(crate) const STARTUP: Duration = Duration::from_secs(60);
@@ -119,9 +126,109 @@ pub(crate) struct Connected {
     pub(crate) notices: Vec<String>,
 }
 
+/// Asks the editor before an MCP tool that may change things runs
+/// (`session/request_permission`: allow once or always, reject once or always), and
+/// keeps the "always" answers for the rest of the session. A tool its server marks as
+/// read-only (`readOnlyHint`) runs without asking, as Aptix's own tools do.
+pub(crate) struct Permission {
+    connection: ConnectionTo<Client>,
+    session_id: String,
+    /// The call the turn runs now: told by the turn's `ToolRunning` delta, which comes
+    /// just before its tool runs (a turn runs its server tools one at a time).
+    running: Mutex<Option<String>>,
+    /// Tools allowed (`true`) or refused for the rest of the session.
+    always: Mutex<HashMap<String, bool>>,
+}
+
+impl Permission {
+    pub(crate) fn new(connection: ConnectionTo<Client>, session_id: String) -> Permission {
+        Permission {
+            connection,
+            session_id,
+            running: Mutex::new(None),
+            always: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The turn is about to run the call `call_id`.
+    pub(crate) fn running(&self, call_id: &str) {
+        *lock(&self.running) = Some(call_id.to_owned());
+    }
+
+    /// Whether the user lets the model run `tool` now; the reason the model is told if
+    /// not.
+    async fn ask(&self, tool: &str) -> Result<(), String> {
+        let refused = || {
+            format!(
+                "the user did not allow this call of {tool}; do not call it again unless they ask"
+            )
+        };
+        match lock(&self.always).get(tool) {
+            Some(true) => return Ok(()),
+            Some(false) => return Err(refused()),
+            None => {}
+        }
+        let Some(call_id) = lock(&self.running).clone() else {
+            return Err(format!(
+                "{tool} was not run: the editor could not be asked first"
+            ));
+        };
+        let options = vec![
+            PermissionOption::new("allow_once", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "allow_always",
+                format!("Always allow {tool} in this session"),
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                "reject_always",
+                format!("Never allow {tool} in this session"),
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let request = RequestPermissionRequest::new(
+            self.session_id.clone(),
+            ToolCallUpdate::new(call_id, ToolCallUpdateFields::new()),
+            options,
+        );
+        let answer = self
+            .connection
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|error| {
+                format!("{tool} was not run: the editor could not ask the user ({error})")
+            })?;
+        let chosen = match answer.outcome {
+            RequestPermissionOutcome::Selected(selected) => selected.option_id.0,
+            RequestPermissionOutcome::Cancelled => {
+                return Err(format!("{tool} was not run: the prompt was cancelled"));
+            }
+            _ => return Err(refused()),
+        };
+        match &*chosen {
+            "allow_once" => Ok(()),
+            "allow_always" => {
+                lock(&self.always).insert(tool.to_owned(), true);
+                Ok(())
+            }
+            "reject_always" => {
+                lock(&self.always).insert(tool.to_owned(), false);
+                Err(refused())
+            }
+            _ => Err(refused()),
+        }
+    }
+}
+
 /// Starts `servers` for a session working in `cwd`, all at once, each within
-/// [`STARTUP`].
-pub(crate) async fn connect(servers: &[McpServer], cwd: &Path) -> Connected {
+/// [`STARTUP`]; their tools that may change things ask `permission` first.
+pub(crate) async fn connect(
+    servers: &[McpServer],
+    cwd: &Path,
+    permission: &Arc<Permission>,
+) -> Connected {
     let mut connected = Connected::default();
     let mut starting = Vec::new();
     for server in servers {
@@ -164,6 +271,7 @@ pub(crate) async fn connect(servers: &[McpServer], cwd: &Path) -> Connected {
                         &stdio.name,
                         tool,
                         Arc::downgrade(&service),
+                        Arc::clone(permission),
                     )));
                 }
                 connected.servers.running.push(service);
@@ -195,12 +303,16 @@ async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool
     for variable in &server.env {
         command.env(&variable.name, &variable.value);
     }
-    // The server's stdout is the MCP connection; its stderr is the agent's log (never the
-    // agent's stdout, which carries only ACP).
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::inherit())
+    // The server's stdout is the MCP connection; its stderr goes to the agent's log,
+    // line by line, in the log's own format (never to the agent's stdout, which carries
+    // only ACP).
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|error| error.to_string())?;
+    if let Some(stderr) = stderr {
+        tokio::spawn(log_stderr(server.name.clone(), stderr));
+    }
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("aptix", env!("CARGO_PKG_VERSION")),
@@ -226,6 +338,28 @@ async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool
     tokio::time::timeout(STARTUP, started)
         .await
         .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))?
+}
+
+/// The most of one line of a server's stderr that is logged.
+const MAX_LOG_LINE: usize = 4096;
+
+/// Logs each line a server writes on its stderr (`info`, with the server's name) until
+/// it closes it; a line longer than [`MAX_LOG_LINE`] bytes is logged in pieces.
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = u64::try_from(MAX_LOG_LINE).unwrap_or(u64::MAX);
+        match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!(mcp_server = %server, "{}", text.trim_end());
+            }
+        }
+    }
 }
 
 /// The name the model calls `tool` of `server` by: `mcp__<server>__<tool>`, each
@@ -269,11 +403,25 @@ struct McpTool {
     server: String,
     description: String,
     parameters: Value,
+    /// The server marks it read-only: it runs without asking.
+    read_only: bool,
+    permission: Arc<Permission>,
     service: Weak<Service>,
 }
 
 impl McpTool {
-    fn new(name: String, server: &str, tool: Tool, service: Weak<Service>) -> McpTool {
+    fn new(
+        name: String,
+        server: &str,
+        tool: Tool,
+        service: Weak<Service>,
+        permission: Arc<Permission>,
+    ) -> McpTool {
+        let read_only = tool
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.read_only_hint)
+            == Some(true);
         let what = tool
             .description
             .as_deref()
@@ -289,6 +437,8 @@ impl McpTool {
             tool: tool.name.into_owned(),
             server: server.to_owned(),
             parameters,
+            read_only,
+            permission,
             service,
         }
     }
@@ -318,6 +468,9 @@ impl ServerTool for McpTool {
                 Err(error) => return Err(format!("the arguments are not valid JSON: {error}")),
             },
         };
+        if !self.read_only {
+            self.permission.ask(&self.name).await?;
+        }
         let Some(service) = self.service.upgrade() else {
             return Err(format!("the MCP server `{}` has stopped", self.server));
         };

@@ -9,20 +9,27 @@ fail on demand.
 
 import json
 import os
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 server = MCPServer("tickets")
 
 
-@server.tool()
+# Read-only tools run without asking the editor; `close_ticket` changes things, and
+# the agent asks first.
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+
+
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> str:
     """Adds two whole numbers, plus the server's TICKETS_OFFSET."""
     return str(a + b + int(os.environ.get("TICKETS_OFFSET", "0")))
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def environment() -> str:
     """What this server was started with."""
     return json.dumps(
@@ -47,4 +54,6 @@ def close_ticket(ticket: str) -> str:
 
 
 if __name__ == "__main__":
+    # A line on stderr, which the agent logs with the server's name.
+    print("tickets: serving on stdio", file=sys.stderr, flush=True)
     server.run("stdio")

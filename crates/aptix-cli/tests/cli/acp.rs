@@ -391,6 +391,11 @@ struct Agent {
     stdout: Vec<u8>,
     /// Read all along: at -vvv a full stderr pipe would stop the agent.
     stderr: std::thread::JoinHandle<String>,
+    /// The options this editor chooses, in turn, when the agent asks
+    /// `session/request_permission`; asked with none left, the test fails.
+    permission_answers: std::collections::VecDeque<&'static str>,
+    /// The permission requests the agent sent.
+    permission_requests: Vec<Value>,
 }
 
 impl Agent {
@@ -437,6 +442,8 @@ impl Agent {
             lines,
             stdout: Vec::new(),
             stderr,
+            permission_answers: std::collections::VecDeque::new(),
+            permission_requests: Vec::new(),
         }
     }
 
@@ -471,6 +478,19 @@ impl Agent {
         let mut messages = Vec::new();
         loop {
             let message = self.next();
+            if message["method"] == "session/request_permission" {
+                let choice = self
+                    .permission_answers
+                    .pop_front()
+                    .unwrap_or_else(|| panic!("an unexpected permission request: {message}"));
+                self.send(
+                    &json!({"jsonrpc": "2.0", "id": message["id"],
+                            "result": {"outcome": {"outcome": "selected", "optionId": choice}}})
+                    .to_string(),
+                );
+                self.permission_requests.push(message);
+                continue;
+            }
             let done = message.get("id") == Some(&id) && message.get("method").is_none();
             messages.push(message);
             if done {
@@ -1046,14 +1066,21 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             &json!({"ticket": "T-9"}),
         ),
         text("resp_4", &["Done."]),
-        // After the session is loaded again: its new server runs the tool.
+        // After the session is loaded again: its new server runs the tool, and the user
+        // refuses a call that would change things.
         tool_call(
             "resp_5",
             "call_env2",
             "mcp__tickets__environment",
             &json!({}),
         ),
-        text("resp_6", &["Loaded."]),
+        tool_call(
+            "resp_6",
+            "call_close2",
+            "mcp__tickets__close_ticket",
+            &json!({"ticket": "T-10"}),
+        ),
+        text("resp_7", &["Loaded."]),
     ])
     .await;
     let workspace = sandbox.workspace_arg();
@@ -1068,7 +1095,8 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         let servers = json!([
             {"name": "tickets", "command": "/bin/sh",
              "args": ["-c", "\"$0\" \"$1\"; exec sleep 120 </dev/null >/dev/null 2>&1", python, script],
-             "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
+             "env": [{"name": "TICKETS_OFFSET", "value": "10"},
+                     {"name": "TICKETS_TOKEN", "value": "tok-editor-secret-7"}]},
             {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
         ]);
         let created = agent.request(
@@ -1080,6 +1108,8 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             .as_str()
             .unwrap_or_else(|| panic!("no session: {created:?}"))
             .to_owned();
+        // `close_ticket` is not read-only: the editor is asked, and allows it once.
+        agent.permission_answers.push_back("allow_once");
         let prompt = agent.prompt(3, &session_id, "Add 2 and 3, then close T-9");
         // Loaded again while open: the session's servers are started anew, and the
         // ones it had stopped.
@@ -1098,20 +1128,23 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             .and_then(|environment| environment["parent"].as_u64())
             .unwrap_or_else(|| panic!("no environment output: {prompt:?}"));
         let stopped_on_load = gone(first_parent);
-        let after_load = agent.prompt(5, &session_id, "Where are you?");
+        agent.permission_answers.push_back("reject_always");
+        let after_load = agent.prompt(5, &session_id, "Where are you? Close T-10");
+        let asked = std::mem::take(&mut agent.permission_requests);
         let requests: Vec<Value> = server
             .requests()
             .iter()
             .filter_map(aptix_testkit::fault_server::Received::json)
             .collect();
-        (prompt, after_load, stopped_on_load, requests, agent.finish())
+        (prompt, after_load, stopped_on_load, asked, requests, agent.finish())
     })
     .await;
-    let (prompt, after_load, stopped_on_load, requests, (status, stdout, stderr)) = match outcome {
-        Ok(finished) => finished,
-        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
-    };
-    assert_eq!(requests.len(), 6, "{stderr}");
+    let (prompt, after_load, stopped_on_load, asked, requests, (status, stdout, stderr)) =
+        match outcome {
+            Ok(finished) => finished,
+            Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+        };
+    assert_eq!(requests.len(), 7, "{stderr}");
     assert_eq!(
         prompt.last().unwrap()["result"]["stopReason"],
         "end_turn",
@@ -1195,6 +1228,36 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     );
     let again: Value = serde_json::from_str(&output_for(&requests[5], "call_env2")).unwrap();
     assert_ne!(again["pid"], environment["pid"]);
+    // The editor was asked before each call that changes things, never before a
+    // read-only one, and the refusal went back to the model.
+    let asked_about: Vec<&Value> = asked
+        .iter()
+        .map(|request| &request["params"]["toolCall"]["toolCallId"])
+        .collect();
+    assert_eq!(
+        asked_about,
+        [&json!("call_close"), &json!("call_close2")],
+        "{asked:#?}"
+    );
+    let options: Vec<&str> = asked[0]["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        options,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+    let refused = output_for(&requests[6], "call_close2");
+    assert!(
+        refused.contains("the user did not allow this call"),
+        "{refused}"
+    );
+    assert_eq!(
+        last_about(&updates_of(&after_load), "call_close2")["status"],
+        "failed"
+    );
     // The agent exits when the editor goes, and the servers with it.
     assert!(status.success(), "{stderr}");
     let parent = again["parent"].as_u64().unwrap();
@@ -1204,4 +1267,17 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     );
     assert_only_json_rpc(&stdout);
     assert!(!stderr.contains(SECRET_KEY), "the key is in the log");
+    // The server's stderr is in the agent's log, named; the editor's values for it
+    // are not.
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("mcp_server=tickets")
+                && line.contains("tickets: serving on stdio")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("tok-editor-secret-7"),
+        "an env value is in the log"
+    );
 }
