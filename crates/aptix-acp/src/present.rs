@@ -43,7 +43,17 @@ pub(crate) fn title(name: &str, arguments: &Value) -> String {
                 None => format!("List files in {folder}"),
             }
         }
-        other => other.to_owned(),
+        // An editor's MCP server's tool (`mcp__<server>__<tool>`): the server, then
+        // the tool.
+        other => match other
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        {
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                format!("{server}: {tool}")
+            }
+            _ => other.to_owned(),
+        },
     }
 }
 
@@ -152,6 +162,12 @@ mod tests {
     fn built_in_tools_have_kinds_titles_and_locations() {
         let cwd = Path::new("/work/project");
         let read = json!({"path": "src/lib.rs", "start_line": 3, "end_line": 9});
+        assert_eq!(
+            title("mcp__tickets__close_ticket", &Value::Null),
+            "tickets: close_ticket"
+        );
+        assert_eq!(title("mcp____x", &Value::Null), "mcp____x");
+        assert_eq!(title("my_tool", &Value::Null), "my_tool");
         assert_eq!(kind("read_file"), ToolKind::Read);
         assert_eq!(title("read_file", &read), "Read src/lib.rs (3-9)");
         let locations = locations_of_arguments(cwd, "read_file", &read);
