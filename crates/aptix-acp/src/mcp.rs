@@ -620,13 +620,7 @@ mod tests {
         let name = model_name("ü", "日本", &mut taken);
         assert_eq!(name, "mcp_______");
         for name in &taken {
-            assert!(
-                name.len() <= 64
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
-                "{name}"
-            );
+            assert!(aptix_request::is_valid_name(name), "{name}");
         }
     }
 
