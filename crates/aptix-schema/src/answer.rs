@@ -213,11 +213,9 @@ impl Prepared {
                 };
                 return reject(AttemptProblem::NoAnswer { expected }, reply);
             }
-            let parsed = if self.strategy.injects_schema() {
-                parse_lenient(&text)
-            } else {
-                serde_json::from_str::<Value>(text.trim()).map_err(|error| error.to_string())
-            };
+            // Leniently for every strategy: a server that ignores the native format
+            // (a Chat Completions server, say) answers as a JSON-mode model does.
+            let parsed = parse_lenient(&text);
             (Reply::Text(text), parsed)
         };
         let mut value = match parsed {
@@ -295,7 +293,9 @@ fn message_text(response: &Response) -> String {
         .collect()
 }
 
-/// JSON from a JSON-mode reply: the whole text, or else the first fenced code block
+/// JSON from a text reply (every text strategy's: a server that ignores the native
+/// format answers as a JSON-mode model does): the whole text, or else the first fenced
+/// code block
 /// (```` ```json ```` or a bare fence). The error is the whole text's, which says what
 /// a caller expects to hear.
 pub(crate) fn parse_lenient(text: &str) -> Result<Value, String> {

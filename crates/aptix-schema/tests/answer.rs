@@ -158,7 +158,7 @@ fn unusable_replies_are_rejected_with_what_was_expected() {
         ),
         (
             Strategy::NativeSchema,
-            message("```json\n{\"capital\":\"Paris\"}\n```"),
+            message("```json\n{\"capital\":\n```"),
             "the answer is not valid JSON",
         ),
         (
@@ -185,7 +185,16 @@ fn unusable_replies_are_rejected_with_what_was_expected() {
             errors[0].contains(expected),
             "{strategy:?} {output}: {errors:?}"
         );
-    }
+    } // A native answer fenced as a JSON-mode model writes one (a server that ignored the
+    // format) is read, not rejected: what is in the fence is judged.
+    let fenced = prepared(Strategy::NativeSchema).evaluate(
+        &response(message("```json\n{\"capital\":\"Paris\"}\n```")),
+        1,
+    );
+    assert!(
+        matches!(&fenced, Verdict::Accepted(value) if value["capital"] == "Paris"),
+        "{fenced:?}"
+    );
 }
 
 #[test]

@@ -274,3 +274,86 @@ fn the_solve_future_can_be_spawned() {
     let future = solve_value(&provider, request());
     assert_send(&future);
 }
+
+/// A 400 as a server that lacks what `param` asks for answers it.
+fn refused(message: &str, param: &str) -> aptix_client::ClientError {
+    aptix_client::ClientError::Status {
+        status: 400,
+        api_error: Some(Box::new(aptix_model::wire::ApiError {
+            message: message.into(),
+            kind: Some("invalid_request_error".into()),
+            param: Some(param.into()),
+            code: None,
+        })),
+        raw_body: None,
+        request_id: None,
+        retry_after: None,
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_chosen_strategy_is_asked_the_next_way() {
+    // The capabilities say native structured output; the server says otherwise, then
+    // refuses tools too: the answer comes by JSON mode.
+    let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+    provider
+        .push_error(refused(
+            "'text.format' of type 'json_schema' is not supported with this model",
+            "text.format",
+        ))
+        .push_error(refused("tools are not supported by this server", "tools"))
+        .push_response(text_reply("```json\n{\"capital\": \"Paris\"}\n```"));
+    let solution = solve_value(&provider, request()).await.unwrap();
+    assert_eq!(solution.value, json!({"capital": "Paris"}));
+    assert_eq!(solution.strategy, Strategy::JsonObject);
+    assert_eq!(
+        solution.refused_strategies,
+        [Strategy::NativeSchema, Strategy::ToolCall]
+    );
+    assert_eq!(solution.attempts, 1);
+    let sent = provider.requests();
+    assert_eq!(sent.len(), 3);
+    let body = |index: usize| serde_json::to_value(&sent[index]).unwrap();
+    assert_eq!(body(0)["text"]["format"]["type"], "json_schema");
+    assert_eq!(body(1)["tools"][0]["name"], "generate_response");
+    assert_eq!(body(2)["text"]["format"]["type"], "json_object");
+    assert!(body(2).get("tools").is_none(), "{}", body(2));
+}
+
+#[tokio::test]
+async fn a_refusal_of_something_else_or_of_a_strategy_the_caller_chose_is_an_error() {
+    // Not about the format: no other way is tried.
+    let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+    provider.push_error(refused("The model `gpt-nope` does not exist", "model"));
+    let error = solve_value(&provider, request()).await.unwrap_err();
+    assert!(matches!(error, SchemaError::Provider { .. }), "{error}");
+    assert_eq!(provider.requests().len(), 1);
+
+    // The caller's own choice is kept, refused or not.
+    let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+    provider.push_error(refused(
+        "'text.format' of type 'json_schema' is not supported",
+        "text.format",
+    ));
+    let options = SolveOptions {
+        strategy: Some(Strategy::NativeSchema),
+        ..SolveOptions::default()
+    };
+    let error = solve_value_with(&provider, request(), &options)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, SchemaError::Provider { .. }), "{error}");
+    assert_eq!(provider.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_native_answer_in_a_fenced_block_is_read() {
+    // A server that ignores the native format may answer as a JSON-mode model does.
+    let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+    provider.push_response(text_reply(
+        "Here it is:\n```json\n{\"capital\": \"Paris\"}\n```",
+    ));
+    let solution = solve_value(&provider, request()).await.unwrap();
+    assert_eq!(solution.strategy, Strategy::NativeSchema);
+    assert_eq!(solution.value, json!({"capital": "Paris"}));
+}

@@ -4,6 +4,7 @@
 use aptix_model::contract::LlmUsage;
 
 use crate::answer::AttemptFailure;
+use crate::strategy::Strategy;
 
 /// What the attempts of one Request did: how many were sent, what was wrong with each
 /// rejected one, and the tokens they used together.
@@ -15,6 +16,9 @@ pub struct AttemptLog {
     pub failures: Vec<AttemptFailure>,
     /// Token usage summed over every attempt that got a reply.
     pub usage: LlmUsage,
+    /// The strategies the server refused (a 400 naming the format or the tools they
+    /// send), in order, before the one the attempts above used.
+    pub refused_strategies: Vec<Strategy>,
 }
 
 impl AttemptLog {
