@@ -160,7 +160,13 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
             return crate::schema::dry_run(request, &workspace);
         }
         let provider = workspace.provider(env)?;
-        return crate::schema::run(provider.as_ref(), request, args.json, runtime);
+        return crate::schema::run(
+            provider.as_ref(),
+            request,
+            workspace.settings(),
+            args.json,
+            runtime,
+        );
     }
 
     if args.dry_run {
@@ -437,24 +443,7 @@ fn report(
                 &mut std::io::stderr().lock(),
                 format_args!("error: {message} ({code})\n"),
             );
-            if code == "invalid_api_key" {
-                note(format_args!("check OPENAI_API_KEY"));
-            }
-            if code == "timeout" {
-                note(format_args!(
-                    "if the server is slow rather than gone, raise --request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
-                ));
-            }
-            if code == "transport_error" {
-                note(format_args!(
-                    "check that the server runs and that base_url (--base-url, OPENAI_BASE_URL, aptix.toml) names it"
-                ));
-            }
-            if code == "insufficient_quota" {
-                note(format_args!(
-                    "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"
-                ));
-            }
+            crate::output::note_for_error_code(code);
             if text_shown {
                 note(format_args!("the answer text above is incomplete"));
             }

@@ -31,6 +31,24 @@ pub(crate) fn note_request_retry(notice: &aptix_client::RetryNotice) {
     ));
 }
 
+/// What to do about a failure of this error code, on stderr: the notes `ask` and
+/// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
+pub(crate) fn note_for_error_code(code: &str) {
+    match code {
+        "invalid_api_key" => note(format_args!("check OPENAI_API_KEY")),
+        "timeout" => note(format_args!(
+            "if the server is slow rather than gone, raise --request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+        )),
+        "transport_error" => note(format_args!(
+            "check that the server runs and that base_url (--base-url, OPENAI_BASE_URL, aptix.toml) names it"
+        )),
+        "insufficient_quota" => note(format_args!(
+            "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"
+        )),
+        _ => {}
+    }
+}
+
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {message}");

@@ -8,22 +8,27 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
 use aptix_client::ResponsesProvider;
 use aptix_runtime::{Settings, Workspace};
 use aptix_schema::{
-    HandlerRegistry, SchemaError, SchemaRequest, prepare, schema_support, solve_value,
+    HandlerRegistry, SchemaError, SchemaRequest, SolveOptions, StopReason, prepare, schema_support,
+    solve_value_with,
 };
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-use crate::exit::{SUCCESS, usage};
+use crate::exit::{SUCCESS, TRUNCATED, usage};
 use crate::output::{note, print_json, warn};
 
-/// Reads a JSON Schema file, naming the file in every error.
+/// Reads a JSON Schema file, naming the file in every error. A file that cannot be read
+/// is a usage error (exit 2), as a bad `--file` is.
 pub(crate) fn read_schema(path: &Path) -> Result<Value, anyhow::Error> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read the schema file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        usage(format!(
+            "could not read the schema file {}: {error}",
+            path.display()
+        ))
+    })?;
     let schema: Value = serde_json::from_str(&text).map_err(|error| {
         usage(format!(
             "the schema file {} is not JSON: {error}",
@@ -56,7 +61,7 @@ pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u
         request,
         &HandlerRegistry::default(),
         &schema_support(&workspace.capabilities()),
-        None,
+        workspace.settings().schema_strategy(),
     )
     .map_err(|error| usage(format!("the schema request cannot be built: {error}")))?;
     note(format_args!(
@@ -72,16 +77,27 @@ pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u
 pub(crate) fn run(
     provider: &dyn ResponsesProvider,
     request: SchemaRequest,
+    settings: &Settings,
     json: bool,
     runtime: &Runtime,
 ) -> Result<u8, anyhow::Error> {
+    let options = SolveOptions {
+        strategy: settings.schema_strategy(),
+        ..SolveOptions::default()
+    };
     // A request sent again is told as a note, as `aptix ask` tells it.
     let solving = aptix_client::observe_retries(
         crate::output::note_request_retry,
-        solve_value(provider, request),
+        solve_value_with(provider, request, &options),
     );
     match runtime.block_on(solving) {
         Ok(solution) => {
+            for refused in &solution.refused_strategies {
+                warn(&format!(
+                    "the server refused the {} strategy; the answer was asked for the next way",
+                    refused.as_str()
+                ));
+            }
             for failure in &solution.failures {
                 warn(&format!(
                     "attempt {} was rejected and asked again: {}",
@@ -96,6 +112,11 @@ pub(crate) fn run(
                     "attempts": solution.attempts,
                     "usage": solution.usage,
                     "responseId": solution.response_id,
+                    "refusedStrategies": solution
+                        .refused_strategies
+                        .iter()
+                        .map(|strategy| strategy.as_str())
+                        .collect::<Vec<_>>(),
                 }))?;
             } else {
                 print_json(&solution.value)?;
@@ -110,6 +131,66 @@ pub(crate) fn run(
             | SchemaError::NotStrict { .. }
             | SchemaError::InvalidSchemaName { .. }),
         ) => Err(usage(format!("the schema cannot be used: {error}"))),
-        Err(error) => Err(anyhow::Error::new(error).context("no valid solution")),
+        Err(error) => failed(error, json),
     }
+}
+
+/// A schema Request that gave no solution: with `--json`, an object saying why on stdout
+/// (`{"solution": null, "error": {"code", "message"}, "attempts", "usage",
+/// "refusedStrategies"}`); what to do about it on stderr; exit 3 for an answer the
+/// output limit or a content filter cut short, else 1.
+fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
+    let code = match &error {
+        SchemaError::Provider { source, .. } => source.code(),
+        SchemaError::Stopped { reason, .. } => match reason {
+            StopReason::Incomplete { .. } => "incomplete".to_owned(),
+            StopReason::Refused { .. } => "refusal".to_owned(),
+            StopReason::Failed { code, .. } => {
+                code.clone().unwrap_or_else(|| "response_failed".to_owned())
+            }
+            _ => "stopped".to_owned(),
+        },
+        SchemaError::Exhausted { .. } => "no_valid_answer".to_owned(),
+        _ => "schema_error".to_owned(),
+    };
+    // A provider that failed gave no answer to judge; the others gave no valid one.
+    let error = match &error {
+        SchemaError::Provider { .. } => {
+            anyhow::Error::new(error).context("the schema request failed")
+        }
+        _ => anyhow::Error::new(error).context("no valid solution"),
+    };
+    let schema_error = error.downcast_ref::<SchemaError>();
+    if json {
+        let log = schema_error.and_then(SchemaError::log);
+        print_json(&json!({
+            "solution": null,
+            "error": {"code": code, "message": format!("{error:#}")},
+            "attempts": log.map_or(0, |log| log.attempts),
+            "usage": log.map(|log| &log.usage),
+            "refusedStrategies": log
+                .map(|log| log.refused_strategies.iter().map(|strategy| strategy.as_str()).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        }))?;
+    }
+    crate::output::note_for_error_code(&code);
+    if let Some(SchemaError::Stopped {
+        reason: StopReason::Incomplete { reason },
+        ..
+    }) = schema_error
+    {
+        let why = match reason.as_deref() {
+            Some("content_filter") => "the provider's content filter stopped it".to_owned(),
+            _ => "it reached the output token limit; raise --max-output-tokens (or max_output_tokens) and ask again".to_owned(),
+        };
+        warn(&format!(
+            "the answer is incomplete, so it is no solution: {why}"
+        ));
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr().lock(),
+            format_args!("error: {error:#}\n"),
+        );
+        return Ok(TRUNCATED);
+    }
+    Err(error)
 }

@@ -112,8 +112,8 @@ pub use ids::{new_session_id, new_turn_id};
 pub use index::{Reporter, fresh_index, open_index, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{
-    ApiKind, ByteSize, Env, HumanDuration, ListenAddr, ServeLayer, Settings, SettingsLayer,
-    StoreUrl, misspelt_variables, process_env,
+    ApiKind, ByteSize, Env, HumanDuration, ListenAddr, SchemaStrategy, ServeLayer, Settings,
+    SettingsLayer, StoreUrl, misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
 pub use workspace::{FrontEndTools, Workspace, find_workspace, has_workspace_file};

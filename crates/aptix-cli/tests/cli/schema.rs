@@ -148,8 +148,10 @@ async fn a_failed_schema_request_is_an_error_and_flags_it_cannot_use_are_refused
         .unwrap();
     assert_eq!(code(&output), 1, "{}", stderr(&output));
     let text = stderr(&output);
-    assert!(text.contains("error: no valid solution"), "{text}");
-    assert!(!text.contains("warning: no valid solution"), "{text}");
+    // The server gave no answer: the request failed, and what to check is said.
+    assert!(text.contains("error: the schema request failed"), "{text}");
+    assert!(text.contains("check OPENAI_API_KEY"), "{text}");
+    assert!(!text.contains("no valid solution"), "{text}");
     assert!(!text.contains(SECRET_KEY), "{text}");
     // Flags a schema Request has no use for are refused, not dropped without a word.
     for flag in [
@@ -225,4 +227,226 @@ async fn an_optional_member_left_out_or_null_gives_a_solution_the_schema_accepts
         assert_eq!(printed["attempts"], 1, "{printed}");
         assert_eq!(printed["strategy"], "native_schema", "{printed}");
     }
+}
+
+#[test]
+fn a_schema_file_that_cannot_be_read_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    for missing in ["missing.json", "."] {
+        let output = sandbox
+            .aptix()
+            .args(["ask", "--dry-run", "--schema", missing, "anything"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{missing}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("could not read the schema file"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn the_strategy_can_be_chosen_in_the_settings() {
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--schema-strategy",
+            "json_object",
+            "--schema",
+        ])
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("strategy json_object"),
+        "{}",
+        stderr(&output)
+    );
+    let body = stdout_json(&output);
+    assert_eq!(body["text"]["format"]["type"], "json_object", "{body}");
+    assert!(
+        body.to_string().contains("animal_data_list"),
+        "the schema is in the prompt"
+    );
+    // From the environment too; a value it does not know is a usage error.
+    let output = sandbox
+        .aptix()
+        .env("APTIX_SCHEMA_STRATEGY", "tool_call")
+        .args(["ask", "--dry-run", "--schema"])
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output)["tools"][0]["name"],
+        "generate_response"
+    );
+    let output = sandbox
+        .aptix()
+        .env("APTIX_SCHEMA_STRATEGY", "telepathy")
+        .args(["ask", "--dry-run", "--schema"])
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+}
+
+/// A completed reply whose message text is `text`.
+fn text_reply(text: &str) -> Value {
+    json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-4o-mini",
+           "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+           "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+}
+
+#[tokio::test]
+async fn with_json_a_request_with_no_solution_still_prints_why_on_stdout() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(text_reply(r#"{"animal_data_list": [1, 2]}"#)),
+        )
+        .expect(3)
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let base_url = format!("{}/v1", server.uri());
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args([
+            "ask",
+            "--json",
+            "--no-stream",
+            "--base-url",
+            &base_url,
+            "--schema",
+        ])
+        .arg(&schema)
+        .arg("Five animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let answer = stdout_json(&output);
+    assert_eq!(answer["solution"], Value::Null, "{answer}");
+    assert_eq!(answer["error"]["code"], "no_valid_answer", "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not of type \"string\""),
+        "{answer}"
+    );
+    assert_eq!(answer["attempts"], 3);
+    assert_eq!(answer["usage"]["totalTokens"], 45, "{answer}");
+    assert!(
+        stderr(&output).contains("error: no valid solution"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn an_answer_cut_short_exits_3_and_says_to_raise_the_limit() {
+    let server = MockServer::start().await;
+    let mut reply = text_reply(r#"{"animal_data_list": ["cat", "d"#);
+    reply["status"] = json!("incomplete");
+    reply["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let base_url = format!("{}/v1", server.uri());
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args([
+            "ask",
+            "--no-stream",
+            "--max-output-tokens",
+            "16",
+            "--base-url",
+            &base_url,
+            "--schema",
+        ])
+        .arg(&schema)
+        .arg("Five animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 3, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("raise --max-output-tokens"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(output.stdout.is_empty(), "no solution is printed");
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_native_output_gets_the_tool_strategy() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .and(body_partial_json(json!({"text": {"format": {"type": "json_schema"}}})))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "message": "Invalid parameter: 'text.format' of type 'json_schema' is not supported with this model.",
+            "type": "invalid_request_error", "param": "text.format", "code": null}})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let call = json!({"id": "resp_2", "object": "response", "status": "completed", "model": "m",
+        "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "generate_response",
+                    "arguments": "{\"animal_data_list\": [\"cat\"]}", "status": "completed"}]});
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .and(body_partial_json(
+            json!({"tool_choice": {"type": "function", "name": "generate_response"}}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(call))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let base_url = format!("{}/v1", server.uri());
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args([
+            "ask",
+            "--json",
+            "--no-stream",
+            "--base-url",
+            &base_url,
+            "--schema",
+        ])
+        .arg(&schema)
+        .arg("Animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let answer = stdout_json(&output);
+    assert_eq!(answer["solution"], json!({"animal_data_list": ["cat"]}));
+    assert_eq!(answer["strategy"], "tool_call");
+    assert!(
+        stderr(&output).contains("the server refused the native_schema strategy"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -25,7 +25,7 @@ pub(crate) use file::user_config_path;
 use table::Table;
 pub(crate) use table::{KEYS, SERVE_KEYS};
 pub use table::{ServeLayer, SettingsLayer};
-pub use values::{ApiKind, ByteSize, HumanDuration, ListenAddr, StoreUrl};
+pub use values::{ApiKind, ByteSize, HumanDuration, ListenAddr, SchemaStrategy, StoreUrl};
 
 use crate::Error;
 
@@ -189,6 +189,14 @@ impl Settings {
     /// The config files that were read, lowest first.
     pub fn files(&self) -> &[PathBuf] {
         &self.files
+    }
+
+    /// The strategy `ask --schema` must use (`schema_strategy`); `None`: the solver
+    /// chooses from the provider's capabilities.
+    pub fn schema_strategy(&self) -> Option<aptix_schema::Strategy> {
+        self.configured
+            .schema_strategy
+            .map(SchemaStrategy::strategy)
     }
 
     /// The wire API.

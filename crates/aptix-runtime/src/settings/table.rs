@@ -7,7 +7,9 @@ use aptix_orchestrator::OrchestratorConfig;
 use aptix_request::{ModelParams, check_model_settings};
 use serde::Deserialize;
 
-use super::values::{ApiKind, ByteSize, FromEnvText, HumanDuration, ListenAddr, StoreUrl};
+use super::values::{
+    ApiKind, ByteSize, FromEnvText, HumanDuration, ListenAddr, SchemaStrategy, StoreUrl,
+};
 use super::{Env, env_var};
 use crate::Error;
 
@@ -191,6 +193,11 @@ settings! {
     /// it or separate names with commas [config: disabled_tools, env:
     /// APTIX_DISABLED_TOOLS]
     disabled_tools: Vec<String>, arg(value_name = "NAME", value_delimiter = ','), flag "disable-tool";
+    /// How `ask --schema` asks for the answer's shape: native_schema, tool_call,
+    /// json_object or prompt_only; default: chosen from the provider's capabilities,
+    /// the next one tried when the server refuses it [config: schema_strategy, env:
+    /// APTIX_SCHEMA_STRATEGY]
+    schema_strategy: SchemaStrategy, arg(value_name = "STRATEGY");
     /// Where sessions are kept: a PostgreSQL URL (postgres://user:password@host/db),
     /// shared by every process that uses it, or a SQLite file; default
     /// .aptix/sessions.db in the workspace [config: store, env: APTIX_STORE_URL]

@@ -302,7 +302,7 @@ fn every_key_can_be_set_in_a_file_and_in_the_environment() {
     let path = write(
         dir.path(),
         "aptix.toml",
-        "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\ncontext_window = 50000\ncompact_threshold = 0.5\nlease_ttl = \"1m 30s\"\ntools = false\ndisabled_tools = [\"read_file\", \"list_files\"]\nstore = \"postgres://u:pw@db/aptix\"\n",
+        "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi = \"chat\"\nstateless = true\nmode = \"QA\"\ntemperature = 1\nmax_output_tokens = 64\nreasoning_effort = \"low\"\ncontext_token_budget = 9\nsystem_prompt = \"Be brief.\"\nrequest_timeout = \"2m\"\nstream_idle_timeout = 90\nconnect_timeout = \"5s\"\nmax_retries = 4\nstream_max_attempts = 3\nbackground = true\ncontext_window = 50000\ncompact_threshold = 0.5\nlease_ttl = \"1m 30s\"\ntools = false\ndisabled_tools = [\"read_file\", \"list_files\"]\nschema_strategy = \"tool_call\"\nstore = \"postgres://u:pw@db/aptix\"\n",
     );
     let from_file = from_file(&path).unwrap().unwrap();
     let vars: Vec<(String, String)> = [
@@ -327,6 +327,7 @@ fn every_key_can_be_set_in_a_file_and_in_the_environment() {
         ("lease_ttl", "90s"),
         ("tools", "off"),
         ("disabled_tools", "read_file,list_files"),
+        ("schema_strategy", "Tool_Call"),
         ("store", "postgres://u:pw@db/aptix"),
     ]
     .iter()
@@ -338,6 +339,10 @@ fn every_key_can_be_set_in_a_file_and_in_the_environment() {
     assert_eq!(from_file, from_env);
     assert_eq!(from_file.api, Some(ApiKind::Chat));
     let settings = Settings::of(from_file);
+    assert_eq!(
+        settings.schema_strategy(),
+        Some(aptix_schema::Strategy::ToolCall)
+    );
     let config = settings.orchestrator_config();
     assert!(config.stateless);
     assert_eq!(config.context_token_budget, 9);

@@ -26,6 +26,35 @@ impl ApiKind {
     }
 }
 
+/// How `aptix ask --schema` asks for the answer's shape, whatever the provider's
+/// capabilities would choose (see `aptix_schema::Strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", value(rename_all = "snake_case"))]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaStrategy {
+    /// Native structured output (`text.format` `json_schema`, strict).
+    NativeSchema,
+    /// A forced `generate_response` function tool whose parameters are the schema.
+    ToolCall,
+    /// JSON mode (`text.format` `json_object`), the schema in the system prompt.
+    JsonObject,
+    /// Plain text, the schema in the system prompt.
+    PromptOnly,
+}
+
+impl SchemaStrategy {
+    /// The solver's strategy.
+    pub fn strategy(self) -> aptix_schema::Strategy {
+        match self {
+            SchemaStrategy::NativeSchema => aptix_schema::Strategy::NativeSchema,
+            SchemaStrategy::ToolCall => aptix_schema::Strategy::ToolCall,
+            SchemaStrategy::JsonObject => aptix_schema::Strategy::JsonObject,
+            SchemaStrategy::PromptOnly => aptix_schema::Strategy::PromptOnly,
+        }
+    }
+}
+
 /// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's syntax);
 /// a bare whole number is seconds (in a config file also a TOML integer). Zero is
 /// refused.
@@ -252,6 +281,19 @@ impl FromEnvText for ApiKind {
         match text.trim().to_ascii_lowercase().as_str() {
             "responses" => Some(ApiKind::Responses),
             "chat" => Some(ApiKind::Chat),
+            _ => None,
+        }
+    }
+}
+
+impl FromEnvText for SchemaStrategy {
+    const EXPECTED: &'static str = "native_schema, tool_call, json_object or prompt_only";
+    fn from_env_text(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "native_schema" => Some(SchemaStrategy::NativeSchema),
+            "tool_call" => Some(SchemaStrategy::ToolCall),
+            "json_object" => Some(SchemaStrategy::JsonObject),
+            "prompt_only" => Some(SchemaStrategy::PromptOnly),
             _ => None,
         }
     }
