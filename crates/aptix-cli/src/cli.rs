@@ -183,9 +183,9 @@ pub(crate) struct AskArgs {
     #[arg(long)]
     pub(crate) dry_run: bool,
 
-    /// Answer with JSON valid against this JSON Schema file and print it (a
-    /// self-contained schema Request: no session, no attachments, no scope, no tools,
-    /// no mode or extra system prompt; those flags are refused with it)
+    /// Answer with JSON valid against this JSON Schema file (`-`: stdin) and print it
+    /// (a self-contained schema Request: no session, no attachments, no scope, no
+    /// tools, no mode or extra system prompt; those flags are refused with it)
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "session", "continue_last", "files", "images", "scopes", "no_tools", "tools", "mode", "system_prompt",
     ])]

@@ -23,13 +23,21 @@ use crate::output::{note, print_json, warn};
 /// Reads a JSON Schema file, naming the file in every error. A file that cannot be read
 /// is a usage error (exit 2), as a bad `--file` is.
 pub(crate) fn read_schema(path: &Path) -> Result<Value, anyhow::Error> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
+    let read = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let text = read.map_err(|error| {
         usage(format!(
             "could not read the schema file {}: {error}",
             path.display()
         ))
     })?;
-    let schema: Value = serde_json::from_str(&text).map_err(|error| {
+    // A byte-order mark, as some Windows editors write one, is not JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let schema: Value = serde_json::from_str(text).map_err(|error| {
         usage(format!(
             "the schema file {} is not JSON: {error}",
             path.display()
@@ -63,7 +71,14 @@ pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u
         &schema_support(&workspace.capabilities()),
         workspace.settings().schema_strategy(),
     )
-    .map_err(|error| usage(format!("the schema request cannot be built: {error}")))?;
+    .map_err(|error| match error {
+        SchemaError::InvalidSchema { .. }
+        | SchemaError::NotStrict { .. }
+        | SchemaError::InvalidSchemaName { .. } => {
+            usage(format!("the schema cannot be used: {error}"))
+        }
+        error => usage(format!("the schema request cannot be built: {error}")),
+    })?;
     note(format_args!(
         "dry run, nothing sent: strategy {}",
         prepared.strategy().as_str()

@@ -93,12 +93,21 @@ impl<'s> Walk<'s> {
                 let Some(Value::Object(properties)) = map.get("properties") else {
                     return;
                 };
+                let absent: Vec<&String> = properties
+                    .keys()
+                    .filter(|name| {
+                        matches!(members.get(name.as_str()), Some(Value::Null))
+                            && self.reads_as_absent(schema, name, steps + 1)
+                    })
+                    .collect();
+                if !absent.is_empty() {
+                    // `retain`, not `remove`: with serde_json's `preserve_order` (which
+                    // the ACP SDK turns on) `remove` moves the last member into the gap,
+                    // and the answer should keep the order it was written in.
+                    members.retain(|name, _| !absent.contains(&name));
+                }
                 for (name, property) in properties {
-                    let absent = matches!(members.get(name), Some(Value::Null))
-                        && self.reads_as_absent(schema, name, steps + 1);
-                    if absent {
-                        members.remove(name);
-                    } else if let Some(member) = members.get_mut(name) {
+                    if let Some(member) = members.get_mut(name) {
                         self.value(member, property, steps + 1);
                     }
                 }

@@ -79,7 +79,7 @@ impl AttemptFailure {
     /// Each error as one line: one per violation, else one for the problem.
     pub fn errors(&self) -> Vec<String> {
         match &self.problem {
-            AttemptProblem::Invalid { violations } => {
+            AttemptProblem::Invalid { violations, .. } => {
                 violations.iter().map(ToString::to_string).collect()
             }
             other => vec![other.to_string()],
@@ -109,8 +109,10 @@ pub enum AttemptProblem {
     },
     /// The answer is JSON that breaks the schema.
     Invalid {
-        /// Every violation found (at most 50).
+        /// The violations found, at most 50.
         violations: Vec<Violation>,
+        /// How many more there are beyond those listed.
+        unlisted: usize,
     },
 }
 
@@ -123,7 +125,10 @@ impl fmt::Display for AttemptProblem {
             AttemptProblem::NotJson { message } => {
                 write!(f, "the answer is not valid JSON: {message}")
             }
-            AttemptProblem::Invalid { violations } => match violations.len() {
+            AttemptProblem::Invalid {
+                violations,
+                unlisted,
+            } => match violations.len() + unlisted {
                 1 => f.write_str("the answer breaks the schema in 1 place"),
                 count => write!(f, "the answer breaks the schema in {count} places"),
             },
@@ -226,19 +231,27 @@ impl Prepared {
         // do: read such members as absent, so the answer is judged by the caller's rules
         // and the solution is one the caller's schema accepts.
         crate::absent::drop_absent_nulls(&mut value, &self.validation_schema);
-        let violations: Vec<Violation> = self
-            .validator
-            .iter_errors(&value)
+        let mut errors = self.validator.iter_errors(&value);
+        let violations: Vec<Violation> = errors
+            .by_ref()
             .take(MAX_VIOLATIONS)
             .map(|error| Violation {
                 instance_path: error.instance_path().to_string(),
                 message: error.to_string(),
             })
             .collect();
+        // Counted, not kept: the re-ask says how many it does not list.
+        let unlisted = errors.count();
         if violations.is_empty() {
             Verdict::Accepted(value)
         } else {
-            reject(AttemptProblem::Invalid { violations }, reply)
+            reject(
+                AttemptProblem::Invalid {
+                    violations,
+                    unlisted,
+                },
+                reply,
+            )
         }
     }
 }

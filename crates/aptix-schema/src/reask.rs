@@ -17,7 +17,7 @@
 
 use aptix_model::wire::{FunctionCall, FunctionCallOutput, Input, InputItem, Role};
 
-use super::answer::{AttemptFailure, Reply};
+use super::answer::{AttemptFailure, AttemptProblem, Reply};
 use super::handler::text_message;
 use super::plan::Prepared;
 use super::strategy::{GENERATE_RESPONSE, Strategy};
@@ -70,11 +70,14 @@ pub(crate) fn feedback(failure: &AttemptFailure, strategy: Strategy) -> String {
         text.push_str(error);
         text.push('\n');
     }
-    if errors.len() > MAX_LISTED_ERRORS {
-        text.push_str(&format!(
-            "- and {} more errors\n",
-            errors.len() - MAX_LISTED_ERRORS
-        ));
+    // Those found but not listed here, and those not even kept.
+    let unlisted = errors.len().saturating_sub(MAX_LISTED_ERRORS)
+        + match &failure.problem {
+            AttemptProblem::Invalid { unlisted, .. } => *unlisted,
+            _ => 0,
+        };
+    if unlisted > 0 {
+        text.push_str(&format!("- and {unlisted} more errors\n"));
     }
     text.push('\n');
     if strategy == Strategy::ToolCall {

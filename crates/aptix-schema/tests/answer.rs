@@ -127,7 +127,7 @@ fn every_violation_is_reported_with_its_pointer_even_of_removed_keywords() {
         panic!("expected a rejection, got {verdict:?}");
     };
     assert_eq!(failure.attempt, 2);
-    let AttemptProblem::Invalid { violations } = &failure.problem else {
+    let AttemptProblem::Invalid { violations, .. } = &failure.problem else {
         panic!("expected violations, got {:?}", failure.problem);
     };
     let mut pointers: Vec<&str> = violations

@@ -73,7 +73,7 @@ async fn a_rejected_answer_is_re_asked_with_its_errors_and_the_second_accepted()
     assert_eq!(solution.response_id, "resp_2");
     assert_eq!(solution.failures.len(), 1);
     assert!(
-        matches!(&solution.failures[0].problem, AttemptProblem::Invalid { violations } if violations.len() == 2)
+        matches!(&solution.failures[0].problem, AttemptProblem::Invalid { violations, .. } if violations.len() == 2)
     );
     assert_eq!(
         (
@@ -264,4 +264,39 @@ async fn an_error_envelope_ends_the_attempts() {
         }
         other => panic!("expected a provider error, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_re_ask_counts_every_error_it_does_not_list() {
+    // 80 wrong items: 50 kept as violations, 20 listed, 60 said to be more.
+    let request = SchemaRequest::new(
+        "gpt-4o-mini",
+        json!({
+            "type": "object",
+            "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+            "required": ["names"]
+        }),
+    )
+    .user("Names?");
+    let wrong: Vec<u32> = (0..80).collect();
+    let provider = FakeProvider::new();
+    provider
+        .push_response(text_reply(
+            "resp_1",
+            &json!({"names": wrong}).to_string(),
+            1,
+        ))
+        .push_response(text_reply("resp_2", r#"{"names": ["a"]}"#, 1));
+    let solution = solve_value(&provider, request).await.unwrap();
+    let failure = &solution.failures[0];
+    assert_eq!(
+        failure.problem.to_string(),
+        "the answer breaks the schema in 80 places"
+    );
+    assert!(matches!(
+        &failure.problem,
+        AttemptProblem::Invalid { violations, unlisted } if violations.len() == 50 && *unlisted == 30
+    ));
+    let said = Value::Array(sent_texts(&provider, 1)).to_string();
+    assert!(said.contains("- and 60 more errors"), "{said}");
 }

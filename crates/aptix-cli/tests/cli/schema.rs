@@ -450,3 +450,39 @@ async fn a_server_that_refuses_native_output_gets_the_tool_strategy() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn the_solution_keeps_the_order_the_model_wrote_and_a_schema_may_come_from_stdin() {
+    let server = MockServer::start().await;
+    // `nick` is optional: its null is read as absent and dropped, the rest in order.
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(
+            r#"{"zeta": 1, "nick": null, "alpha": 2, "mid": 3}"#,
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "zeta": {"type": "integer"}, "nick": {"type": "string"},
+            "alpha": {"type": "integer"}, "mid": {"type": "integer"}
+        },
+        "required": ["zeta", "alpha", "mid"]
+    });
+    let sandbox = Sandbox::new();
+    let base_url = format!("{}/v1", server.uri());
+    // With a byte-order mark, as some editors save JSON.
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--base-url", &base_url, "--schema", "-", "Numbers"])
+        .write_stdin(format!("\u{feff}{schema}"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let compact: String = text.split_whitespace().collect();
+    assert_eq!(compact, r#"{"zeta":1,"alpha":2,"mid":3}"#);
+}
