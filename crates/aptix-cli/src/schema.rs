@@ -113,6 +113,13 @@ pub(crate) fn run(
                     refused.as_str()
                 ));
             }
+            for removed in &solution.removed_keywords {
+                tracing::info!(
+                    pointer = %removed.pointer,
+                    keyword = %removed.keyword,
+                    "not sent to the model (strict mode has no such keyword); the answer was validated against it"
+                );
+            }
             for failure in &solution.failures {
                 warn(&format!(
                     "attempt {} was rejected and asked again: {}",
@@ -131,6 +138,11 @@ pub(crate) fn run(
                         .refused_strategies
                         .iter()
                         .map(|strategy| strategy.as_str())
+                        .collect::<Vec<_>>(),
+                    "removedKeywords": solution
+                        .removed_keywords
+                        .iter()
+                        .map(|removed| json!({"pointer": removed.pointer, "keyword": removed.keyword}))
                         .collect::<Vec<_>>(),
                 }))?;
             } else {

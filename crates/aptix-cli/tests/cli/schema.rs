@@ -486,3 +486,37 @@ async fn the_solution_keeps_the_order_the_model_wrote_and_a_schema_may_come_from
     let compact: String = text.split_whitespace().collect();
     assert_eq!(compact, r#"{"zeta":1,"alpha":2,"mid":3}"#);
 }
+
+#[tokio::test]
+async fn with_json_the_keywords_strict_mode_cannot_send_are_listed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(text_reply(r#"{"animal_data_list": ["cat"]}"#)),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut schema = animal_schema();
+    schema["properties"]["animal_data_list"]["items"]["minLength"] = json!(2);
+    let sandbox = Sandbox::new();
+    let file = sandbox.write_workspace_file("schema.json", &schema.to_string());
+    let base_url = format!("{}/v1", server.uri());
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--json", "--base-url", &base_url, "--schema"])
+        .arg(&file)
+        .arg("Animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let answer = stdout_json(&output);
+    assert_eq!(
+        answer["removedKeywords"],
+        json!([{"pointer": "/properties/animal_data_list/items", "keyword": "minLength"}]),
+        "{answer}"
+    );
+}
