@@ -529,6 +529,10 @@ impl Shared {
                     format!("session {id} has a prompt running; cancel it before loading the session"),
                 ));
             };
+            if let Some(replaced) = &replaced {
+                // The user's "always" answers are the session's, not the process's.
+                session.permission.inherit(&replaced.permission);
+            }
             tracing::info!(session = %id, workspace = %session.root.display(), "session loaded");
             let answered = responder.respond(LoadSessionResponse::new());
             // The session's servers as it was open: the loaded one has its own.

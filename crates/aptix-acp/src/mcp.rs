@@ -37,9 +37,11 @@ use crate::tools::lock;
 /// How long a server has to start, answer `initialize` and list its tools.
 pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
-/// The most text of one tool result the model is given; the rest is cut, and the model
+/// The most text of one tool result the model is given, as `read_file` gives (64 KiB;
+/// a result goes to the model twice, as the call's output and in `[TOOL_RESULTS]`, so a
+/// larger one would crowd a 128k-token window by itself); the rest is cut, and the model
 /// told how much was left out.
-pub(crate) const MAX_RESULT_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_RESULT_BYTES: usize = 64 * 1024;
 
 /// The most characters of a tool name the model may call (`^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_NAME: usize = 64;
@@ -94,22 +96,52 @@ fn inherited(name: &str) -> bool {
 type Service = RunningService<RoleClient, ClientConfig>;
 
 /// A session's running MCP servers, their only owner (its tools hold them weakly);
-/// dropping it stops them in the background, [`stop`](Self::stop) waits for them.
+/// dropping it kills them, [`stop`](Self::stop) lets them exit first.
 #[derive(Default)]
 pub(crate) struct McpServers {
-    running: Vec<Arc<Service>>,
+    running: Vec<Running>,
+}
+
+/// One running server, and the process group it leads.
+struct Running {
+    /// `None` once [`McpServers::stop`] has taken it.
+    service: Option<Arc<Service>>,
+    /// The group's id (the server's pid); what is left of the group is killed when this
+    /// is dropped: a server started through `sh -c`, `npx` or `uvx` leaves children a
+    /// kill of the server alone would not reach.
+    group: Option<u32>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        kill_group(self.group);
+    }
+}
+
+/// Kills what is left of the process group `group` leads (nothing if it is gone).
+fn kill_group(group: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(group) = group.and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(group),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    #[cfg(not(unix))]
+    let _ = group;
 }
 
 impl McpServers {
-    /// Stops every server at once: closes its stdin, waits for it to exit, and kills it
-    /// if it does not, all within [`STOPPING`].
+    /// Stops every server at once: closes its stdin, waits for it to exit (it is killed
+    /// if it does not), then kills what is left of its process group, all within
+    /// [`STOPPING`].
     pub(crate) async fn stop(self) {
-        let stopping = self.running.into_iter().map(|service| async move {
-            // A call running now holds the server a moment longer: dropped, it stops
-            // in the background.
-            if let Some(mut service) = Arc::into_inner(service) {
+        let stopping = self.running.into_iter().map(|mut running| async move {
+            // A call running now holds the server: the group is killed under it.
+            if let Some(mut service) = running.service.take().and_then(Arc::into_inner) {
                 let _ = service.close_with_timeout(STOPPING).await;
             }
+            drop(running);
         });
         futures_util::future::join_all(stopping).await;
     }
@@ -148,6 +180,13 @@ impl Permission {
             running: Mutex::new(None),
             always: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Keeps the "always" answers of `earlier` (the same session, open before it was
+    /// loaded again).
+    pub(crate) fn inherit(&self, earlier: &Permission) {
+        let always = lock(&earlier.always).clone();
+        lock(&self.always).extend(always);
     }
 
     /// The turn is about to run the call `call_id`.
@@ -203,7 +242,9 @@ impl Permission {
         let chosen = match answer.outcome {
             RequestPermissionOutcome::Selected(selected) => selected.option_id.0,
             RequestPermissionOutcome::Cancelled => {
-                return Err(format!("{tool} was not run: the prompt was cancelled"));
+                return Err(format!(
+                    "{tool} was not run: the editor withdrew the question before the user answered"
+                ));
             }
             _ => return Err(refused()),
         };
@@ -257,7 +298,7 @@ pub(crate) async fn connect(
         .zip(futures_util::future::join_all(starting).await)
     {
         match started {
-            Ok((service, tools)) => {
+            Ok((service, group, tools)) => {
                 let service = Arc::new(service);
                 tracing::info!(
                     server = %stdio.name,
@@ -274,7 +315,10 @@ pub(crate) async fn connect(
                         Arc::clone(permission),
                     )));
                 }
-                connected.servers.running.push(service);
+                connected.servers.running.push(Running {
+                    service: Some(service),
+                    group,
+                });
             }
             Err(reason) => {
                 let notice = format!(
@@ -292,7 +336,10 @@ pub(crate) async fn connect(
 
 /// Starts one stdio server: spawned in `cwd` with its arguments and environment,
 /// initialized, and its tools listed, within [`STARTUP`].
-async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool>), String> {
+async fn start(
+    server: &McpServerStdio,
+    cwd: &Path,
+) -> Result<(Service, Option<u32>, Vec<Tool>), String> {
     let mut command = tokio::process::Command::new(&server.command);
     command.args(&server.args).current_dir(cwd).env_clear();
     for (name, value) in std::env::vars_os() {
@@ -306,10 +353,15 @@ async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool
     // The server's stdout is the MCP connection; its stderr goes to the agent's log,
     // line by line, in the log's own format (never to the agent's stdout, which carries
     // only ACP).
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut command = process_wrap::tokio::CommandWrap::from(command);
+    #[cfg(unix)]
+    command.wrap(process_wrap::tokio::ProcessGroup::leader());
     let (transport, stderr) = TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|error| error.to_string())?;
+    let group = transport.id();
     if let Some(stderr) = stderr {
         tokio::spawn(log_stderr(server.name.clone(), stderr));
     }
@@ -335,29 +387,59 @@ async fn start(server: &McpServerStdio, cwd: &Path) -> Result<(Service, Vec<Tool
             .map_err(|error| format!("it did not list its tools: {error}"))?;
         Ok::<_, String>((service, tools))
     };
-    tokio::time::timeout(STARTUP, started)
+    let started = tokio::time::timeout(STARTUP, started)
         .await
-        .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))?
+        .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))
+        .and_then(|started| started);
+    match started {
+        Ok((service, tools)) => Ok((service, group, tools)),
+        Err(reason) => {
+            // The transport, dropped, kills the server; its children too.
+            kill_group(group);
+            Err(reason)
+        }
+    }
 }
 
 /// The most of one line of a server's stderr that is logged.
 const MAX_LOG_LINE: usize = 4096;
 
 /// Logs each line a server writes on its stderr (`info`, with the server's name) until
-/// it closes it; a line longer than [`MAX_LOG_LINE`] bytes is logged in pieces.
+/// it closes it; of a line longer than [`MAX_LOG_LINE`] bytes, the first are logged and
+/// the length of the rest.
 async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
     use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
     let mut reader = tokio::io::BufReader::new(stderr);
     let mut line = Vec::new();
+    let limit = u64::try_from(MAX_LOG_LINE).unwrap_or(u64::MAX);
     loop {
         line.clear();
-        let limit = u64::try_from(MAX_LOG_LINE).unwrap_or(u64::MAX);
         match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                tracing::info!(mcp_server = %server, "{}", text.trim_end());
+            Ok(_) => {}
+        }
+        // The rest of a long line is read and counted, not kept.
+        let mut skipped = 0_usize;
+        while !line.ends_with(b"\n") {
+            let chunk = match reader.fill_buf().await {
+                Ok([]) | Err(_) => break,
+                Ok(chunk) => chunk,
+            };
+            let (used, ends) = match chunk.iter().position(|byte| *byte == b'\n') {
+                Some(at) => (at + 1, true),
+                None => (chunk.len(), false),
+            };
+            reader.consume(used);
+            skipped += used;
+            if ends {
+                break;
             }
+        }
+        let text = String::from_utf8_lossy(&line);
+        if skipped == 0 {
+            tracing::info!(mcp_server = %server, "{}", text.trim_end());
+        } else {
+            tracing::info!(mcp_server = %server, "{} [… {skipped} more bytes of this line]", text.trim_end());
         }
     }
 }
@@ -378,8 +460,20 @@ pub(crate) fn model_name(server: &str, tool: &str, taken: &mut HashSet<String>) 
             })
             .collect()
     };
-    let mut base = format!("mcp__{}__{}", clean(server), clean(tool));
-    base.truncate(MAX_NAME);
+    // Cut to fit, the server's part first (the tool's tells the model what it calls),
+    // down to 8 characters, then the tool's.
+    let (mut server, mut tool) = (clean(server), clean(tool));
+    let fixed = "mcp____".len();
+    if fixed + server.len() + tool.len() > MAX_NAME {
+        server.truncate(
+            server
+                .len()
+                .min(8)
+                .max(MAX_NAME.saturating_sub(fixed + tool.len())),
+        );
+        tool.truncate(MAX_NAME - fixed - server.len());
+    }
+    let base = format!("mcp__{server}__{tool}");
     let mut name = base.clone();
     let mut number = 2;
     while taken.contains(&name) {
@@ -422,11 +516,11 @@ impl McpTool {
             .as_ref()
             .and_then(|annotations| annotations.read_only_hint)
             == Some(true);
-        let what = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .map_or_else(String::new, |text| format!("{} ", text.trim()));
+
+        let what = said(tool.description.as_deref())
+            .or_else(|| said(tool.title.as_deref()))
+            .or_else(|| said(tool.annotations.as_ref().and_then(|a| a.title.as_deref())))
+            .map_or_else(String::new, |text| format!("{text} "));
         let parameters = function_parameters((*tool.input_schema).clone());
         McpTool {
             name,
@@ -523,6 +617,11 @@ fn function_parameters(mut schema: serde_json::Map<String, Value>) -> Value {
     schema
 }
 
+/// `text` trimmed, unless it says nothing.
+fn said(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|text| !text.is_empty())
+}
+
 /// A tool result as the text the model reads: text as it is, other content named.
 fn result_text(content: &[ContentBlock], structured: Option<&Value>) -> String {
     if content.is_empty() {
@@ -616,6 +715,10 @@ mod tests {
         assert_eq!(second.len(), 64);
         assert_ne!(first, second);
         assert!(second.ends_with("_2"), "{second}");
+        // A long server name is cut before the tool's.
+        let name = model_name(&"s".repeat(100), "lookup", &mut taken);
+        assert_eq!(name.len(), 64);
+        assert!(name.ends_with("s__lookup"), "{name}");
         // Non-ASCII letters are replaced one character each.
         let name = model_name("ü", "日本", &mut taken);
         assert_eq!(name, "mcp_______");

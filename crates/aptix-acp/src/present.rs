@@ -149,6 +149,20 @@ pub(crate) fn summary(name: &str, result: &Value) -> Option<String> {
             let total = result.get("total_lines")?.as_u64()?;
             Some(format!("{path}: lines {start}-{end} of {total}"))
         }
+        // An MCP tool's result: its first line that says something, at most 120
+        // characters.
+        mcp if mcp.starts_with("mcp__") => {
+            let text = match result {
+                Value::String(text) => text.clone(),
+                Value::Null => return None,
+                other => other.to_string(),
+            };
+            let line = text.lines().map(str::trim).find(|line| !line.is_empty())?;
+            Some(match line.char_indices().nth(120) {
+                Some((cut, _)) => format!("{}…", &line[..cut]),
+                None => line.to_owned(),
+            })
+        }
         _ => None,
     }
 }
@@ -167,6 +181,15 @@ mod tests {
             "tickets: close_ticket"
         );
         assert_eq!(title("mcp____x", &Value::Null), "mcp____x");
+        assert_eq!(
+            summary("mcp__tickets__add", &json!("\n  15\nmore")).as_deref(),
+            Some("15")
+        );
+        assert_eq!(
+            summary("mcp__t__x", &json!({"sum": 1})).as_deref(),
+            Some(r#"{"sum":1}"#)
+        );
+        assert_eq!(summary("mcp__t__x", &json!("")), None);
         assert_eq!(title("my_tool", &Value::Null), "my_tool");
         assert_eq!(kind("read_file"), ToolKind::Read);
         assert_eq!(title("read_file", &read), "Read src/lib.rs (3-9)");

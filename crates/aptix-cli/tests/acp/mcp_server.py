@@ -9,6 +9,7 @@ fail on demand.
 
 import json
 import os
+import subprocess
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -16,6 +17,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 server = MCPServer("tickets")
+
+# A child of the server, as wrappers (`npx`, `uvx`) and servers with helpers have: it
+# outlives the server unless its whole process group is stopped.
+CHILD = subprocess.Popen(
+    ["sleep", "300"],
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+)
 
 
 # Read-only tools run without asking the editor; `close_ticket` changes things, and
@@ -37,6 +47,7 @@ def environment() -> str:
             "cwd": os.getcwd(),
             "pid": os.getpid(),
             "parent": os.getppid(),
+            "child": CHILD.pid,
             "offset": os.environ.get("TICKETS_OFFSET"),
             "withheld": sorted(
                 name

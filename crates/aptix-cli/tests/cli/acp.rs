@@ -1099,6 +1099,12 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
                      {"name": "TICKETS_TOKEN", "value": "tok-editor-secret-7"}]},
             {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
         ]);
+        // Loaded again, the server is started as it is: it exits when its stdin closes,
+        // and leaves its child to the stop of its process group.
+        let direct = json!([
+            {"name": "tickets", "command": python, "args": [script],
+             "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
+        ]);
         let created = agent.request(
             2,
             "session/new",
@@ -1116,7 +1122,7 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         let loaded = agent.request(
             4,
             "session/load",
-            json!({"sessionId": session_id, "cwd": workspace, "mcpServers": servers}),
+            json!({"sessionId": session_id, "cwd": workspace, "mcpServers": direct}),
         );
         assert!(loaded.last().unwrap().get("result").is_some(), "{loaded:?}");
         let first_parent = server
@@ -1127,7 +1133,15 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             .and_then(|output| serde_json::from_str::<Value>(&output).ok())
             .and_then(|environment| environment["parent"].as_u64())
             .unwrap_or_else(|| panic!("no environment output: {prompt:?}"));
-        let stopped_on_load = gone(first_parent);
+        let first_child = server
+            .requests()
+            .get(2)
+            .and_then(aptix_testkit::fault_server::Received::json)
+            .map(|request| output_for(&request, "call_env"))
+            .and_then(|output| serde_json::from_str::<Value>(&output).ok())
+            .and_then(|environment| environment["child"].as_u64())
+            .unwrap_or_else(|| panic!("no child pid: {prompt:?}"));
+        let stopped_on_load = gone(first_parent) && gone(first_child);
         agent.permission_answers.push_back("reject_always");
         let after_load = agent.prompt(5, &session_id, "Where are you? Close T-10");
         let asked = std::mem::take(&mut agent.permission_requests);
@@ -1198,7 +1212,16 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
 
     // The editor sees each run as a tool call, the failed one as failed.
     let updates = updates_of(&prompt);
-    assert_eq!(last_about(&updates, "call_add")["status"], "completed");
+    let added = last_about(&updates, "call_add");
+    assert_eq!(added["status"], "completed");
+    // The editor's card shows what the tool said.
+    assert_eq!(added["content"][0]["content"]["text"], "15", "{added}");
+    assert!(
+        updates
+            .iter()
+            .any(|update| update["toolCallId"] == "call_add" && update["title"] == "tickets: add"),
+        "{updates:#?}"
+    );
     assert_eq!(last_about(&updates, "call_env")["status"], "completed");
     let closed = last_about(&updates, "call_close");
     assert_eq!(closed["status"], "failed", "{closed}");
@@ -1264,6 +1287,11 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     assert!(
         gone(parent),
         "the MCP server (pid {parent}) outlived the agent"
+    );
+    let child = again["child"].as_u64().unwrap();
+    assert!(
+        gone(child),
+        "the MCP server's child (pid {child}) outlived the agent"
     );
     assert_only_json_rpc(&stdout);
     assert!(!stderr.contains(SECRET_KEY), "the key is in the log");
