@@ -131,6 +131,11 @@ fn image_media_type(path: &Path) -> Option<&'static str> {
 
 /// Runs `aptix ask`; returns the exit code.
 pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
+    if args.instruction == "-" && args.schema.as_deref() == Some(std::path::Path::new("-")) {
+        return Err(usage(
+            "the instruction and the schema cannot both be read from stdin: give one of them as a file or an argument",
+        ));
+    }
     let instruction = read_instruction(&args.instruction)?;
     let root = workspace::resolve(args.workspace.as_deref())?;
     let flags = crate::cli::turn_flags(&args.settings, args.no_tools);

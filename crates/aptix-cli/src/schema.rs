@@ -17,7 +17,7 @@ use aptix_schema::{
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-use crate::exit::{SUCCESS, TRUNCATED, usage};
+use crate::exit::{FAILURE, SUCCESS, TRUNCATED, usage};
 use crate::output::{note, print_json, warn};
 
 /// Reads a JSON Schema file, naming the file in every error. A file that cannot be read
@@ -71,14 +71,7 @@ pub(crate) fn dry_run(request: SchemaRequest, workspace: &Workspace) -> Result<u
         &schema_support(&workspace.capabilities()),
         workspace.settings().schema_strategy(),
     )
-    .map_err(|error| match error {
-        SchemaError::InvalidSchema { .. }
-        | SchemaError::NotStrict { .. }
-        | SchemaError::InvalidSchemaName { .. } => {
-            usage(format!("the schema cannot be used: {error}"))
-        }
-        error => usage(format!("the schema request cannot be built: {error}")),
-    })?;
+    .map_err(unusable)?;
     note(format_args!(
         "dry run, nothing sent: strategy {}",
         prepared.strategy().as_str()
@@ -150,19 +143,33 @@ pub(crate) fn run(
             }
             Ok(SUCCESS)
         }
-        // An error, with its causes, as every command prints one: a schema that cannot
-        // be used is the caller's to fix (exit 2, as in a dry run); a provider that
-        // failed or attempts that ran out are failures (exit 1).
-        Err(
-            error @ (SchemaError::InvalidSchema { .. }
-            | SchemaError::NotStrict { .. }
-            | SchemaError::InvalidSchemaName { .. }),
-        ) => Err(usage(format!("the schema cannot be used: {error}"))),
+        // A request that could not be built (nothing was sent: no attempt is in its
+        // log) is the caller's to fix, exit 2, as in a dry run; a provider that failed
+        // or attempts that ran out are failures.
+        Err(error)
+            if error.log().is_none() && !matches!(error, SchemaError::Deserialize { .. }) =>
+        {
+            Err(unusable(error))
+        }
         Err(error) => failed(error, json),
     }
 }
 
-/// A schema Request that gave no solution: with `--json`, an object saying why on stdout
+/// Why a schema Request could not be built, as a usage error (exit 2): the one rule of
+/// the dry run and the real run.
+fn unusable(error: SchemaError) -> anyhow::Error {
+    match error {
+        SchemaError::InvalidSchema { .. }
+        | SchemaError::NotStrict { .. }
+        | SchemaError::InvalidSchemaName { .. } => {
+            usage(format!("the schema cannot be used: {error}"))
+        }
+        error => usage(format!("the schema request cannot be built: {error}")),
+    }
+}
+
+/// A schema Request that gave no solution: the error on stderr, then what to do about
+/// it; with `--json`, an object saying why on stdout
 /// (`{"solution": null, "error": {"code", "message"}, "attempts", "usage",
 /// "refusedStrategies"}`); what to do about it on stderr; exit 3 for an answer the
 /// output limit or a content filter cut short, else 1.
@@ -200,6 +207,11 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
                 .unwrap_or_default(),
         }))?;
     }
+    // The error first, then what to do about it, as `aptix ask` prints them.
+    let _ = std::io::Write::write_fmt(
+        &mut std::io::stderr().lock(),
+        format_args!("error: {error:#}\n"),
+    );
     crate::output::note_for_error_code(&code);
     if let Some(SchemaError::Stopped {
         reason: StopReason::Incomplete { reason },
@@ -213,11 +225,7 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
         warn(&format!(
             "the answer is incomplete, so it is no solution: {why}"
         ));
-        let _ = std::io::Write::write_fmt(
-            &mut std::io::stderr().lock(),
-            format_args!("error: {error:#}\n"),
-        );
         return Ok(TRUNCATED);
     }
-    Err(error)
+    Ok(FAILURE)
 }

@@ -21,6 +21,9 @@ use super::strategy::{GENERATE_RESPONSE, Strategy};
 /// The most schema violations recorded for one attempt.
 pub(crate) const MAX_VIOLATIONS: usize = 50;
 
+/// The most further violations counted (not kept) for one attempt.
+const MAX_COUNTED: usize = 10_000;
+
 /// What a reply means for the Request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -111,7 +114,7 @@ pub enum AttemptProblem {
     Invalid {
         /// The violations found, at most 50.
         violations: Vec<Violation>,
-        /// How many more there are beyond those listed.
+        /// How many more there are beyond those listed (counted up to 10,000).
         unlisted: usize,
     },
 }
@@ -240,8 +243,9 @@ impl Prepared {
                 message: error.to_string(),
             })
             .collect();
-        // Counted, not kept: the re-ask says how many it does not list.
-        let unlisted = errors.count();
+        // Counted, not kept, up to a bound on the work: the re-ask says how many it
+        // does not list.
+        let unlisted = errors.take(MAX_COUNTED).count();
         if violations.is_empty() {
             Verdict::Accepted(value)
         } else {

@@ -185,7 +185,8 @@ fn unusable_replies_are_rejected_with_what_was_expected() {
             errors[0].contains(expected),
             "{strategy:?} {output}: {errors:?}"
         );
-    } // A native answer fenced as a JSON-mode model writes one (a server that ignored the
+    }
+    // A native answer fenced as a JSON-mode model writes one (a server that ignored the
     // format) is read, not rejected: what is in the fence is judged.
     let fenced = prepared(Strategy::NativeSchema).evaluate(
         &response(message("```json\n{\"capital\":\"Paris\"}\n```")),

@@ -329,6 +329,68 @@ async fn a_refusal_of_something_else_or_of_a_strategy_the_caller_chose_is_an_err
     assert!(matches!(error, SchemaError::Provider { .. }), "{error}");
     assert_eq!(provider.requests().len(), 1);
 
+    // Errors that only mention a strategy's words are not refusals of it: a model's
+    // name, a restriction, the context length.
+    for (message, param, code) in [
+        (
+            "Invalid model name passed in model=functionary-small-v3.2",
+            Some("model"),
+            None,
+        ),
+        (
+            "The model `toolace-8b` does not exist",
+            None,
+            Some("model_not_found"),
+        ),
+        (
+            "This organization is restricted from strict structured mode",
+            None,
+            None,
+        ),
+        (
+            "This model's maximum context length is 8192 tokens (300 in the messages, 200 in the functions)",
+            None,
+            Some("context_length_exceeded"),
+        ),
+    ] {
+        let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+        let mut error = refused(message, param.unwrap_or_default());
+        if let aptix_client::ClientError::Status {
+            api_error: Some(api),
+            ..
+        } = &mut error
+        {
+            api.param = param.map(str::to_owned);
+            api.code = code.map(str::to_owned);
+        }
+        provider.push_error(error);
+        let outcome = solve_value(&provider, request()).await;
+        assert!(
+            matches!(outcome, Err(SchemaError::Provider { .. })),
+            "{message}: {outcome:?}"
+        );
+        assert_eq!(provider.requests().len(), 1, "{message}");
+    }
+
+    // A request with tools of its own cannot go on without tools: the refusal of
+    // them is the error, with the server's words.
+    let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
+    provider
+        .push_error(refused("json_schema is not supported", "text.format"))
+        .push_error(refused("tools are not supported", "tools"));
+    let error = solve_value(&provider, request().tools([weather_tool()]))
+        .await
+        .unwrap_err();
+    let SchemaError::Provider { source, log, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        source.to_string().contains("tools are not supported"),
+        "{source}"
+    );
+    assert_eq!(log.refused_strategies, [Strategy::NativeSchema]);
+    assert_eq!(provider.requests().len(), 2);
+
     // The caller's own choice is kept, refused or not.
     let provider = FakeProvider::new().with_capabilities(Capabilities::openai_responses());
     provider.push_error(refused(

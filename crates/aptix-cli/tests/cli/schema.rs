@@ -351,11 +351,11 @@ async fn with_json_a_request_with_no_solution_still_prints_why_on_stdout() {
     );
     assert_eq!(answer["attempts"], 3);
     assert_eq!(answer["usage"]["totalTokens"], 45, "{answer}");
-    assert!(
-        stderr(&output).contains("error: no valid solution"),
-        "{}",
-        stderr(&output)
-    );
+    // One error line, the JSON on stdout only.
+    let text = stderr(&output);
+    assert_eq!(text.matches("error: ").count(), 1, "{text}");
+    assert!(text.contains("error: no valid solution"), "{text}");
+    assert_eq!(answer["refusedStrategies"], json!([]));
 }
 
 #[tokio::test]
@@ -444,6 +444,7 @@ async fn a_server_that_refuses_native_output_gets_the_tool_strategy() {
     let answer = stdout_json(&output);
     assert_eq!(answer["solution"], json!({"animal_data_list": ["cat"]}));
     assert_eq!(answer["strategy"], "tool_call");
+    assert_eq!(answer["refusedStrategies"], json!(["native_schema"]));
     assert!(
         stderr(&output).contains("the server refused the native_schema strategy"),
         "{}",
@@ -518,5 +519,22 @@ async fn with_json_the_keywords_strict_mode_cannot_send_are_listed() {
         answer["removedKeywords"],
         json!([{"pointer": "/properties/animal_data_list/items", "keyword": "minLength"}]),
         "{answer}"
+    );
+}
+
+#[test]
+fn the_schema_and_the_instruction_cannot_both_come_from_stdin() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--schema", "-", "-"])
+        .write_stdin("{}")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot both be read from stdin"),
+        "{}",
+        stderr(&output)
     );
 }

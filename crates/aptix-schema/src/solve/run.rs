@@ -43,33 +43,38 @@ pub(super) async fn run(
             // A server that refuses the way the answer's shape was asked for (a
             // structured-output format or tools it does not have, which its advertised
             // capabilities did not say) is asked again the next way, from the start:
-            // the strategy was chosen, not the caller's.
-            Err(source)
-                if original.is_some()
-                    && attempt == 1
-                    && refuses_strategy(&source, strategy)
-                    && withdraw(&mut support, strategy) =>
-            {
-                let request = original.clone().unwrap_or_else(|| unreachable!());
-                let next = prepare(request, &options.handlers, &support, None)?;
-                tracing::warn!(
+            // the strategy was chosen, not the caller's. When there is no next way (the
+            // request's own tools need the tools refused), the refusal is the error.
+            Err(source) => {
+                let fallback = match &original {
+                    Some(request) if attempt == 1 && refuses_strategy(&source, strategy) => {
+                        let mut less = support;
+                        withdraw(&mut less, strategy)
+                            .then(|| prepare(request.clone(), &options.handlers, &less, None).ok())
+                            .flatten()
+                            .map(|next| (less, next))
+                    }
+                    _ => None,
+                };
+                let Some((less, next)) = fallback else {
+                    return Err(SchemaError::Provider {
+                        attempt,
+                        source,
+                        log: Box::new(log),
+                    });
+                };
+                tracing::debug!(
                     refused = strategy.as_str(),
                     next = next.strategy().as_str(),
                     error = %source,
                     "the server refused the schema request's strategy; asking the next way"
                 );
                 log.refused_strategies.push(strategy);
+                support = less;
                 prepared = next;
                 strategy = prepared.strategy();
                 attempt = 0;
                 continue;
-            }
-            Err(source) => {
-                return Err(SchemaError::Provider {
-                    attempt,
-                    source,
-                    log: Box::new(log),
-                });
             }
         };
         add_usage(&mut log.usage, reply.response.usage.as_ref());
@@ -113,42 +118,77 @@ fn add_usage(total: &mut LlmUsage, usage: Option<&Usage>) {
     }
 }
 
-/// Whether `error` is the server refusing what `strategy` sends: a 400 (or 422) whose
-/// error names the structured-output format (`text.format`, `response_format`,
-/// `json_schema`, `json_object`) or, for the tool strategy, tools or `tool_choice`.
+/// Whether `error` is the server refusing what `strategy` sends: a 400 (or 422) with
+/// an API error whose `param` is what the strategy sets (`text.format`,
+/// `response_format`; `tools`, `tool_choice`), or, without a `param`, whose message
+/// names it as a word (`json_schema`, `response_format`, `text.format`, "structured
+/// output"; `tools`, `tool_choice`, "function calling"; `json_object`). Never an error
+/// whose code says it is about something else (the model, the context length, the key,
+/// quota or rate).
 fn refuses_strategy(error: &ClientError, strategy: Strategy) -> bool {
     let ClientError::Status {
         status: 400 | 422,
-        api_error,
-        raw_body,
+        api_error: Some(api),
         ..
     } = error
     else {
         return false;
     };
-    let said = match api_error.as_deref() {
-        Some(api) => format!(
-            "{} {} {}",
-            api.message,
-            api.param.as_deref().unwrap_or_default(),
-            api.code.as_deref().unwrap_or_default()
+    const ELSEWHERE: &[&str] = &[
+        "model_not_found",
+        "context_length_exceeded",
+        "invalid_api_key",
+        "insufficient_quota",
+        "rate_limit_exceeded",
+    ];
+    if api
+        .code
+        .as_deref()
+        .is_some_and(|code| ELSEWHERE.contains(&code))
+    {
+        return false;
+    }
+    let (params, words): (&[&str], &[&str]) = match strategy {
+        Strategy::NativeSchema => (
+            &["text.format", "response_format"],
+            &[
+                "json_schema",
+                "response_format",
+                "text.format",
+                "structured output",
+                "structured outputs",
+            ],
         ),
-        None => raw_body.clone().unwrap_or_default(),
+        Strategy::ToolCall => (
+            &["tools", "tool_choice"],
+            &["tools", "tool_choice", "function calling"],
+        ),
+        Strategy::JsonObject => (
+            &["text.format", "response_format"],
+            &["json_object", "response_format", "text.format"],
+        ),
+        Strategy::PromptOnly => return false,
+    };
+    match api.param.as_deref().filter(|param| !param.is_empty()) {
+        Some(param) => params.iter().any(|prefix| {
+            param == *prefix
+                || param
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        }),
+        None => {
+            let message = api.message.to_ascii_lowercase();
+            words.iter().any(|word| names_word(&message, word))
+        }
     }
-    .to_ascii_lowercase();
-    let names = |words: &[&str]| words.iter().any(|word| said.contains(word));
-    match strategy {
-        Strategy::NativeSchema => names(&[
-            "json_schema",
-            "response_format",
-            "text.format",
-            "structured output",
-            "strict",
-        ]),
-        Strategy::ToolCall => names(&["tool", "function"]),
-        Strategy::JsonObject => names(&["json_object", "response_format", "text.format"]),
-        Strategy::PromptOnly => false,
-    }
+}
+
+/// Whether `text` holds `word` with no letter, digit or `_` against either end.
+fn names_word(text: &str, word: &str) -> bool {
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !joins(text[..at].chars().next_back()) && !joins(text[at + word.len()..].chars().next())
+    })
 }
 
 /// Takes from `support` what `strategy` needs, so that the next choice is another
