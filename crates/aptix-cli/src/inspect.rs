@@ -7,7 +7,6 @@
 //! is mapped again from the reply it holds, with its own session, turn and mode. The exit code is 0 whenever an envelope was
 //! printed, whatever its kind: the command inspects, it does not judge.
 
-use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -18,16 +17,8 @@ use crate::output::print_json;
 
 /// Runs `aptix inspect`; returns the exit code.
 pub(crate) fn run(file: &Path) -> Result<u8, anyhow::Error> {
-    let bytes = if file == Path::new("-") {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("could not read the capture from stdin")?;
-        bytes
-    } else {
-        std::fs::read(file)
-            .with_context(|| format!("could not read the capture {}", file.display()))?
-    };
+    let bytes = crate::output::read_file_or_stdin(file)
+        .with_context(|| format!("could not read the capture {}", file.display()))?;
     let mapped = map_capture(&bytes, &TurnContext::default());
     print_json(&mapped.envelope)?;
     Ok(SUCCESS)

@@ -31,6 +31,18 @@ pub(crate) fn note_request_retry(notice: &aptix_client::RetryNotice) {
     ));
 }
 
+/// The bytes of the file at `path`, or of stdin for `-`, as every command that reads a
+/// file argument takes it.
+pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    if path == std::path::Path::new("-") {
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut io::stdin(), &mut bytes)?;
+        Ok(bytes)
+    } else {
+        std::fs::read(path)
+    }
+}
+
 /// What to do about a failure of this error code, on stderr: the notes `ask` and
 /// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
 pub(crate) fn note_for_error_code(code: &str) {

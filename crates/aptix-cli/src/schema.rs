@@ -23,12 +23,10 @@ use crate::output::{note, print_json, warn};
 /// Reads a JSON Schema file, naming the file in every error. A file that cannot be read
 /// is a usage error (exit 2), as a bad `--file` is.
 pub(crate) fn read_schema(path: &Path) -> Result<Value, anyhow::Error> {
-    let read = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(path)
-    };
+    let read = crate::output::read_file_or_stdin(path).and_then(|bytes| {
+        String::from_utf8(bytes)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+    });
     let text = read.map_err(|error| {
         usage(format!(
             "could not read the schema file {}: {error}",
