@@ -62,6 +62,15 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
         Ok((opened.root, opened.store))
     }
 
+    /// Whether prompts in `cwd` can run (a provider is configured), or why not: asked
+    /// before a session's MCP servers are started, so that a session whose prompts
+    /// cannot run starts none (and does not wait on them). Blocking, like `open`. The
+    /// default says they can.
+    fn can_prompt(&self, cwd: &Path) -> Result<(), String> {
+        let _ = cwd;
+        Ok(())
+    }
+
     /// A new session id.
     fn new_session_id(&self) -> String;
 
@@ -382,7 +391,20 @@ impl Shared {
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, RpcError> {
         let permission = Arc::new(mcp::Permission::new(cx.clone(), id.to_owned()));
-        let connected = mcp::connect(mcp_servers, cwd, &permission).await;
+        let opener = Arc::clone(&self.opener);
+        let dir = cwd.to_path_buf();
+        let ready = tokio::task::spawn_blocking(move || opener.can_prompt(&dir))
+            .await
+            .unwrap_or(Ok(()));
+        let connected = match ready {
+            Ok(()) => mcp::connect(mcp_servers, cwd, &permission).await,
+            Err(why) => {
+                if !mcp_servers.is_empty() {
+                    tracing::info!(session = %id, %why, "the editor's MCP servers are not started: no prompt can run");
+                }
+                mcp::Connected::default()
+            }
+        };
         let editor = self
             .editor_reads
             .load(Ordering::Relaxed)

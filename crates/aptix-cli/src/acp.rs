@@ -188,6 +188,15 @@ impl WorkspaceOpener for CliWorkspaces {
         Ok((root, store))
     }
 
+    fn can_prompt(&self, cwd: &Path) -> Result<(), String> {
+        let root = self.root_for(cwd).map_err(|error| error.to_string())?;
+        match self.workspace(&root) {
+            Ok((_, provider)) => provider.map(drop),
+            // `open` reports it.
+            Err(error) => Err(shown(&error.into())),
+        }
+    }
+
     fn new_session_id(&self) -> String {
         aptix_runtime::new_session_id()
     }

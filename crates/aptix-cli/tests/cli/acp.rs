@@ -778,6 +778,11 @@ async fn a_rate_limited_request_is_told_to_the_editor_before_its_wait() {
 async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
     let sandbox = Sandbox::new();
     let workspace = sandbox.workspace_arg();
+    // An MCP server the editor offers is not started when no prompt can run (this one
+    // would leave a mark, and never answer the handshake).
+    let mark = sandbox.home.path().join("started");
+    let servers = json!([{"name": "marker", "command": "/bin/sh",
+        "args": ["-c", "touch \"$0\"; exec sleep 60", mark], "env": []}]);
     let outcome = tokio::task::spawn_blocking(move || {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aptix"))
             .arg("acp")
@@ -800,22 +805,26 @@ async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
         };
         exchange(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}));
         let created = exchange(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                                      "params": {"cwd": workspace, "mcpServers": []}}));
+                                      "params": {"cwd": workspace, "mcpServers": servers}}));
         let session_id = created["result"]["sessionId"].clone();
         let failed = exchange(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
                                      "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}}));
         drop(stdin);
         let status = child.wait().unwrap();
-        (failed, status)
+        (failed, status, mark.exists())
     })
     .await;
-    let (failed, status) = match outcome {
+    let (failed, status, started) = match outcome {
         Ok(finished) => finished,
         Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
     };
     let message = failed["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("OPENAI_API_KEY"), "{failed}");
     assert!(status.success());
+    assert!(
+        !started,
+        "an MCP server was started for a session that cannot prompt"
+    );
 }
 
 /// The updates among `messages`.
