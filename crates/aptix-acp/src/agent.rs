@@ -166,6 +166,14 @@ impl AcpAgent {
     /// is read with U+FFFD in their place, and a warning logged: the SDK's own stdio
     /// transport ended the whole connection on one, with every session and turn in it.
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        self.serve_stdio_until(std::future::pending()).await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio), until `stop` completes if it does first (a
+    /// signal, say): then the connection is dropped (a prompt running is cancelled, and
+    /// nothing of it stored) and, as when the editor closes stdin, every session's MCP
+    /// servers are stopped before this returns.
+    pub async fn serve_stdio_until(self, stop: impl Future<Output = ()>) -> Result<(), AcpError> {
         use futures_util::AsyncWriteExt as _;
         // Blocking reads and writes on threads of their own, as the SDK's transport does:
         // a read of stdin cannot be cancelled, and a detached thread does not hold the
@@ -210,7 +218,13 @@ impl AcpAgent {
         );
         let lines = Lines::new(Box::pin(outgoing), Box::pin(incoming));
         let shared = Arc::clone(&self.shared);
-        let served = ConnectTo::<Client>::connect_to(self, lines).await;
+        let served = tokio::select! {
+            served = ConnectTo::<Client>::connect_to(self, lines) => served,
+            () = stop => {
+                tracing::info!("stopping: the agent was asked to end");
+                Ok(())
+            }
+        };
         // The editor is gone: its sessions' MCP servers are stopped, not left running.
         let sessions: Vec<Arc<Session>> = lock(&shared.sessions).drain().map(|(_, s)| s).collect();
         futures_util::future::join_all(sessions.iter().map(|session| session.stop_mcp())).await;

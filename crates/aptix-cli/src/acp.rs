@@ -44,7 +44,8 @@ pub(crate) struct AcpArgs {
     pub(crate) no_tools: bool,
 }
 
-/// Runs `aptix acp` until the editor closes stdin; returns the exit code.
+/// Runs `aptix acp` until the editor closes stdin (exit 0) or a signal arrives (130 or
+/// 143); returns the exit code.
 pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     let pinned = match &args.workspace {
         Some(dir) => Some(workspace::resolve(Some(dir))?),
@@ -56,8 +57,23 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
         opened: Mutex::default(),
     };
     tracing::info!("serving ACP on stdio");
-    runtime.block_on(AcpAgent::new(Arc::new(opener)).serve_stdio())?;
-    Ok(SUCCESS)
+    // A signal ends the agent as the editor closing stdin does: its sessions' MCP
+    // servers are stopped first. The exit code then says which signal.
+    let signal = Mutex::new(None);
+    let stop = async {
+        let which = crate::signals::next_signal().await;
+        *signal
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(which);
+    };
+    runtime.block_on(AcpAgent::new(Arc::new(opener)).serve_stdio_until(stop))?;
+    let signal = *signal
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Ok(signal.map_or(SUCCESS, |signal| {
+        tracing::info!(signal = signal.name(), "ended by a signal");
+        signal.exit_code()
+    }))
 }
 
 /// Opens a session's workspace through the runtime.

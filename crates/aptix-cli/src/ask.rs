@@ -216,7 +216,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         // A request sent again (a 429, a 5xx, a lost connection) is told as a note,
         // as a cut stream is (the client's own log line is for `-v`).
         let turn = aptix_client::observe_retries(crate::output::note_request_retry, turn);
-        runtime.block_on(until_signal(turn))
+        runtime.block_on(crate::signals::until_signal(turn))
     };
     let result = match outcome {
         Ok(result) => result,
@@ -278,52 +278,6 @@ fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, an
         .next()
         .map(|latest| latest.session_id)
         .ok_or_else(none)
-}
-
-/// A signal that ends `aptix ask` early.
-#[derive(Debug, Clone, Copy)]
-enum Interrupted {
-    /// Ctrl-C.
-    Int,
-    /// `kill`, a service manager stopping us.
-    Term,
-}
-
-impl Interrupted {
-    fn name(self) -> &'static str {
-        match self {
-            Interrupted::Int => "SIGINT",
-            Interrupted::Term => "SIGTERM",
-        }
-    }
-
-    /// 128 + the signal number, as shells report a process killed by it.
-    fn exit_code(self) -> u8 {
-        match self {
-            Interrupted::Int => 130,
-            Interrupted::Term => 143,
-        }
-    }
-}
-
-/// Runs `work` until it finishes or SIGINT/SIGTERM arrives (then `work` is dropped).
-async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T, Interrupted> {
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut stream) => {
-                stream.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        result = work => Ok(result),
-        Ok(()) = tokio::signal::ctrl_c() => Err(Interrupted::Int),
-        () = terminate => Err(Interrupted::Term),
-    }
 }
 
 /// The instruction: the argument, or stdin for `-`.

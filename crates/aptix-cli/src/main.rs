@@ -20,6 +20,7 @@ mod schema;
 mod search;
 mod serve;
 mod sessions;
+mod signals;
 mod workspace;
 
 use std::io::IsTerminal as _;

@@ -278,24 +278,7 @@ fn tokens(file: Option<&Path>, env: Env<'_>) -> Result<Tokens, anyhow::Error> {
 
 /// Ctrl-C, or SIGTERM on Unix.
 async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
+    crate::signals::next_signal().await;
 }
 
 #[cfg(test)]

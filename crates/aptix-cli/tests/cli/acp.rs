@@ -1318,3 +1318,53 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         "an env value is in the log"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_ends_the_agent_and_the_mcp_servers_it_started() {
+    let Some(python) = acp_python("a_signal_ends_the_agent_and_the_mcp_servers_it_started") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(Vec::new()).await;
+    let workspace = sandbox.workspace_arg();
+    let script = repo_root().join("crates/aptix-cli/tests/acp/mcp_server.py");
+    let pid_file = sandbox.home.path().join("server.pid");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        // The server writes its pid, runs, and (its shell) outlives its stdin.
+        let servers = json!([{"name": "tickets", "command": "/bin/sh",
+            "args": ["-c", "echo $$ > \"$2\"; \"$0\" \"$1\"; exec sleep 120 </dev/null >/dev/null 2>&1",
+                     python, script, pid_file],
+            "env": []}]);
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": servers}),
+        );
+        assert!(created[0]["result"]["sessionId"].is_string(), "{created:?}");
+        let pid: u64 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let killed = Command::new("kill")
+            .args(["-TERM", &agent.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = agent.child.wait().unwrap();
+        (status, pid, gone(pid))
+    })
+    .await;
+    let (status, pid, server_gone) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(
+        server_gone,
+        "the MCP server (pid {pid}) outlived the agent's SIGTERM"
+    );
+}
