@@ -189,6 +189,19 @@ fn validation_keeps_one_of_where_the_wire_says_any_of() {
 fn what_strict_mode_cannot_express_is_rejected_at_its_pointer() {
     let object = |property: Value| json!({"type": "object", "properties": {"p": property}, "required": ["p"]});
     let cases = [
+        // References that name no schema: a cycle of bare references, one that does
+        // not resolve.
+        (
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
+                   "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}),
+            "/$defs/a/$ref",
+            "leads only to references",
+        ),
+        (
+            object(json!({"$ref": "#/$defs/missing"})),
+            "/properties/p/$ref",
+            "does not resolve",
+        ),
         (
             json!({"type": "array", "items": {"type": "string"}}),
             "",

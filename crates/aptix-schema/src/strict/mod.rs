@@ -15,7 +15,8 @@
 //!   `null`. A `required` name with no schema in `properties` is rejected.
 //! - **Unions.** `oneOf` becomes `anyOf` (which accepts at least as much); a
 //!   one-element `allOf` is merged into its parent; a longer `allOf` is rejected.
-//! - **References.** Only local references (`#...`) are allowed. A `$ref` with sibling
+//! - **References.** Only local references (`#...`) are allowed, and each must resolve
+//!   to a schema (a cycle of bare references names none). A `$ref` with sibling
 //!   keywords (schemars writes `{"$ref": ..., "description": ...}`) is replaced by the
 //!   referenced schema with the siblings laid over it, because strict mode does not
 //!   take a `$ref` with siblings.
@@ -197,6 +198,7 @@ impl<'r> Walker<'r> {
             if map.len() > 1 {
                 return self.inline(map, reference, pointer, depth);
             }
+            self.names_a_schema(reference, pointer)?;
             return Ok(schema.clone());
         }
         let map = merge_all_of(map, pointer)?;
@@ -322,6 +324,43 @@ impl<'r> Walker<'r> {
         };
         out.insert(key.to_owned(), normalised);
         Ok(())
+    }
+
+    /// Checks that a bare `$ref` leads to a schema: it resolves, and a chain of bare
+    /// references from it ends somewhere else than where it began (a cycle of them
+    /// names no schema, so accepts anything).
+    fn names_a_schema(&self, reference: &str, pointer: &str) -> Result<(), SchemaError> {
+        let at = child(pointer, "$ref");
+        let mut seen = vec![reference];
+        let mut current = reference;
+        loop {
+            let target = self
+                .root
+                .pointer(current.trim_start_matches('#'))
+                .ok_or_else(|| {
+                    not_strict(&at, format!("reference {current:?} does not resolve"))
+                })?;
+            let next = target
+                .as_object()
+                .filter(|target| target.len() == 1)
+                .and_then(|target| target.get("$ref"))
+                .and_then(Value::as_str);
+            match next {
+                Some(next) if seen.contains(&next) => {
+                    return Err(not_strict(
+                        &at,
+                        format!(
+                            "reference {reference:?} leads only to references, back to {next:?}: it names no schema, so accepts anything, which strict mode cannot express"
+                        ),
+                    ));
+                }
+                Some(next) => {
+                    seen.push(next);
+                    current = next;
+                }
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Replaces `{"$ref": r, ...siblings}` by the schema `r` names with the siblings
