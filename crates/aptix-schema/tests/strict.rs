@@ -127,6 +127,43 @@ fn unions_references_and_definitions_are_walked() {
 }
 
 #[test]
+fn a_reference_to_an_optional_property_keeps_what_it_named() {
+    // `a` is optional, so nullable on the wire; `c` is required and names `a`'s schema:
+    // on the wire it must not be nullable, or strict mode would allow a null the
+    // caller's schema rejects.
+    check(
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                "c": {"$ref": "#/properties/a"}
+            },
+            "required": ["c"]
+        }),
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {
+                    "type": ["object", "null"],
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": false
+                },
+                "c": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": false
+                }
+            },
+            "required": ["c", "a"],
+            "additionalProperties": false
+        }),
+        &[],
+    );
+}
+
+#[test]
 fn loosening_keywords_are_removed_from_the_wire_and_kept_for_validation() {
     let input = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",

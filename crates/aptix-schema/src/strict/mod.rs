@@ -16,7 +16,10 @@
 //! - **Unions.** `oneOf` becomes `anyOf` (which accepts at least as much); a
 //!   one-element `allOf` is merged into its parent; a longer `allOf` is rejected.
 //! - **References.** Only local references (`#...`) are allowed, and each must resolve
-//!   to a schema (a cycle of bare references names none). A `$ref` with sibling
+//!   to a schema (a cycle of bare references names none). A `$ref` into a property's
+//!   schema (`#/properties/a`) is replaced by that schema, normalised where it is
+//!   used: an optional property is made nullable where it stands, and a reference to
+//!   it must not take that along. A `$ref` with sibling
 //!   keywords (schemars writes `{"$ref": ..., "description": ...}`) is replaced by the
 //!   referenced schema with the siblings laid over it, because strict mode does not
 //!   take a `$ref` with siblings.
@@ -195,7 +198,11 @@ impl<'r> Walker<'r> {
         };
         if let Some(reference) = map.get("$ref") {
             let reference = local_reference(reference, pointer)?;
-            if map.len() > 1 {
+            // A reference into a property's schema is inlined too: on the wire that
+            // schema may have been made nullable (an optional property), and the
+            // reference must keep what it named.
+            let into_property = reference.split('/').any(|segment| segment == "properties");
+            if map.len() > 1 || into_property {
                 return self.inline(map, reference, pointer, depth);
             }
             self.names_a_schema(reference, pointer)?;
