@@ -327,7 +327,15 @@ impl HttpTransport {
         let body = read_capped(response, MAX_ERROR_BODY).await;
         let (api_error, raw_body) = match decode_error_body(&body) {
             Some(mut error) => {
+                // Every text of it, not only the message: a server may echo anything
+                // it was sent in any member.
                 error.message = self.scrub(&error.message);
+                for text in [&mut error.kind, &mut error.param, &mut error.code]
+                    .into_iter()
+                    .flatten()
+                {
+                    *text = self.scrub(text);
+                }
                 (Some(Box::new(error)), None)
             }
             None => {

@@ -64,6 +64,39 @@ async fn a_whole_reply_echoing_the_key_is_scrubbed() {
 }
 
 #[tokio::test]
+async fn an_error_body_echoing_the_key_in_any_member_is_scrubbed() {
+    // A 400 whose every member echoes what it was sent (a proxy that quotes the
+    // header, a server that names the "bad" parameter's value).
+    let echo = format!("Bearer {TEST_KEY}");
+    let body =
+        json!({"error": {"message": echo, "type": echo, "param": echo, "code": masked_key()}});
+    let server = FaultServer::start(vec![Reply::json(400, &body)]).await;
+    let error = provider(&server).create(&request()).await.unwrap_err();
+    let ClientError::Status {
+        api_error: Some(api),
+        ..
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    let tail = &TEST_KEY[TEST_KEY.len() - 4..];
+    for text in [
+        Some(api.message.as_str()),
+        api.kind.as_deref(),
+        api.param.as_deref(),
+        api.code.as_deref(),
+    ] {
+        let text = text.unwrap();
+        assert!(!text.contains(TEST_KEY) && !text.contains(tail), "{text}");
+    }
+    let shown = format!("{error} {error:?} {}", error.code());
+    assert!(
+        !shown.contains(TEST_KEY) && !shown.contains(tail),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
 async fn an_html_502_is_its_status_and_title_not_the_page() {
     let page = format!(
         "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
