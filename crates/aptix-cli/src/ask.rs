@@ -156,6 +156,23 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
             .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
 
     if let Some(path) = &args.schema {
+        // The flags are refused with --schema; the same settings from a file or the
+        // environment are said to be unused rather than dropped without a word.
+        let configured = workspace.settings().configured();
+        for (set, key) in [
+            (configured.system_prompt.is_some(), "system_prompt"),
+            (configured.mode.is_some(), "mode"),
+            (
+                configured.context_token_budget.is_some(),
+                "context_token_budget",
+            ),
+        ] {
+            if set {
+                warn(&format!(
+                    "{key} (from aptix.toml or the environment) is not used by a schema request"
+                ));
+            }
+        }
         let request = crate::schema::request(
             workspace.settings(),
             crate::schema::read_schema(path)?,

@@ -481,3 +481,26 @@ fn the_schema_and_the_instruction_cannot_both_come_from_stdin() {
         stderr(&output)
     );
 }
+
+#[test]
+fn settings_a_schema_request_does_not_use_are_said_to_be_unused() {
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    sandbox.write_workspace_file("aptix.toml", "system_prompt = \"Be terse.\"\n");
+    let output = sandbox
+        .aptix()
+        .env("APTIX_MODE", "CODE_EDIT")
+        .args(["ask", "--dry-run", "--schema"])
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("warning: system_prompt (from aptix.toml or the environment) is not used"),
+        "{text}"
+    );
+    assert!(text.contains("warning: mode ("), "{text}");
+    assert!(!stdout_json(&output).to_string().contains("Be terse"));
+}
