@@ -98,6 +98,14 @@ pub(crate) fn run(
     );
     match runtime.block_on(solving) {
         Ok(solution) => {
+            tracing::info!(
+                strategy = solution.strategy.as_str(),
+                attempts = solution.attempts,
+                response_id = %solution.response_id,
+                input_tokens = solution.usage.prompt_tokens,
+                output_tokens = solution.usage.completion_tokens,
+                "schema request solved"
+            );
             for refused in &solution.refused_strategies {
                 warn(&format!(
                     "the server refused the {} strategy; the answer was asked for the next way",

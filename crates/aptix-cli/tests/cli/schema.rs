@@ -341,10 +341,17 @@ fn ask_schema(server: &MockServer, schema: &Value, args: &[&str]) -> std::proces
 #[tokio::test]
 async fn with_json_a_request_with_no_solution_still_prints_why_on_stdout() {
     let server = answering(text_reply(r#"{"animal_data_list": [1, 2]}"#), 3).await;
-    let output = ask_schema(&server, &animal_schema(), &["--json"]);
+    let output = ask_schema(&server, &animal_schema(), &["--json", "-v"]);
     assert_eq!(code(&output), 1, "{}", stderr(&output));
     let answer = stdout_json(&output);
     assert_eq!(answer["solution"], Value::Null, "{answer}");
+    // -v tells each rejected attempt as it happens.
+    assert_eq!(
+        stderr(&output).matches("schema answer rejected").count(),
+        3,
+        "{}",
+        stderr(&output)
+    );
     assert_eq!(answer["error"]["code"], "no_valid_answer", "{answer}");
     assert!(
         answer["error"]["message"]

@@ -100,7 +100,7 @@ pub(super) async fn run(
                 });
             }
             Verdict::Rejected(failure) => {
-                tracing::debug!(attempt, errors = ?failure.errors(), "schema answer rejected");
+                tracing::info!(attempt, errors = ?failure.errors(), "schema answer rejected");
                 if attempt < max_attempts {
                     prepared.reask(&failure);
                 }
