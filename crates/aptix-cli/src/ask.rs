@@ -137,7 +137,17 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         ));
     }
     let instruction = read_instruction(&args.instruction)?;
-    let root = workspace::resolve(args.workspace.as_deref())?;
+    let root = match workspace::resolve(args.workspace.as_deref()) {
+        // A schema request reads nothing of the workspace (no index, no session): the
+        // folder only gives its settings, so one too wide to index (the home folder)
+        // will do.
+        Err(_) if args.schema.is_some() && args.workspace.is_none() => {
+            aptix_runtime::find_workspace(
+                &std::env::current_dir().context("could not read the current folder")?,
+            )
+        }
+        resolved => resolved?,
+    };
     let flags = crate::cli::turn_flags(&args.settings, args.no_tools);
     let workspace = Workspace::load(&root, &flags, env)?;
     tracing::debug!(

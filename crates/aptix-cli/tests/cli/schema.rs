@@ -511,3 +511,34 @@ fn settings_a_schema_request_does_not_use_are_said_to_be_unused() {
     assert!(text.contains("warning: mode ("), "{text}");
     assert!(!stdout_json(&output).to_string().contains("Be terse"));
 }
+
+#[test]
+fn a_schema_request_runs_in_the_home_folder_which_it_does_not_index() {
+    let sandbox = Sandbox::new();
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    let output = sandbox
+        .aptix()
+        .current_dir(sandbox.home.path())
+        .args(["ask", "--dry-run", "--schema"])
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        stdout_json(&output)["text"]["format"]["type"],
+        "json_schema"
+    );
+    assert!(
+        !sandbox.home.path().join(".aptix").exists(),
+        "nothing is made in the home folder"
+    );
+    // An ordinary ask there is still refused.
+    let output = sandbox
+        .aptix()
+        .current_dir(sandbox.home.path())
+        .args(["ask", "--dry-run", "List animals"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+}
