@@ -9,6 +9,12 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{SECRET_KEY, Sandbox, code, stderr, stdout_json};
 
+/// The command was refused as a usage error (exit 2) saying `saying`.
+fn assert_refused(output: &std::process::Output, saying: &str) {
+    assert_eq!(code(output), 2, "{}", stderr(output));
+    assert!(stderr(output).contains(saying), "{}", stderr(output));
+}
+
 /// The schema of the recorded structured-output exchange.
 fn animal_schema() -> Value {
     json!({
@@ -238,32 +244,30 @@ fn a_schema_file_that_cannot_be_read_is_a_usage_error() {
             .args(["ask", "--dry-run", "--schema", missing, "anything"])
             .output()
             .unwrap();
-        assert_eq!(code(&output), 2, "{missing}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains("could not read the schema file"),
-            "{}",
-            stderr(&output)
-        );
+        assert_refused(&output, "could not read the schema file");
     }
+}
+
+/// `aptix ask --dry-run ARGS --schema FILE "List animals"` in `sandbox`, with `env`,
+/// the animal schema in the file.
+fn schema_dry_run(sandbox: &Sandbox, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
+    sandbox
+        .aptix()
+        .envs(env.iter().copied())
+        .args(["ask", "--dry-run"])
+        .args(args)
+        .arg("--schema")
+        .arg(&schema)
+        .arg("List animals")
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn the_strategy_can_be_chosen_in_the_settings() {
     let sandbox = Sandbox::new();
-    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
-    let output = sandbox
-        .aptix()
-        .args([
-            "ask",
-            "--dry-run",
-            "--schema-strategy",
-            "json_object",
-            "--schema",
-        ])
-        .arg(&schema)
-        .arg("List animals")
-        .output()
-        .unwrap();
+    let output = schema_dry_run(&sandbox, &[], &["--schema-strategy", "json_object"]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(
         stderr(&output).contains("strategy json_object"),
@@ -277,28 +281,14 @@ fn the_strategy_can_be_chosen_in_the_settings() {
         "the schema is in the prompt"
     );
     // From the environment too; a value it does not know is a usage error.
-    let output = sandbox
-        .aptix()
-        .env("APTIX_SCHEMA_STRATEGY", "tool_call")
-        .args(["ask", "--dry-run", "--schema"])
-        .arg(&schema)
-        .arg("List animals")
-        .output()
-        .unwrap();
+    let output = schema_dry_run(&sandbox, &[("APTIX_SCHEMA_STRATEGY", "tool_call")], &[]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(
         stdout_json(&output)["tools"][0]["name"],
         "generate_response"
     );
-    let output = sandbox
-        .aptix()
-        .env("APTIX_SCHEMA_STRATEGY", "telepathy")
-        .args(["ask", "--dry-run", "--schema"])
-        .arg(&schema)
-        .arg("List animals")
-        .output()
-        .unwrap();
-    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let output = schema_dry_run(&sandbox, &[("APTIX_SCHEMA_STRATEGY", "telepathy")], &[]);
+    assert_refused(&output, "APTIX_SCHEMA_STRATEGY");
 }
 
 /// A completed reply whose message text is `text`.
@@ -481,27 +471,14 @@ fn the_schema_and_the_instruction_cannot_both_come_from_stdin() {
         .write_stdin("{}")
         .output()
         .unwrap();
-    assert_eq!(code(&output), 2, "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("cannot both be read from stdin"),
-        "{}",
-        stderr(&output)
-    );
+    assert_refused(&output, "cannot both be read from stdin");
 }
 
 #[test]
 fn settings_a_schema_request_does_not_use_are_said_to_be_unused() {
     let sandbox = Sandbox::new();
-    let schema = sandbox.write_workspace_file("schema.json", &animal_schema().to_string());
     sandbox.write_workspace_file("aptix.toml", "system_prompt = \"Be terse.\"\n");
-    let output = sandbox
-        .aptix()
-        .env("APTIX_MODE", "CODE_EDIT")
-        .args(["ask", "--dry-run", "--schema"])
-        .arg(&schema)
-        .arg("List animals")
-        .output()
-        .unwrap();
+    let output = schema_dry_run(&sandbox, &[("APTIX_MODE", "CODE_EDIT")], &[]);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let text = stderr(&output);
     assert!(
