@@ -271,10 +271,22 @@ pub(crate) async fn connect(
     permission: &Arc<Permission>,
 ) -> Connected {
     let mut connected = Connected::default();
-    let mut starting = Vec::new();
+    let mut stdio_servers: Vec<&McpServerStdio> = Vec::new();
     for server in servers {
         match server {
-            McpServer::Stdio(stdio) => starting.push(start(stdio, cwd)),
+            McpServer::Stdio(stdio) if stdio.name.trim().is_empty() => connected.notices.push(format!(
+                "an MCP server ({}) has no name, which its tools' names need; it was not started",
+                stdio.command.display()
+            )),
+            McpServer::Stdio(stdio) => {
+                if stdio_servers.iter().any(|other| other.name == stdio.name) {
+                    connected.notices.push(format!(
+                        "two MCP servers are named `{}`: the tools of the second are numbered (mcp__{}__<tool>_2)",
+                        stdio.name, stdio.name
+                    ));
+                }
+                stdio_servers.push(stdio);
+            }
             McpServer::Http(http) => connected.notices.push(format!(
                 "the MCP server `{}` is served over HTTP, which Aptix does not connect to; its tools are not available",
                 http.name
@@ -289,12 +301,9 @@ pub(crate) async fn connect(
         }
     }
     let mut taken: HashSet<String> = HashSet::new();
-    for (stdio, started) in servers
+    let starting = stdio_servers.iter().map(|stdio| start(stdio, cwd));
+    for (stdio, started) in stdio_servers
         .iter()
-        .filter_map(|server| match server {
-            McpServer::Stdio(stdio) => Some(stdio),
-            _ => None,
-        })
         .zip(futures_util::future::join_all(starting).await)
     {
         match started {
@@ -562,12 +571,21 @@ impl ServerTool for McpTool {
                 Err(error) => return Err(format!("the arguments are not valid JSON: {error}")),
             },
         };
+        let Some(service) = self
+            .service
+            .upgrade()
+            .filter(|service| !service.is_transport_closed())
+        else {
+            return Err(format!(
+                "the MCP server `{}` has stopped (it exited or closed its pipes); its tools cannot run until the session is opened again",
+                self.server
+            ));
+        };
+        // Asked once the server is known to be there: a dead server's tool is not put
+        // to the user.
         if !self.read_only {
             self.permission.ask(&self.name).await?;
         }
-        let Some(service) = self.service.upgrade() else {
-            return Err(format!("the MCP server `{}` has stopped", self.server));
-        };
         let result = service
             .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments))
             .await

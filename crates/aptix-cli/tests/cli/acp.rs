@@ -1107,6 +1107,7 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
              "env": [{"name": "TICKETS_OFFSET", "value": "10"},
                      {"name": "TICKETS_TOKEN", "value": "tok-editor-secret-7"}]},
             {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+            {"name": " ", "command": "/bin/true", "args": [], "env": []},
         ]);
         // Loaded again, the server is started as it is: it exits when its stdin closes,
         // and leaves its child to the stop of its process group.
@@ -1245,6 +1246,16 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     assert!(
         told[0].contains("could not be started") && told[0].contains("/nonexistent/mcp-server"),
         "{told:?}"
+    );
+    // A server with no name is not started, and said so.
+    assert!(
+        updates
+            .iter()
+            .any(|update| update["sessionUpdate"] == "agent_thought_chunk"
+                && update["content"]["text"]
+                    .as_str()
+                    .is_some_and(|text| text.contains("an MCP server (/bin/true) has no name"))),
+        "{updates:#?}"
     );
 
     // Loading the session again stopped its first server (the shell around it too).
