@@ -836,6 +836,16 @@ fn updates_of(messages: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
+/// The thoughts among `updates` that contain `needle`.
+fn thoughts_about<'a>(updates: &[&'a Value], needle: &str) -> Vec<&'a str> {
+    updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_thought_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .filter(|text| text.contains(needle))
+        .collect()
+}
+
 /// The last update about the tool call `call_id`.
 fn last_about<'a>(updates: &[&'a Value], call_id: &str) -> &'a Value {
     updates
@@ -896,12 +906,7 @@ async fn a_cut_stream_answered_anew_is_never_shown_spliced_and_no_call_is_left_r
         "{updates:#?}"
     );
     assert!(
-        updates
-            .iter()
-            .any(|update| update["sessionUpdate"] == "agent_thought_chunk"
-                && update["content"]["text"]
-                    .as_str()
-                    .is_some_and(|text| text.contains("differs from the text shown"))),
+        !thoughts_about(&updates, "differs from the text shown").is_empty(),
         "the editor is told the answer starts over: {updates:#?}"
     );
     // The call the cut attempt began is closed as not run, at the retry.
@@ -1235,26 +1240,17 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     assert_eq!(last_about(&updates, "call_env")["status"], "completed");
     let closed = last_about(&updates, "call_close");
     assert_eq!(closed["status"], "failed", "{closed}");
-    // The server that did not start is told, once, with the first prompt.
-    let told: Vec<&str> = updates
-        .iter()
-        .filter(|update| update["sessionUpdate"] == "agent_thought_chunk")
-        .filter_map(|update| update["content"]["text"].as_str())
-        .filter(|text| text.contains("the MCP server `broken`"))
-        .collect();
+    // The server that did not start is told, once, with the first prompt; so is the one
+    // with no name, which is not started.
+    let told = thoughts_about(&updates, "the MCP server `broken`");
     assert_eq!(told.len(), 1, "{updates:#?}");
     assert!(
         told[0].contains("could not be started") && told[0].contains("/nonexistent/mcp-server"),
         "{told:?}"
     );
-    // A server with no name is not started, and said so.
-    assert!(
-        updates
-            .iter()
-            .any(|update| update["sessionUpdate"] == "agent_thought_chunk"
-                && update["content"]["text"]
-                    .as_str()
-                    .is_some_and(|text| text.contains("an MCP server (/bin/true) has no name"))),
+    assert_eq!(
+        thoughts_about(&updates, "an MCP server (/bin/true) has no name").len(),
+        1,
         "{updates:#?}"
     );
 
