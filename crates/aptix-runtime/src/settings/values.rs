@@ -44,6 +44,13 @@ pub enum SchemaStrategy {
 }
 
 impl SchemaStrategy {
+    const ALL: [SchemaStrategy; 4] = [
+        SchemaStrategy::NativeSchema,
+        SchemaStrategy::ToolCall,
+        SchemaStrategy::JsonObject,
+        SchemaStrategy::PromptOnly,
+    ];
+
     /// The solver's strategy.
     pub fn strategy(self) -> aptix_schema::Strategy {
         match self {
@@ -288,14 +295,12 @@ impl FromEnvText for ApiKind {
 
 impl FromEnvText for SchemaStrategy {
     const EXPECTED: &'static str = "native_schema, tool_call, json_object or prompt_only";
+    /// By the solver's own names for its strategies (`Strategy::as_str`).
     fn from_env_text(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "native_schema" => Some(SchemaStrategy::NativeSchema),
-            "tool_call" => Some(SchemaStrategy::ToolCall),
-            "json_object" => Some(SchemaStrategy::JsonObject),
-            "prompt_only" => Some(SchemaStrategy::PromptOnly),
-            _ => None,
-        }
+        let text = text.trim().to_ascii_lowercase();
+        SchemaStrategy::ALL
+            .into_iter()
+            .find(|strategy| strategy.strategy().as_str() == text)
     }
 }
 
