@@ -27,7 +27,7 @@ use crate::workspace;
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The workspace whose settings, sessions and index the service uses [default: as
-    /// for `aptix ask`]
+    /// for `aptix ask`] [env: APTIX_WORKSPACE]
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
 
@@ -91,7 +91,12 @@ impl Serving {
 /// Runs `aptix serve` until a signal; returns the exit code.
 pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     steady_page_faults();
-    let root = workspace::resolve(args.workspace.as_deref())?;
+    // A service is often configured by its environment alone (a container, a unit
+    // file): `APTIX_WORKSPACE` names the folder when `--workspace` does not.
+    let from_env = env("APTIX_WORKSPACE")
+        .filter(|dir| !dir.trim().is_empty())
+        .map(PathBuf::from);
+    let root = workspace::resolve(args.workspace.as_deref().or(from_env.as_deref()))?;
     let workspace = Workspace::load(
         &root,
         &crate::cli::turn_flags(&args.settings, args.no_tools),
@@ -99,6 +104,12 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
     )?;
     let serving = Serving::load(args, &root, env)?;
     let tokens = tokens(serving.tokens_file.as_deref(), env)?;
+    // The tokens file may lie in the workspace (`--tokens-file tokens.txt`): the index
+    // and the model's tools never see it.
+    let workspace = match &serving.tokens_file {
+        Some(file) => workspace.with_secret_file(file),
+        None => workspace,
+    };
     if tokens.is_empty() && !serving.listen.ip().is_loopback() {
         return Err(usage(format!(
             "refusing to listen on {} without bearer tokens: anyone who can reach it could run \

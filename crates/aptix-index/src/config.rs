@@ -89,6 +89,12 @@ pub struct IndexConfig {
     /// Memory budget of the tantivy writer, in bytes, shared by its threads; at least
     /// 15 MB per writer thread (tantivy's floor). Default 64 MB.
     pub writer_heap_bytes: usize,
+    /// Files that hold secrets under names the built-in rules cannot know (`aptix
+    /// serve`'s bearer tokens file, when it lies in the workspace), by absolute path:
+    /// like the files [`is_secret_path`](crate::is_secret_path) names, they are never
+    /// indexed, searched, listed or read by a tool. Not part of what makes an index
+    /// rebuild: an index that holds one of them gives none of its text. Default none.
+    pub secret_files: Vec<std::path::PathBuf>,
 }
 
 impl Default for IndexConfig {
@@ -107,6 +113,7 @@ impl Default for IndexConfig {
             threads: 0,
             writer_threads: 1,
             writer_heap_bytes: 64 * 1024 * 1024,
+            secret_files: Vec::new(),
         }
     }
 }
@@ -115,6 +122,21 @@ impl Default for IndexConfig {
 const MIN_HEAP_PER_THREAD: usize = 15_000_000;
 
 impl IndexConfig {
+    /// Whether the file or folder at `relative` (`/`-separated, below the canonical
+    /// workspace `root`) may hold secrets: its name says so ([`is_secret_path`]), or it
+    /// is one of the [`secret_files`](Self::secret_files). The one rule the walk, the
+    /// search and the tools ask.
+    ///
+    /// [`is_secret_path`]: crate::is_secret_path
+    pub(crate) fn holds_secrets(&self, root: &std::path::Path, relative: &str) -> bool {
+        crate::is_secret_path(relative)
+            || (!self.secret_files.is_empty()
+                && self
+                    .secret_files
+                    .iter()
+                    .any(|file| *file == root.join(relative)))
+    }
+
     pub(crate) fn validate(&self) -> Result<(), IndexError> {
         let invalid = |field, reason| Err(IndexError::InvalidConfig { field, reason });
         let chunking = &self.chunking;

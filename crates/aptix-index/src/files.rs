@@ -58,6 +58,14 @@ impl WorkspaceFiles {
         &self.root
     }
 
+    /// Whether `relative` (a file or folder below the root, `/`-separated) may hold
+    /// secrets, so that no tool may read or list it: its name says so
+    /// ([`is_secret_path`](crate::is_secret_path)), or it is one of the configured
+    /// [`IndexConfig::secret_files`].
+    pub fn holds_secrets(&self, relative: &str) -> bool {
+        self.config.holds_secrets(&self.root, relative)
+    }
+
     /// Whether the index's rules leave out `relative` (a file or folder below the root,
     /// `/`-separated). The root itself (`""`) is never ignored. The path is not checked
     /// for `..` or links: confine it first.

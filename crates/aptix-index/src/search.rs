@@ -41,7 +41,6 @@ use crate::index::Inner;
 use crate::kind::FileKind;
 use crate::query::{self, Analysis, MAX_QUERY_TERMS};
 use crate::rank;
-use crate::secret::is_secret_path;
 use crate::store::{self, Fields, KIND_CHUNK, KIND_CODE_FIELD, SCOPE_KEYS};
 use crate::tokenizer;
 
@@ -265,7 +264,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         // An index written before a path counted as secret may still hold it until its
         // next refresh: its text is not handed out meanwhile.
         if let Some(chunk) = store::chunk_from_document(&inner.fields, &doc)
-            && !is_secret_path(&chunk.path)
+            && !inner.config.holds_secrets(&inner.root, &chunk.path)
         {
             hits.push(ScoredChunk { chunk, score });
         }

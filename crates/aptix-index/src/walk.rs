@@ -122,7 +122,7 @@ fn examine(
     }
     // A secret folder is never entered (see `builder`); a secret file is listed as
     // skipped, so `aptix index -v` says why it is not searched.
-    if is_secret_path(&path) {
+    if config.holds_secrets(root, &path) {
         return Some(Err(SkippedFile {
             path,
             reason: SkipReason::MayHoldSecrets,

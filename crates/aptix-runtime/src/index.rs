@@ -37,7 +37,12 @@ pub trait Reporter: Send + Sync {
 
 /// Opens the index of `workspace`, creating it when missing (it lives under `.aptix/`).
 pub fn open_index(workspace: &Path) -> Result<WorkspaceIndex, Error> {
-    WorkspaceIndex::open(workspace, IndexConfig::default()).map_err(|source| Error::Index {
+    open_index_with(workspace, IndexConfig::default())
+}
+
+/// [`open_index`] with `config`.
+fn open_index_with(workspace: &Path, config: IndexConfig) -> Result<WorkspaceIndex, Error> {
+    WorkspaceIndex::open(workspace, config).map_err(|source| Error::Index {
         action: "open the index of",
         path: workspace.to_path_buf(),
         source: Box::new(source),
@@ -62,8 +67,17 @@ pub fn refresh_index(index: &WorkspaceIndex, reporter: &dyn Reporter) -> Result<
 /// stale, as every front end retrieves from it: a first build is noted, and a refresh
 /// that fails is a warning, the index used as it is.
 pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<WorkspaceIndex, Error> {
+    fresh_index_with(workspace, IndexConfig::default(), reporter)
+}
+
+/// [`fresh_index`] with `config`.
+fn fresh_index_with(
+    workspace: &Path,
+    config: IndexConfig,
+    reporter: &dyn Reporter,
+) -> Result<WorkspaceIndex, Error> {
     let first = !exists(workspace);
-    let index = open_index(workspace)?;
+    let index = open_index_with(workspace, config)?;
     refresh_if_stale(workspace, &index, first, reporter);
     Ok(index)
 }
@@ -105,9 +119,10 @@ fn refresh_if_stale(
 /// The workspace's index as [`fresh_index`] gives it, opened once into `opened` and
 /// shared by every turn made from it after (a front end serving many sessions on one
 /// workspace, such as `aptix acp`, holds one index, not one per session); refreshed
-/// when stale each time.
+/// when stale each time. `secret_files` are kept out of it and of the tools.
 pub(crate) fn shared_index(
     workspace: &Path,
+    secret_files: &[std::path::PathBuf],
     opened: &std::sync::Mutex<Option<WorkspaceIndex>>,
     reporter: &dyn Reporter,
 ) -> Result<WorkspaceIndex, Error> {
@@ -120,7 +135,11 @@ pub(crate) fn shared_index(
             Ok(index.clone())
         }
         None => {
-            let index = fresh_index(workspace, reporter)?;
+            let config = IndexConfig {
+                secret_files: secret_files.to_vec(),
+                ..IndexConfig::default()
+            };
+            let index = fresh_index_with(workspace, config, reporter)?;
             *opened = Some(index.clone());
             Ok(index)
         }
@@ -150,12 +169,13 @@ pub(crate) struct IndexParts {
 /// editor's buffers) and the disk otherwise.
 pub(crate) fn turn_parts(
     workspace: &Path,
+    secret_files: &[std::path::PathBuf],
     settings: &Settings,
     opened: &std::sync::Mutex<Option<WorkspaceIndex>>,
     reader: Option<Arc<dyn FileReader>>,
     reporter: &dyn Reporter,
 ) -> IndexParts {
-    let index = match shared_index(workspace, opened, reporter) {
+    let index = match shared_index(workspace, secret_files, opened, reporter) {
         Ok(index) => index,
         Err(error) => {
             reporter.warn(&format!(

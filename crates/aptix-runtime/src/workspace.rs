@@ -13,7 +13,7 @@ use aptix_tools::FileReader;
 
 use crate::index::{Reporter, turn_parts};
 use crate::provider::{self, WireRequest};
-use crate::settings::{ApiKind, Env, Settings, SettingsLayer, WORKSPACE_FILE};
+use crate::settings::{ApiKind, Env, ServeLayer, Settings, SettingsLayer, WORKSPACE_FILE};
 use crate::store::{self, ConfiguredStore, StoreLocation};
 use crate::{APTIX_DIR, Error};
 
@@ -33,6 +33,9 @@ pub struct Workspace {
     /// for a URL that names none (libpq's variable, so the password stays off command
     /// lines and out of config files).
     store_password: Option<Arc<secrecy::SecretString>>,
+    /// Files of the workspace that hold secrets under names the index's rules cannot
+    /// know (see [`with_secret_file`](Self::with_secret_file)), canonical.
+    secret_files: Vec<PathBuf>,
     opened: Arc<Opened>,
 }
 
@@ -59,8 +62,28 @@ impl Workspace {
             root: root.into(),
             settings,
             store_password: None,
+            secret_files: Vec::new(),
             opened: Arc::default(),
         }
+    }
+
+    /// Keeps `file` out of the workspace's index and out of the tools' reach (never
+    /// indexed, searched, listed or read), as the files whose names say they hold
+    /// secrets are: `aptix serve` names its bearer tokens file here, which its
+    /// operator may keep in the workspace. A file outside the workspace, or missing,
+    /// changes nothing. Takes effect for the index when the first orchestrator opens it.
+    pub fn with_secret_file(mut self, file: &Path) -> Workspace {
+        let inside = file.canonicalize().ok().filter(|file| {
+            self.root
+                .canonicalize()
+                .is_ok_and(|root| file.starts_with(root))
+        });
+        if let Some(file) = inside
+            && !self.secret_files.contains(&file)
+        {
+            self.secret_files.push(file);
+        }
+        self
     }
 
     /// The workspace at `root` with its settings loaded: `flags` over `env` over
@@ -70,6 +93,18 @@ impl Workspace {
         workspace.store_password = env("PGPASSWORD")
             .filter(|password| !password.is_empty())
             .map(|password| Arc::new(secrecy::SecretString::from(password)));
+        // `aptix serve`'s tokens file, when a config file or `APTIX_TOKENS_FILE` names
+        // it, is kept from every front end's index and tools, not only the service's:
+        // `aptix ask` in the same workspace would otherwise send the team's tokens to
+        // the provider as context. (The serve settings' own errors are `aptix serve`'s
+        // to report.)
+        if let Ok(ServeLayer {
+            tokens_file: Some(file),
+            ..
+        }) = ServeLayer::load(root, &ServeLayer::default(), env)
+        {
+            workspace = workspace.with_secret_file(&file);
+        }
         Ok(workspace)
     }
 
@@ -239,6 +274,7 @@ impl Workspace {
             Orchestrator::builder(provider, store).config(self.settings.orchestrator_config());
         let parts = turn_parts(
             &self.root,
+            &self.secret_files,
             &self.settings,
             &self.opened.index,
             tools.reader,

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aptix_index::{WorkspaceFiles, is_secret_path};
+use aptix_index::WorkspaceFiles;
 
 use crate::ToolError;
 
@@ -56,7 +56,7 @@ impl Workspace {
         }
         let relative = parts.join("/");
         let root = self.files.root();
-        if is_secret_path(&relative) {
+        if self.files.holds_secrets(&relative) {
             return Err(ToolError::Secret { path: shown() });
         }
         if root.join(&relative).symlink_metadata().is_err() {
@@ -91,7 +91,7 @@ impl Workspace {
     }
 
     fn check_rules(&self, relative: &str, shown: &str) -> Result<(), ToolError> {
-        if is_secret_path(relative) {
+        if self.files.holds_secrets(relative) {
             return Err(ToolError::Secret {
                 path: shown.to_owned(),
             });

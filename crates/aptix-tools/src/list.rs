@@ -5,8 +5,6 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use aptix_index::is_secret_path;
-
 use crate::confine::Workspace;
 use crate::{ToolError, arguments, result};
 
@@ -52,8 +50,9 @@ impl ListFiles {
                 expected: "is a file; use read_file to read it",
             });
         }
+        let files = self.workspace.files();
         let keep = |path: &str| {
-            !is_secret_path(path)
+            !files.holds_secrets(path)
                 && glob.as_ref().is_none_or(|glob| {
                     glob.is_match(path)
                         || path
@@ -62,10 +61,7 @@ impl ListFiles {
                             .is_some_and(|name| glob.is_match(name))
                 })
         };
-        let listing = self
-            .workspace
-            .files()
-            .list(&confined.relative, &keep, limit);
+        let listing = files.list(&confined.relative, &keep, limit);
         let mut value = json!({
             "path": if confined.relative.is_empty() { "." } else { confined.relative.as_str() },
             "files": listing.files,

@@ -291,3 +291,75 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
         "one warning for one thing: {text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_tokens_file_in_the_workspace_is_neither_context_nor_read_by_a_tool() {
+    // `aptix serve`'s bearer tokens, kept in the workspace and named in its aptix.toml:
+    // `aptix ask` there must not send them to the provider as context, nor let the
+    // model search, list or read them.
+    let sandbox = Sandbox::new();
+    let token = "team-token-7f3a9c2e5b1d4e8f";
+    sandbox.write_workspace_file("conf/team.txt", &format!("# team token\n{token}\n"));
+    sandbox.write_workspace_file("conf/notes.md", "Team notes: which token is whose.\n");
+    sandbox.write_workspace_file("aptix.toml", "tokens_file = \"conf/team.txt\"\n");
+    let answer = json!({
+        "id": "resp_4", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "I cannot see it."}]}],
+        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
+    });
+    let server = FaultServer::start(vec![
+        Reply::json(
+            200,
+            &call(
+                "resp_1",
+                "call_s",
+                "search_code",
+                json!({"query": "team token"}),
+            ),
+        ),
+        Reply::json(
+            200,
+            &call("resp_2", "call_l", "list_files", json!({"path": "conf"})),
+        ),
+        Reply::json(
+            200,
+            &call(
+                "resp_3",
+                "call_r",
+                "read_file",
+                json!({"path": "conf/team.txt"}),
+            ),
+        ),
+        Reply::json(200, &answer),
+    ])
+    .await;
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Which team token is configured?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let requests: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|request| request.json().unwrap())
+        .collect();
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        let text = request.to_string();
+        assert!(
+            !text.contains(token),
+            "the token reached the provider: {text}"
+        );
+    }
+    let listed = output_for(&requests[2], "call_l");
+    assert!(listed.contains("conf/notes.md"), "{listed}");
+    assert!(!listed.contains("team.txt"), "{listed}");
+    let read = output_for(&requests[3], "call_r");
+    assert!(read.contains("secret"), "{read}");
+}
