@@ -219,7 +219,24 @@ impl ApiError {
 
     /// An orchestrator failure as its response.
     pub(crate) fn from_orchestrator(error: OrchestratorError, request_id: &str) -> ApiError {
-        let message = error.to_string();
+        let message = match &error {
+            // Who holds the session (a process id and a host name) is the operator's to
+            // know, not every client's: the log has it, the answer says when it frees.
+            OrchestratorError::SessionBusy {
+                session_id,
+                holder,
+                expires_in,
+            } => {
+                tracing::info!(request_id, session_id, holder, "session busy");
+                OrchestratorError::SessionBusy {
+                    session_id: session_id.clone(),
+                    holder: None,
+                    expires_in: *expires_in,
+                }
+                .to_string()
+            }
+            error => error.to_string(),
+        };
         if matches!(
             error,
             OrchestratorError::Store { .. }

@@ -31,6 +31,34 @@ pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0
 /// provider's odd error cannot blow up a label.
 const MAX_CODE_LABEL: usize = 64;
 
+/// The most distinct envelope `errorCode`s kept as labels; later new ones are counted
+/// as `other`, so that a provider inventing codes cannot grow the series without bound.
+const MAX_CODE_LABELS: usize = 100;
+
+/// An envelope's `errorCode` as a label value: what a provider sent is not trusted, so
+/// only ASCII letters, digits, `_`, `.` and `-` are kept (any other character becomes
+/// `_`: a quote, a backslash or a line break would break the exposition), cut at
+/// [`MAX_CODE_LABEL`]; none, or nothing left, is `unknown`.
+fn code_label(code: Option<&str>) -> String {
+    let label: String = code
+        .unwrap_or_default()
+        .chars()
+        .take(MAX_CODE_LABEL)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if label.is_empty() {
+        "unknown".to_owned()
+    } else {
+        label
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
@@ -90,6 +118,8 @@ struct Inner {
     in_flight: Gauge,
     tokens: Family<KindLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
+    /// The envelope error codes labelled so far (at most [`MAX_CODE_LABELS`]).
+    envelope_codes: std::sync::Mutex<std::collections::HashSet<String>>,
     rate_limit_remaining: Family<KindLabels, Gauge>,
     retries: Family<KindLabels, Counter>,
     provider_seconds: Family<CallLabels, Histogram, fn() -> Histogram>,
@@ -195,6 +225,7 @@ impl Metrics {
                 in_flight,
                 tokens,
                 errors,
+                envelope_codes: std::sync::Mutex::default(),
                 rate_limit_remaining,
                 retries,
                 provider_seconds,
@@ -284,13 +315,21 @@ impl Metrics {
             }
         }
         if envelope.kind == Kind::Error {
-            let code: String = envelope
-                .error_code
-                .as_deref()
-                .unwrap_or("unknown")
-                .chars()
-                .take(MAX_CODE_LABEL)
-                .collect();
+            let mut code = code_label(envelope.error_code.as_deref());
+            {
+                let mut seen = self
+                    .inner
+                    .envelope_codes
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if !seen.contains(&code) {
+                    if seen.len() < MAX_CODE_LABELS {
+                        seen.insert(code.clone());
+                    } else {
+                        code = "other".to_owned();
+                    }
+                }
+            }
             self.inner
                 .errors
                 .get_or_create(&ErrorLabels {
@@ -608,4 +647,50 @@ fn method_label(method: &axum::http::Method) -> &'static str {
         }
     }
     "other"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(code: &str) -> AgentExecuteResponse {
+        let mut envelope = AgentExecuteResponse::new(Kind::Error);
+        envelope.error_code = Some(code.to_owned());
+        envelope
+    }
+
+    #[test]
+    fn a_providers_error_code_cannot_break_the_exposition_or_grow_it_without_bound() {
+        let metrics = Metrics::new();
+        metrics.envelope(&failed("bad\"} 1\n# EOF\nevil_metric{a=\""));
+        metrics.envelope(&failed("back\\slash"));
+        metrics.envelope(&AgentExecuteResponse::new(Kind::Error));
+        let text = metrics.encode();
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(!text.contains("evil_metric{"), "{text}");
+        assert!(
+            text.contains(
+                "aptix_errors_total{source=\"envelope\",code=\"bad___1___EOF_evil_metric_a__\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("code=\"back_slash\"} 1"), "{text}");
+        assert!(text.contains("code=\"unknown\"} 1"), "{text}");
+
+        for n in 0..2 * MAX_CODE_LABELS {
+            metrics.envelope(&failed(&format!("invented_{n}")));
+        }
+        let text = metrics.encode();
+        let series = text
+            .lines()
+            .filter(|line| line.starts_with("aptix_errors_total{source=\"envelope\""))
+            .count();
+        assert_eq!(series, MAX_CODE_LABELS + 1, "{text}");
+        let others = (2 * MAX_CODE_LABELS - (MAX_CODE_LABELS - 3)).to_string();
+        assert!(
+            text.contains(&format!("code=\"other\"}} {others}")),
+            "{text}"
+        );
+    }
 }

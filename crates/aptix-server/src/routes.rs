@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use aptix_mapping::StreamDelta;
 use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind, LlmUsage, ValidatedRequest,
+    Violation, ViolationCode,
 };
 use aptix_orchestrator::{Orchestrator, OrchestratorError};
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -191,7 +192,9 @@ async fn each_request(State(state): State<AppState>, mut request: Request, next:
     request.extensions_mut().insert(RequestId(id.clone()));
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = request.method().clone();
-    let span = tracing::info_span!(
+    // At `error`, so that it is on whenever any logging is: a warning at the default
+    // level (a failed turn, a provider retry) carries the request id the client sent.
+    let span = tracing::error_span!(
         "request",
         request_id = %id,
         method = %method,
@@ -318,13 +321,17 @@ async fn method_not_allowed(State(state): State<AppState>, request: Request) -> 
     ApiError::new(ErrorCode::MethodNotAllowed, message, &id_of(&request)).into_response()
 }
 
-/// A path or query string the route could not read, as `400 invalid_request`.
-fn unreadable(what: &str, reason: &str, request_id: &str) -> ApiError {
-    ApiError::new(
+/// A path or query string the route could not read, as `400 invalid_request` listing
+/// every parameter that is wrong (its name as `path`), as a body's violations are.
+fn unreadable(what: &str, violations: Vec<Violation>, request_id: &str) -> ApiError {
+    let reasons: Vec<&str> = violations.iter().map(|v| v.message.as_str()).collect();
+    let mut error = ApiError::new(
         ErrorCode::InvalidRequest,
-        format!("the {what} is not valid: {reason}"),
+        format!("the {what} is not valid: {}", reasons.join("; ")),
         request_id,
-    )
+    );
+    error.violations = violations;
+    error
 }
 
 /// The session id of a `/v1/sessions/{id}` path, or the `400` when it does not read or
@@ -335,13 +342,21 @@ fn session_id(
     id: Result<Path<String>, PathRejection>,
     request_id: &str,
 ) -> Result<String, ApiError> {
-    let Path(id) =
-        id.map_err(|rejection| unreadable("path", &rejection.body_text(), request_id))?;
-    if id.contains('\0') {
-        return Err(unreadable(
+    let invalid = |message: &str| {
+        unreadable(
             "path",
-            "the session id holds the control character '\\0', which no session id has",
+            vec![Violation::new("id", ViolationCode::InvalidId, message)],
             request_id,
+        )
+    };
+    // The only way the one `{id}` segment fails to read is bytes that are not UTF-8
+    // once percent-decoded (axum's words for it name its internals).
+    let Path(id) = id.map_err(|_| {
+        invalid("the session id is not UTF-8 once percent-decoded, which no session id is")
+    })?;
+    if id.contains('\0') {
+        return Err(invalid(
+            "the session id holds the control character '\\0', which no session id has",
         ));
     }
     Ok(id)
@@ -807,8 +822,9 @@ fn turn_future(
 }
 
 /// The line a turn's end is logged with, beyond the request's `answered` line (which,
-/// for a streamed turn, is written when its head goes out): an error envelope or a
-/// failed turn at `warn` with its code, a streamed turn's end at `info`.
+/// for a streamed turn, is written when its head goes out): an error envelope, a
+/// failed streamed turn or a turn the service failed (5xx) at `warn` with its code, a
+/// streamed turn's end at `info`.
 fn log_turn_end(outcome: &Outcome, streamed: bool, started: std::time::Instant) {
     let elapsed_ms = started.elapsed().as_micros() as f64 / 1000.0;
     match outcome {
@@ -825,10 +841,15 @@ fn log_turn_end(outcome: &Outcome, streamed: bool, started: std::time::Instant) 
             "streamed turn ended"
         ),
         Ok(_) => {}
-        Err(error) if streamed => tracing::warn!(
+        // A client's mistake (a busy session, a reused turn id) is in the `answered`
+        // line; a turn the service could not finish (past its deadline, stopped by a
+        // shutdown, a store down) is worth a warning whichever way it was asked.
+        Err(error) if streamed || error.code.status().is_server_error() => tracing::warn!(
             code = error.code.as_str(),
+            streamed,
             elapsed_ms,
-            "streamed turn failed: {}",
+            "{} failed: {}",
+            if streamed { "streamed turn" } else { "turn" },
             error.message
         ),
         Err(_) => {}
@@ -1603,25 +1624,92 @@ fn write_cursor(cursor: &str) -> String {
 }
 
 /// The store's cursor a `cursor` parameter holds, or why it holds none.
-fn read_cursor(text: &str) -> Result<String, String> {
+fn read_cursor(text: &str) -> Result<String, Violation> {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(text)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .filter(|cursor| !cursor.is_empty())
-        .ok_or_else(|| {
-            format!("{text:?} is not a cursor: pass the nextCursor of the previous page as it came")
-        })
+        .ok_or_else(|| not_a_cursor(text))
+}
+
+/// The violation of a `cursor` that is not one.
+fn not_a_cursor(sent: &str) -> Violation {
+    Violation::new(
+        "cursor",
+        ViolationCode::WrongType,
+        format!("{sent:?} is not a cursor: pass the nextCursor of the previous page as it came"),
+    )
 }
 
 /// `GET /v1/sessions?limit=N&cursor=C`.
-#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[derive(Default, utoipa::IntoParams)]
 pub(crate) struct ListQuery {
     /// At most this many sessions (1 to 1000, default 50).
     limit: Option<usize>,
     /// The `nextCursor` of the previous page.
     cursor: Option<String>,
+}
+
+impl ListQuery {
+    /// The parameters of a query string, or every one that is wrong: a `limit` that is
+    /// not a whole number from 1 to [`MAX_LIST_LIMIT`], a cursor that is not one, a
+    /// parameter given twice, one the route does not have. With them, the store's
+    /// cursor the `cursor` holds.
+    fn read(query: Option<&str>) -> Result<(ListQuery, Option<String>), Vec<Violation>> {
+        let mut read = ListQuery::default();
+        let mut store_cursor = None;
+        let mut violations = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            if !seen.insert(name.clone()) {
+                if matches!(name.as_ref(), "limit" | "cursor") {
+                    violations.push(Violation::new(
+                        name.as_ref(),
+                        ViolationCode::DuplicateField,
+                        format!("{name} is given twice; give it once"),
+                    ));
+                }
+                continue;
+            }
+            match name.as_ref() {
+                "limit" => match value.trim().parse::<usize>() {
+                    Ok(limit) if (1..=MAX_LIST_LIMIT).contains(&limit) => {
+                        read.limit = Some(limit);
+                    }
+                    parsed => violations.push(Violation::new(
+                        "limit",
+                        if parsed.is_ok() {
+                            ViolationCode::InvalidNumber
+                        } else {
+                            ViolationCode::WrongType
+                        },
+                        format!(
+                            "limit must be a whole number from 1 to {MAX_LIST_LIMIT}, not {value:?}"
+                        ),
+                    )),
+                },
+                "cursor" => match read_cursor(&value) {
+                    Ok(cursor) => {
+                        store_cursor = Some(cursor);
+                        read.cursor = Some(value.into_owned());
+                    }
+                    Err(violation) => violations.push(violation),
+                },
+                other => violations.push(Violation::new(
+                    other,
+                    ViolationCode::UnknownField,
+                    format!("{other:?} is not a parameter of this route (limit, cursor)"),
+                )),
+            }
+        }
+        if violations.is_empty() {
+            Ok((read, store_cursor))
+        } else {
+            Err(violations)
+        }
+    }
 }
 
 /// `GET /v1/sessions`: one page of the stored sessions, most recent first.
@@ -1640,30 +1728,18 @@ pub(crate) struct ListQuery {
     ),
     security((), ("bearer" = [])),
 )]
-pub(crate) async fn sessions(
-    State(state): State<AppState>,
-    query: Result<Query<ListQuery>, QueryRejection>,
-    request: Request<Body>,
-) -> Response {
+pub(crate) async fn sessions(State(state): State<AppState>, request: Request<Body>) -> Response {
     let request_id = match authorized(&state, &request) {
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
-    let Query(query) = match query {
-        Ok(query) => query,
-        Err(rejection) => {
-            return unreadable("query string", &rejection.body_text(), &request_id).into_response();
+    let (query, cursor) = match ListQuery::read(request.uri().query()) {
+        Ok(read) => read,
+        Err(violations) => {
+            return unreadable("query string", violations, &request_id).into_response();
         }
     };
     let limit = query.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        let reason = format!("limit must be 1 to {MAX_LIST_LIMIT}, not {limit}");
-        return unreadable("query string", &reason, &request_id).into_response();
-    }
-    let cursor = match query.cursor.as_deref().map(read_cursor).transpose() {
-        Ok(cursor) => cursor,
-        Err(reason) => return unreadable("query string", &reason, &request_id).into_response(),
-    };
     match state
         .orchestrator
         .store()
@@ -1686,10 +1762,7 @@ pub(crate) async fn sessions(
         // Said of the cursor as the client sent it, not as the store reads it.
         Err(OrchestratorError::InvalidCursor { .. }) => {
             let sent = query.cursor.as_deref().unwrap_or_default();
-            let reason = format!(
-                "{sent:?} is not a cursor: pass the nextCursor of the previous page as it came"
-            );
-            unreadable("query string", &reason, &request_id).into_response()
+            unreadable("query string", vec![not_a_cursor(sent)], &request_id).into_response()
         }
         Err(error) => ApiError::from_orchestrator(error, &request_id).into_response(),
     }

@@ -1378,14 +1378,14 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
             "/v1/sessions?limit=0",
             400,
             "invalid_request",
-            "1 to 1000, not 0",
+            "1 to 1000, not \"0\"",
         ),
         (
             "GET",
             "/v1/sessions?limit=1001",
             400,
             "invalid_request",
-            "not 1001",
+            "not \"1001\"",
         ),
         (
             "GET",
@@ -1470,6 +1470,40 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
         if status == 405 {
             assert_eq!(allow.as_deref(), Some("POST"), "{method} {path}");
         }
+    }
+    // Every wrong parameter is a violation of its own, named, with its rule: as a
+    // body's are.
+    let violations: [(&str, &[(&str, &str)]); 6] = [
+        ("/v1/sessions?limit=abc", &[("limit", "wrong_type")]),
+        (
+            "/v1/sessions?limit=1&limit=2",
+            &[("limit", "duplicate_field")],
+        ),
+        ("/v1/sessions?limit=0", &[("limit", "invalid_number")]),
+        ("/v1/sessions/%FF", &[("id", "invalid_id")]),
+        ("/v1/sessions/a%00b", &[("id", "invalid_id")]),
+        (
+            "/v1/sessions?limit=-1&cursor=%25%25&page=2",
+            &[
+                ("limit", "wrong_type"),
+                ("cursor", "wrong_type"),
+                ("page", "unknown_field"),
+            ],
+        ),
+    ];
+    for (path, expected) in violations {
+        let (status, body) = error_of(server.get(path).await).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        let found: Vec<(&str, &str)> = body["error"]["violations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path}: no violations: {body}"))
+            .iter()
+            .map(|v| (v["path"].as_str().unwrap(), v["rule"].as_str().unwrap()))
+            .collect();
+        assert_eq!(found, expected, "{path}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("deserialize"), "{path}: {message}");
+        assert!(!message.contains("Invalid URL"), "{path}: {message}");
     }
     // A limit in range, and none, still list.
     for path in [

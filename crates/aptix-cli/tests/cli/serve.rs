@@ -224,7 +224,11 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
     )
     .await;
     let client = reqwest::Client::new();
-    let turn = json!({"sessionId": "s-log", "turnId": "t-1", "instruction": "How?"}).to_string();
+    // Asked about the tokens file, which lies in the workspace: retrieval must not
+    // hand it to the provider as context.
+    let turn = json!({"sessionId": "s-log", "turnId": "t-1",
+                      "instruction": "Which team token is configured?"})
+    .to_string();
     let refused = client
         .post(format!("{base}/v1/agent/execute"))
         .header("content-type", "application/json")
@@ -253,6 +257,11 @@ async fn tokens_and_the_key_never_reach_the_trace_log() {
         .await
         .unwrap();
     assert!(!metrics.contains(token) && !metrics.contains(SECRET_KEY));
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 1);
+    let body = String::from_utf8_lossy(&sent[0].body);
+    assert!(body.contains("Which team token"), "{body}");
+    assert!(!body.contains(token), "the tokens file was context: {body}");
 
     let (_, log) = served.stop().await;
     assert!(log.contains(" TRACE "), "trace logging was not on:\n{log}");
@@ -308,6 +317,48 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
         stderr(&bad).contains("APTIX_LOG_FORMAT"),
         "{}",
         stderr(&bad)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warnings_at_the_default_level_carry_the_request_id() {
+    // No `-v`: an operator at the default level sees the warnings, and each must say
+    // which request it is about (the id the client sent).
+    let refused = json!({"error": {"message": "Incorrect API key provided.",
+                                   "type": "invalid_request_error", "code": "invalid_api_key"}});
+    let upstream = FaultServer::start(vec![Reply::json(401, &refused)]).await;
+    let sandbox = Sandbox::new();
+    let (served, base) = serve(&sandbox, &upstream, &[("APTIX_LOG_FORMAT", "json")], &[]).await;
+    let response = reqwest::Client::new()
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .header("x-request-id", "req-default-level-1")
+        .body(json!({"sessionId": "s-warn", "turnId": "t-1", "instruction": "How?"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let envelope: Value = response.json().await.unwrap();
+    assert_eq!(envelope["kind"], "error", "{envelope}");
+    let (_, log) = served.stop().await;
+    let records = json_log_records(&log);
+    let warned = records
+        .iter()
+        .find(|record| {
+            record["level"] == "WARN"
+                && record["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|message| message.contains("error envelope"))
+        })
+        .unwrap_or_else(|| panic!("no warning of the failed turn: {log}"));
+    assert_eq!(
+        warned["span"]["request_id"], "req-default-level-1",
+        "{warned}"
+    );
+    assert_eq!(warned["fields"]["code"], "invalid_api_key", "{warned}");
+    assert!(
+        records.iter().all(|record| record["level"] != "INFO"),
+        "the default level is warnings: {log}"
     );
 }
 

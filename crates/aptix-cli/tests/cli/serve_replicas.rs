@@ -120,6 +120,11 @@ async fn a_busy_session_is_busy_on_both_replicas_and_a_retried_turn_is_answered_
     let (status, body) = b.execute(&client, "s-1", "t-2").await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "session_busy", "{body}");
+    // When it frees, but not which process on which host holds it: that is the
+    // operator's, in the log.
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("lease expires in"), "{body}");
+    assert!(!message.contains("pid "), "{body}");
 
     let (status, first) = running.await.unwrap();
     assert_eq!(status, 200, "{first}");
