@@ -88,6 +88,7 @@ pub use config::{
     OrchestratorConfig, StreamRecovery, context_window_for,
 };
 pub use error::OrchestratorError;
+pub use inputs::{ReferenceReader, ReferencedFile};
 pub use lease::{LeaseInfo, delete_session};
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};
 pub use recovery::retry_delta;

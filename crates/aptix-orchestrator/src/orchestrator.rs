@@ -25,6 +25,7 @@ use aptix_rag::Retriever;
 
 use crate::OrchestratorError;
 use crate::config::OrchestratorConfig;
+use crate::inputs::ReferenceReader;
 use crate::session::{Scenario, TurnKey, is_reused, request_digest};
 use crate::store::SessionStore;
 use crate::tools::{ClientTool, ServerTool};
@@ -36,6 +37,7 @@ pub type DeltaSink<'a> = &'a mut (dyn FnMut(&StreamDelta) + Send);
 pub struct Orchestrator {
     pub(crate) provider: Arc<dyn ResponsesProvider>,
     pub(crate) retriever: Option<Arc<dyn Retriever>>,
+    pub(crate) references: Option<Arc<dyn ReferenceReader>>,
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) server_tools: Vec<Arc<dyn ServerTool>>,
     pub(crate) client_tools: Vec<ClientTool>,
@@ -58,6 +60,7 @@ impl std::fmt::Debug for Orchestrator {
         f.debug_struct("Orchestrator")
             .field("capabilities", &self.provider.capabilities())
             .field("retriever", &self.retriever.is_some())
+            .field("references", &self.references.is_some())
             .field(
                 "server_tools",
                 &self
@@ -84,6 +87,7 @@ pub struct OrchestratorBuilder {
     provider: Arc<dyn ResponsesProvider>,
     store: Arc<dyn SessionStore>,
     retriever: Option<Arc<dyn Retriever>>,
+    references: Option<Arc<dyn ReferenceReader>>,
     server_tools: Vec<Arc<dyn ServerTool>>,
     client_tools: Vec<ClientTool>,
     config: OrchestratorConfig,
@@ -93,6 +97,13 @@ impl OrchestratorBuilder {
     /// Retrieves `[CONTEXT]` chunks for user turns with this retriever.
     pub fn retriever(mut self, retriever: Arc<dyn Retriever>) -> Self {
         self.retriever = Some(retriever);
+        self
+    }
+
+    /// Reads the files and images a user turn names by reference (a path without
+    /// content) with this reader; without one, each reference is a warning.
+    pub fn reference_reader(mut self, reader: Arc<dyn ReferenceReader>) -> Self {
+        self.references = Some(reader);
         self
     }
 
@@ -178,6 +189,7 @@ impl OrchestratorBuilder {
         Ok(Orchestrator {
             provider: self.provider,
             retriever: self.retriever,
+            references: self.references,
             store: self.store,
             server_tools: self.server_tools,
             client_tools: self.client_tools,
@@ -235,6 +247,7 @@ impl Orchestrator {
             provider,
             store,
             retriever: None,
+            references: None,
             server_tools: Vec::new(),
             client_tools: Vec::new(),
             config: OrchestratorConfig::default(),

@@ -22,7 +22,7 @@ use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, no
 use crate::OrchestratorError;
 use crate::compaction::{Body, is_context_overflow, notice, remember_usage, still_too_long};
 use crate::config::Mode;
-use crate::inputs::prepare_inputs;
+use crate::inputs::{prepare_inputs, read_references};
 use crate::matching::check_tool_results;
 use crate::orchestrator::{DeltaSink, Orchestrator};
 use crate::session::{
@@ -175,7 +175,14 @@ impl Orchestrator {
                         .with_tool_name(call.name.clone())
                     }));
                 }
-                let mut inputs = prepare_inputs(&turn.files, &turn.images);
+                let (files, images) = read_references(
+                    self.references.as_deref(),
+                    &turn.files,
+                    &turn.images,
+                    &mut warnings,
+                )
+                .await;
+                let mut inputs = prepare_inputs(&files, &images);
                 warnings.extend(std::mem::take(&mut inputs.warnings));
                 let counter = TokenCounter::o200k().map_err(OrchestratorError::Context)?;
                 // Attached files always reach the model (the context budget is for what

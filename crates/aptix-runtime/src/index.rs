@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aptix_index::{IndexConfig, IndexProgress, IndexStats, NoProgress, WorkspaceIndex};
-use aptix_orchestrator::ServerTool;
+use aptix_orchestrator::{ReferenceReader, ServerTool};
 use aptix_rag::Retriever;
 use aptix_tools::FileReader;
 
@@ -161,12 +161,15 @@ pub(crate) struct IndexParts {
     pub(crate) retriever: Option<Arc<dyn Retriever>>,
     /// The built-in server tools the settings offer.
     pub(crate) tools: Vec<Arc<dyn ServerTool>>,
+    /// The reader of the files a user turn names by reference, under the tools' rules.
+    pub(crate) references: Option<Arc<dyn ReferenceReader>>,
 }
 
 /// The index of `workspace` for a turn: retrieval is advisory, so an index that cannot
 /// be opened is a warning and turns go on without context. The built-in tools are those
 /// the settings offer, with `read_file` reading through `reader` when one is given (an
-/// editor's buffers) and the disk otherwise.
+/// editor's buffers) and the disk otherwise; so are the files a turn names by reference,
+/// whether or not the index opened.
 pub(crate) fn turn_parts(
     workspace: &Path,
     secret_files: &[std::path::PathBuf],
@@ -175,6 +178,21 @@ pub(crate) fn turn_parts(
     reader: Option<Arc<dyn FileReader>>,
     reporter: &dyn Reporter,
 ) -> IndexParts {
+    let files = IndexConfig {
+        secret_files: secret_files.to_vec(),
+        ..IndexConfig::default()
+    };
+    let references = aptix_index::WorkspaceFiles::new(workspace, files)
+        .ok()
+        .map(|files| {
+            let reader = reader
+                .clone()
+                .unwrap_or_else(|| Arc::new(aptix_tools::DiskReader));
+            Arc::new(aptix_tools::ReferenceFiles::new(
+                aptix_tools::Workspace::new(files),
+                reader,
+            )) as Arc<dyn ReferenceReader>
+        });
     let index = match shared_index(workspace, secret_files, opened, reporter) {
         Ok(index) => index,
         Err(error) => {
@@ -185,6 +203,7 @@ pub(crate) fn turn_parts(
             return IndexParts {
                 retriever: None,
                 tools: Vec::new(),
+                references,
             };
         }
     };
@@ -205,5 +224,6 @@ pub(crate) fn turn_parts(
     IndexParts {
         retriever: Some(Arc::new(index) as Arc<dyn Retriever>),
         tools,
+        references,
     }
 }

@@ -283,6 +283,9 @@ impl Workspace {
         if let Some(retriever) = parts.retriever {
             builder = builder.retriever(retriever);
         }
+        if let Some(references) = parts.references {
+            builder = builder.reference_reader(references);
+        }
         for tool in parts.tools.into_iter().chain(tools.server_tools) {
             builder = builder.server_tool(tool);
         }

@@ -14,6 +14,10 @@
 //!
 //! **Readers.** [`ReadFile`] reads through a [`FileReader`]; [`DiskReader`] is the
 //! default. An editor can plug in one that serves its unsaved buffers.
+//!
+//! **References.** [`ReferenceFiles`] reads the files a user turn names without their
+//! content, under the same rules and through the same reader, for
+//! [`aptix_orchestrator::OrchestratorBuilder::reference_reader`].
 #![cfg_attr(
     not(test),
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -31,7 +35,7 @@ use aptix_orchestrator::ServerTool;
 
 pub use confine::{Confined, Workspace};
 pub use list::ListFiles;
-pub use read::{DiskReader, FileReader, ReadFile};
+pub use read::{DiskReader, FileReader, ReadFile, ReferenceFiles};
 pub use search::SearchCode;
 
 /// The names of the built-in tools, in the order [`builtin_tools`] returns them.

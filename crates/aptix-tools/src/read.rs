@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use aptix_orchestrator::ServerTool;
+use aptix_orchestrator::{ReferenceReader, ReferencedFile, ServerTool};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -159,6 +159,63 @@ impl ReadFile {
             value["note"] = Value::String(format!("lines {start}-{end} of {total}"));
         }
         Ok(value)
+    }
+}
+
+/// The files a user turn names by reference (AGN-034 4.2: a path without content),
+/// read under the same rules as [`ReadFile`]: confined to the workspace, not ignored,
+/// not secret, through the same [`FileReader`] (an editor's buffers in `aptix acp`);
+/// text has what looks like a credential redacted, as the index and `read_file` do.
+/// At most [`MAX_INLINE_ATTACHMENT_BYTES`](aptix_model::contract::limits::MAX_INLINE_ATTACHMENT_BYTES)
+/// per file, as an inline attachment.
+pub struct ReferenceFiles {
+    workspace: Workspace,
+    reader: Arc<dyn FileReader>,
+}
+
+impl std::fmt::Debug for ReferenceFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReferenceFiles")
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReferenceFiles {
+    /// References into `workspace`, read through `reader`.
+    pub fn new(workspace: Workspace, reader: Arc<dyn FileReader>) -> ReferenceFiles {
+        ReferenceFiles { workspace, reader }
+    }
+
+    async fn read(&self, path: &str) -> Result<ReferencedFile, ToolError> {
+        let confined = self.workspace.confine(path)?;
+        if confined.absolute.is_dir() {
+            return Err(ToolError::WrongType {
+                path: path.to_owned(),
+                expected: "is a folder, not a file",
+            });
+        }
+        let limit = aptix_model::contract::limits::MAX_INLINE_ATTACHMENT_BYTES as u64;
+        let bytes = self
+            .reader
+            .read(&confined.relative, &confined.absolute, limit)
+            .await?;
+        if memchr_nul(&bytes) {
+            return Ok(ReferencedFile::Bytes(bytes));
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(ReferencedFile::Text(
+                aptix_index::redact_secrets(&text).into_owned(),
+            )),
+            Err(error) => Ok(ReferencedFile::Bytes(error.into_bytes())),
+        }
+    }
+}
+
+#[async_trait]
+impl ReferenceReader for ReferenceFiles {
+    async fn read_reference(&self, path: &str) -> Result<ReferencedFile, String> {
+        self.read(path).await.map_err(|error| error.to_string())
     }
 }
 

@@ -672,3 +672,77 @@ fn a_client_tools_file_that_does_not_read_or_clashes_with_a_built_in_is_refused(
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_and_images_sent_by_reference_are_read_from_the_workspace_under_its_rules() {
+    // AGN-034 4.2: inputs "may be references or inline attachments". An editor sends a
+    // path (a selection of it, an image in the project); the service reads it from the
+    // workspace it serves, as `read_file` would: no secrets, nothing outside.
+    let answer = json!({
+        "id": "resp_ref", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Seen."}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 1, "total_tokens": 6}
+    });
+    let upstream = FaultServer::start(vec![Reply::json(200, &answer)]).await;
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file(
+        "src/lib.rs",
+        "//! The crate.\npub fn alpha_selected() {}\npub fn beta_selected() {}\npub fn gamma_not_selected() {}\n",
+    );
+    sandbox.write_workspace_file(".env", "DATABASE_PASSWORD=env-secret-4f1e\n");
+    let png = [
+        0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d,
+    ];
+    std::fs::write(sandbox.workspace.path().join("shot.png"), png).unwrap();
+    let (served, base) = serve(&sandbox, &upstream, &[], &[]).await;
+    let response = reqwest::Client::new()
+        .post(format!("{base}/v1/agent/execute"))
+        .header("content-type", "application/json")
+        .body(
+            json!({"sessionId": "s-ref", "turnId": "t-1",
+                   "instruction": "Explain the selection and the screenshot.",
+                   "files": [{"path": "src/lib.rs#L2-3"}, {"path": ".env"}, {"path": "missing.rs"}],
+                   "images": [{"path": "shot.png"}]})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let envelope: Value = response.json().await.unwrap();
+    assert_eq!(envelope["kind"], "ok", "{envelope}");
+    let warnings = envelope["warnings"].to_string();
+    assert!(
+        warnings.contains("file reference .env was not read"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("may hold secrets") || warnings.contains("secret"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("file reference missing.rs was not read"),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("was not resolved"), "{warnings}");
+    drop(served.stop().await);
+
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 1);
+    let body = String::from_utf8_lossy(&sent[0].body).into_owned();
+    assert!(
+        body.contains("pub fn alpha_selected() {}\\npub fn beta_selected() {}"),
+        "{body}"
+    );
+    assert!(body.contains("Lines: 2-3"), "{body}");
+    assert!(
+        !body.contains("gamma_not_selected"),
+        "the selection is lines 2-3: {body}"
+    );
+    assert!(!body.contains("env-secret-4f1e"), "{body}");
+    assert!(
+        body.contains("data:image/png;base64,iVBORw0KGgoAAAAN"),
+        "{body}"
+    );
+}
