@@ -54,6 +54,7 @@ impl Modify for BearerAuth {
         StatusView,
         AgentExecuteRequest,
         AgentExecuteResponse,
+        aptix_mapping::StreamDelta,
     )),
     modifiers(&BearerAuth),
 )]

@@ -476,13 +476,13 @@ fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<
     path = "/v1/agent/execute",
     tag = "turns",
     summary = "Run a turn",
-    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams each StreamDelta as JSON: `event: retry` for a retry notice (a provider request sent again, or a cut stream recovered), `event: tool` for a server tool starting and finishing, `event: delta` for the rest; then exactly one `event: envelope` (the JSON path's envelope) or one `event: error` (the Error shape). The head waits for the turn's first event or its end (at most one heartbeat interval), so a turn refused before it streams anything gets its status as in JSON; `event: error` ends a stream that had begun. `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
+    description = "Runs one turn (an instruction, or the results of the client tool calls the last turn asked for). `Accept: text/event-stream` streams events whose data is JSON: a StreamDelta (the schema given for text/event-stream, its `type` naming the kind) for `event: retry` for a retry notice (a provider request sent again, or a cut stream recovered), `event: tool` for a server tool starting and finishing, `event: delta` for the rest; then exactly one `event: envelope` (an AgentExecuteResponse, the JSON path's envelope) or one `event: error` (an ErrorBody). The head waits for the turn's first event or its end (at most one heartbeat interval), so a turn refused before it streams anything gets its status as in JSON; `event: error` ends a stream that had begun. `: heartbeat` comments keep idle proxies from cutting a long turn. A turn outlives its connection: retrying the same sessionId + turnId returns the stored envelope.",
     request_body(content = aptix_model::contract::AgentExecuteRequest, content_type = "application/json"),
     params(("x-request-id" = Option<String>, Header, description = "Echoed back; made when absent or not a printable value of at most 128 bytes")),
     responses(
         (status = 200, description = "The AGN-004 envelope (also for `kind: error`), or its event stream", content(
             (aptix_model::contract::AgentExecuteResponse = "application/json"),
-            (String = "text/event-stream"),
+            (aptix_mapping::StreamDelta = "text/event-stream"),
         )),
         (status = 400, description = "`invalid_request` (not JSON, or breaks AGN-034: every violation listed) or `tool_results_mismatch`", body = ErrorBody),
         (status = 401, description = "`unauthorized`: a bearer token is required (`WWW-Authenticate: Bearer`)", body = ErrorBody),

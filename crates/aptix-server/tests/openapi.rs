@@ -600,3 +600,75 @@ fn every_schema_and_property_is_described() {
         }
     }
 }
+
+#[test]
+fn every_streamed_delta_matches_the_schema_given_for_the_event_stream() {
+    use aptix_mapping::{RetryCause, StreamDelta, StreamFold};
+    // What the fold makes of every recorded stream...
+    let mut deltas: Vec<StreamDelta> = Vec::new();
+    for name in fixture_names(".sse") {
+        let mut fold = StreamFold::new();
+        for data in aptix_testkit::read_fixture_text(&name)
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+        {
+            if let Ok(event) = aptix_model::wire::StreamEvent::from_json(data) {
+                deltas.extend(fold.apply(event));
+            }
+        }
+    }
+    // ...and what only the orchestrator sends.
+    deltas.extend([
+        StreamDelta::Retrying {
+            cause: RetryCause::StreamCut,
+            attempt: 2,
+            max_attempts: 3,
+            wait_ms: 250,
+            reason: "the stream was cut".to_owned(),
+            events: 6,
+            resumed: true,
+        },
+        StreamDelta::ToolRunning {
+            call_id: "call_1".to_owned(),
+            name: "read_file".to_owned(),
+        },
+        StreamDelta::ToolFinished {
+            call_id: "call_1".to_owned(),
+            name: "read_file".to_owned(),
+            ok: true,
+            output: "{}".to_owned(),
+            execution_ms: 3,
+        },
+        StreamDelta::Compacted {
+            reason: "threshold".to_owned(),
+            method: "summary".to_owned(),
+            tokens_before: 900,
+            tokens_after: 100,
+            message: "compacted".to_owned(),
+        },
+    ]);
+    let mut kinds = BTreeSet::new();
+    for delta in &deltas {
+        let value = serde_json::to_value(delta).unwrap();
+        kinds.insert(value["type"].as_str().unwrap().to_owned());
+        components().assert_valid("StreamDelta", &value.to_string(), &value);
+    }
+    // Not vacuous: text, tool calls, a stream error and the end were among them.
+    for kind in [
+        "started",
+        "textDelta",
+        "toolCallStarted",
+        "toolArgumentsDelta",
+        "toolCallDone",
+        "error",
+        "done",
+        "retrying",
+        "toolFinished",
+        "compacted",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} delta among {kinds:?}");
+    }
+    // A field in the wrong case is not what the service sends.
+    let wrong = json!({"type": "textDelta", "output_index": 0, "content_index": 0, "text": "x"});
+    components().assert_invalid("StreamDelta", "snake_case fields", &wrong);
+}

@@ -16,14 +16,14 @@ use serde::Serialize;
 /// exactly the streamed items' text. The final response, not the deltas, is what the
 /// envelope is made from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// Each variant renames its own fields (`rename_all` on the variant, not
+// `rename_all_fields` on the enum), which the OpenAPI schema derive reads too.
+#[serde(tag = "type", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum StreamDelta {
     /// The response exists (first `response.created`, `.queued` or `.in_progress`).
+    #[serde(rename_all = "camelCase")]
     Started {
         /// The response id: the envelope's `responseContinuationId`.
         response_id: String,
@@ -31,6 +31,7 @@ pub enum StreamDelta {
         model: Option<String>,
     },
     /// Answer text for the message at `output_index`.
+    #[serde(rename_all = "camelCase")]
     TextDelta {
         /// The message's index in `output`.
         output_index: u64,
@@ -40,6 +41,7 @@ pub enum StreamDelta {
         text: String,
     },
     /// Refusal text for the message at `output_index`; not answer text.
+    #[serde(rename_all = "camelCase")]
     RefusalDelta {
         /// The message's index in `output`.
         output_index: u64,
@@ -50,6 +52,7 @@ pub enum StreamDelta {
     },
     /// A function call (or custom tool call) began; its arguments follow as
     /// [`ToolArgumentsDelta`](Self::ToolArgumentsDelta)s.
+    #[serde(rename_all = "camelCase")]
     ToolCallStarted {
         /// The call's index in `output`.
         output_index: u64,
@@ -59,6 +62,7 @@ pub enum StreamDelta {
         name: String,
     },
     /// More argument text for the function call at `output_index`.
+    #[serde(rename_all = "camelCase")]
     ToolArgumentsDelta {
         /// The call's index in `output`.
         output_index: u64,
@@ -69,6 +73,7 @@ pub enum StreamDelta {
         delta: String,
     },
     /// A tool call is complete (its `output_item.done`).
+    #[serde(rename_all = "camelCase")]
     ToolCallDone {
         /// The call's index in `output`.
         output_index: u64,
@@ -80,6 +85,7 @@ pub enum StreamDelta {
         arguments_json: String,
     },
     /// Reasoning summary text for the reasoning item at `output_index`.
+    #[serde(rename_all = "camelCase")]
     ReasoningSummaryDelta {
         /// The reasoning item's index in `output`.
         output_index: u64,
@@ -90,6 +96,7 @@ pub enum StreamDelta {
     },
     /// The stream reported an `error` event. The fold goes on: OpenAI follows it with
     /// `response.failed`, whose response carries the same error.
+    #[serde(rename_all = "camelCase")]
     Error {
         /// The error's code, else its type, else `stream_error`.
         code: String,
@@ -104,6 +111,7 @@ pub enum StreamDelta {
     /// before its reply and is sent again (`aptix_client::observe_retries`). `cause`
     /// tells the two apart: each counts its own attempts, so a cut stream's second
     /// attempt may be followed by its request's second send.
+    #[serde(rename_all = "camelCase")]
     Retrying {
         /// Which of the two it is, and so what `attempt` counts.
         cause: RetryCause,
@@ -128,6 +136,7 @@ pub enum StreamDelta {
     },
     /// A server tool the orchestrator runs itself began to run, for a call the model
     /// completed ([`ToolCallDone`](Self::ToolCallDone)). Never emitted by the fold.
+    #[serde(rename_all = "camelCase")]
     ToolRunning {
         /// The call id.
         call_id: String,
@@ -137,6 +146,7 @@ pub enum StreamDelta {
     /// A server tool finished, or the orchestrator refused a call to a tool the turn's
     /// mode does not have (`ok` false, with the reason the model is told). Never emitted
     /// by the fold.
+    #[serde(rename_all = "camelCase")]
     ToolFinished {
         /// The call id.
         call_id: String,
@@ -154,6 +164,7 @@ pub enum StreamDelta {
     /// items were replaced by a summary (or the provider's compacted items) so the
     /// request fits the model's context window. Never emitted by the fold: the
     /// orchestrator sends it before the model call it made room for.
+    #[serde(rename_all = "camelCase")]
     Compacted {
         /// Why: `threshold` (the request would have passed the compaction threshold) or
         /// `overflow` (the provider answered `context_length_exceeded`).
@@ -169,6 +180,7 @@ pub enum StreamDelta {
         message: String,
     },
     /// The final response arrived (`response.completed`, `.incomplete` or `.failed`).
+    #[serde(rename_all = "camelCase")]
     Done {
         /// The response id.
         response_id: String,
@@ -223,6 +235,7 @@ pub(crate) fn call_done(output_index: u64, item: &OutputItem) -> Option<StreamDe
 /// attempts: a stream cut is recovered by another stream (a resumed one, or the request
 /// sent again), and each stream's request may itself fail and be sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RetryCause {
