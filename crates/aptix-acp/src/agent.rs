@@ -122,6 +122,8 @@ struct Shared {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Whether the editor serves `fs/read_text_file` (from `initialize`).
     editor_reads: AtomicBool,
+    /// The longest one MCP tool call may take.
+    mcp_tool_timeout: std::time::Duration,
 }
 
 /// A prompt in flight: the slot is taken until its answer is sent.
@@ -155,8 +157,22 @@ impl AcpAgent {
                 opener,
                 sessions: Mutex::new(HashMap::new()),
                 editor_reads: AtomicBool::new(false),
+                mcp_tool_timeout: mcp::CALL,
             }),
         }
+    }
+
+    /// The longest one call of an editor's MCP server tool may take (default 5 min): a
+    /// server that has not answered by then is sent `notifications/cancelled`, and the
+    /// model is told the call failed, so that a hung server does not hold the turn until
+    /// the user cancels it. Zero is taken as the default.
+    pub fn mcp_tool_timeout(mut self, timeout: std::time::Duration) -> AcpAgent {
+        if let Some(shared) = Arc::get_mut(&mut self.shared)
+            && !timeout.is_zero()
+        {
+            shared.mcp_tool_timeout = timeout;
+        }
+        self
     }
 
     /// Serves ACP on this process's stdin and stdout until the editor closes stdin.
@@ -411,7 +427,7 @@ impl Shared {
             .await
             .unwrap_or(Ok(()));
         let connected = match ready {
-            Ok(()) => mcp::connect(mcp_servers, cwd, &permission).await,
+            Ok(()) => mcp::connect(mcp_servers, cwd, &permission, self.mcp_tool_timeout).await,
             Err(why) => {
                 if !mcp_servers.is_empty() {
                     tracing::info!(session = %id, %why, "the editor's MCP servers are not started: no prompt can run");

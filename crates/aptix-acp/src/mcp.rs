@@ -37,6 +37,11 @@ use crate::tools::lock;
 /// How long a server has to start, answer `initialize` and list its tools.
 pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
+/// The longest one tool call may take by default (see
+/// [`AcpAgent::mcp_tool_timeout`](crate::AcpAgent::mcp_tool_timeout)): long enough for
+/// a build or a test run a tool starts.
+pub(crate) const CALL: Duration = Duration::from_secs(5 * 60);
+
 /// The most text of one tool result the model is given, as `read_file` gives (64 KiB;
 /// a result goes to the model twice, as the call's output and in `[TOOL_RESULTS]`, so a
 /// larger one would crowd a 128k-token window by itself); the rest is cut, and the model
@@ -269,6 +274,7 @@ pub(crate) async fn connect(
     servers: &[McpServer],
     cwd: &Path,
     permission: &Arc<Permission>,
+    call_timeout: Duration,
 ) -> Connected {
     let mut connected = Connected::default();
     let mut stdio_servers: Vec<&McpServerStdio> = Vec::new();
@@ -322,6 +328,7 @@ pub(crate) async fn connect(
                         tool,
                         Arc::downgrade(&service),
                         Arc::clone(permission),
+                        call_timeout,
                     )));
                 }
                 connected.servers.running.push(Running {
@@ -510,6 +517,11 @@ struct McpTool {
     read_only: bool,
     permission: Arc<Permission>,
     service: Weak<Service>,
+    /// The longest a call may take: a server that has not answered by then is sent
+    /// `notifications/cancelled` (rmcp sends it as the call is dropped) and the model is
+    /// told the call failed, so that a hung server does not hold the turn until the user
+    /// cancels it.
+    call_timeout: Duration,
 }
 
 impl McpTool {
@@ -519,6 +531,7 @@ impl McpTool {
         tool: Tool,
         service: Weak<Service>,
         permission: Arc<Permission>,
+        call_timeout: Duration,
     ) -> McpTool {
         let read_only = tool
             .annotations
@@ -543,6 +556,7 @@ impl McpTool {
             read_only,
             permission,
             service,
+            call_timeout,
         }
     }
 }
@@ -586,9 +600,17 @@ impl ServerTool for McpTool {
         if !self.read_only {
             self.permission.ask(&self.name).await?;
         }
-        let result = service
-            .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments))
+        let call = service
+            .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments));
+        let result = tokio::time::timeout(self.call_timeout, call)
             .await
+            .map_err(|_| {
+                format!(
+                    "the MCP server `{}` did not answer within {}; the call was cancelled",
+                    self.server,
+                    aptix_client::human_duration(self.call_timeout)
+                )
+            })?
             .map_err(|error| format!("the MCP server `{}` failed: {error}", self.server))?;
         let mut text = result_text(&result.content, result.structured_content.as_ref());
         cap(&mut text);

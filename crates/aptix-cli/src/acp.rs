@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use aptix_acp::{AcpAgent, AcpError, OpenedWorkspace, WorkspaceOpener};
 use aptix_client::ResponsesProvider;
 use aptix_orchestrator::ServerTool;
-use aptix_runtime::{FrontEndTools, SettingsLayer, Workspace, process_env};
+use aptix_runtime::{FrontEndTools, HumanDuration, SettingsLayer, Workspace, process_env};
 use aptix_tools::FileReader;
 use clap::Args;
 use tokio::runtime::Runtime;
@@ -34,6 +34,12 @@ pub(crate) struct AcpArgs {
     /// each session in (its `cwd`)
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
+
+    /// The longest one call of an editor's MCP server tool may take; a server that has
+    /// not answered by then is told to cancel, and the model that the call failed
+    /// [default: 5m] [env: APTIX_MCP_TOOL_TIMEOUT]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) mcp_tool_timeout: Option<HumanDuration>,
 
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
@@ -66,7 +72,11 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(which);
     };
-    runtime.block_on(AcpAgent::new(Arc::new(opener)).serve_stdio_until(stop))?;
+    let mut agent = AcpAgent::new(Arc::new(opener));
+    if let Some(HumanDuration(timeout)) = mcp_tool_timeout(args)? {
+        agent = agent.mcp_tool_timeout(timeout);
+    }
+    runtime.block_on(agent.serve_stdio_until(stop))?;
     let signal = *signal
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -74,6 +84,22 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
         tracing::info!(signal = signal.name(), "ended by a signal");
         signal.exit_code()
     }))
+}
+
+/// `--mcp-tool-timeout`, else `APTIX_MCP_TOOL_TIMEOUT`; one that does not read (or is
+/// zero) is a usage error naming it.
+fn mcp_tool_timeout(args: &AcpArgs) -> Result<Option<HumanDuration>, anyhow::Error> {
+    if args.mcp_tool_timeout.is_some() {
+        return Ok(args.mcp_tool_timeout);
+    }
+    let Some(text) = process_env("APTIX_MCP_TOOL_TIMEOUT").filter(|text| !text.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    text.trim()
+        .parse::<HumanDuration>()
+        .map(Some)
+        .map_err(|error| crate::exit::usage(format!("APTIX_MCP_TOOL_TIMEOUT {text:?}: {error}")))
 }
 
 /// Opens a session's workspace through the runtime.

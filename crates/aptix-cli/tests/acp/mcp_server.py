@@ -8,6 +8,8 @@ fail on demand.
 """
 
 import json
+
+import anyio
 import os
 import subprocess
 import sys
@@ -56,6 +58,13 @@ def environment() -> str:
             ),
         }
     )
+
+
+@server.tool(annotations=READ_ONLY)
+async def wait_forever() -> str:
+    """Never answers: a hung server, for the agent's time limit on a call."""
+    await anyio.sleep(3600)
+    return "too late"
 
 
 @server.tool()

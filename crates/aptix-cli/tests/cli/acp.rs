@@ -400,8 +400,14 @@ struct Agent {
 
 impl Agent {
     fn start(sandbox: &Sandbox, server: &FaultServer) -> Agent {
+        Agent::start_with(sandbox, server, &[])
+    }
+
+    /// [`Agent::start`] with more arguments of `aptix acp`.
+    fn start_with(sandbox: &Sandbox, server: &FaultServer, args: &[&str]) -> Agent {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aptix"))
             .args(["acp", "-vvv"])
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", sandbox.home.path())
@@ -1373,5 +1379,65 @@ async fn a_signal_ends_the_agent_and_the_mcp_servers_it_started() {
     assert!(
         server_gone,
         "the MCP server (pid {pid}) outlived the agent's SIGTERM"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
+    let Some(python) =
+        acp_python("a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![
+        tool_call(
+            "resp_1",
+            "call_wait",
+            "mcp__tickets__wait_forever",
+            &json!({}),
+        ),
+        text("resp_2", &["It did not answer."]),
+    ])
+    .await;
+    let workspace = sandbox.workspace_arg();
+    let script = repo_root().join("crates/aptix-cli/tests/acp/mcp_server.py");
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start_with(&sandbox, &server, &["--mcp-tool-timeout", "1s"]);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let servers = json!([{"name": "tickets", "command": python, "args": [script], "env": []}]);
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": servers}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created:?}"))
+            .to_owned();
+        let prompt = agent.prompt(3, &session_id, "Wait for it");
+        let requests: Vec<Value> = server
+            .requests()
+            .iter()
+            .filter_map(aptix_testkit::fault_server::Received::json)
+            .collect();
+        (prompt, requests, agent.finish())
+    })
+    .await;
+    let (prompt, requests, (_, _, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(
+        prompt.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{prompt:#?}\n{stderr}"
+    );
+    assert_eq!(requests.len(), 2, "{stderr}");
+    let told = output_for(&requests[1], "call_wait");
+    assert!(
+        told.contains("did not answer within 1s") && told.contains("cancelled"),
+        "{told}"
     );
 }
