@@ -34,7 +34,7 @@ pub(crate) struct Cli {
     pub(crate) verbose: u8,
 
     /// Log lines as `text` (the default) or `json` (one object per line, for log
-    /// collectors) [env: APTIX_LOG_FORMAT]
+    /// collectors) [config: log_format, env: APTIX_LOG_FORMAT]
     #[arg(long, value_enum, global = true, value_name = "FORMAT")]
     pub(crate) log_format: Option<LogFormat>,
 
@@ -83,6 +83,24 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+impl Command {
+    /// The workspace the command names (`--workspace`, `aptix index PATH`, `aptix
+    /// serve`'s `APTIX_WORKSPACE`), if it names one.
+    pub(crate) fn workspace(&self) -> Option<PathBuf> {
+        match self {
+            Command::Ask(args) => args.workspace.clone(),
+            Command::Index(args) => args.path.clone(),
+            Command::Search(args) => args.workspace.clone(),
+            Command::Serve(args) => {
+                crate::serve::named_workspace(args, &aptix_runtime::process_env)
+            }
+            Command::Acp(args) => args.workspace.clone(),
+            Command::Sessions(args) => args.workspace.clone(),
+            Command::Inspect(_) | Command::Completions { .. } => None,
+        }
+    }
 }
 
 /// `aptix sessions`.

@@ -41,7 +41,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // `aptix ask` tells a request sent again as a note of its own.
     let notes_retries = matches!(cli.command, Command::Ask(_));
-    if let Err(message) = init_logging(cli.verbose, cli.log_format, notes_retries) {
+    let format = match cli.log_format {
+        Some(format) => Ok(Some(format)),
+        None => configured_log_format(&cli),
+    };
+    let logging = format.and_then(|format| init_logging(cli.verbose, format, notes_retries));
+    if let Err(message) = logging {
         let _ = std::io::Write::write_fmt(
             &mut std::io::stderr().lock(),
             format_args!("error: {message}\n"),
@@ -117,26 +122,38 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
     }
 }
 
+/// The log format `APTIX_LOG_FORMAT` or, under it, the config files of the command's
+/// workspace set (`log_format`), when `--log-format` is not given.
+fn configured_log_format(cli: &Cli) -> Result<Option<LogFormat>, String> {
+    let named = |value: &str, what: &str| match value.trim().to_ascii_lowercase().as_str() {
+        "text" => Ok(Some(LogFormat::Text)),
+        "json" => Ok(Some(LogFormat::Json)),
+        _ => Err(format!("{what} is {value:?}; it must be text or json")),
+    };
+    if let Some(value) = aptix_runtime::process_env("APTIX_LOG_FORMAT") {
+        return named(&value, "APTIX_LOG_FORMAT");
+    }
+    let workspace = match cli.command.workspace() {
+        Some(dir) => dir,
+        None => match std::env::current_dir() {
+            Ok(current) => aptix_runtime::find_workspace(&current),
+            Err(_) => return Ok(None),
+        },
+    };
+    match aptix_runtime::configured_log_format(&workspace, &aptix_runtime::process_env) {
+        Ok(Some(value)) => named(&value, "log_format"),
+        Ok(None) => Ok(None),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// Logs go to stderr: `RUST_LOG` when set, else warnings (but the HTTP client's notice
 /// of a request sent again where the command notes it itself), and with `-v` info, `-vv`
 /// debug from the Aptix crates, `-vvv` trace from everything; as text, or as JSON lines
-/// with `--log-format json` or `APTIX_LOG_FORMAT=json`.
+/// with `--log-format json`, `APTIX_LOG_FORMAT=json` or `log_format = "json"` in a
+/// config file.
 fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> Result<(), String> {
-    let format = match format {
-        Some(format) => format,
-        None => match std::env::var("APTIX_LOG_FORMAT") {
-            Err(_) => LogFormat::Text,
-            Ok(value) => match value.trim().to_ascii_lowercase().as_str() {
-                "" | "text" => LogFormat::Text,
-                "json" => LogFormat::Json,
-                _ => {
-                    return Err(format!(
-                        "APTIX_LOG_FORMAT is {value:?}; it must be text or json"
-                    ));
-                }
-            },
-        },
-    };
+    let format = format.unwrap_or(LogFormat::Text);
     // A filter that does not parse is said, not dropped without a word: whoever set it
     // is looking for logs it would not give.
     let mut unread = None;

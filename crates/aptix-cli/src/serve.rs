@@ -88,15 +88,20 @@ impl Serving {
     }
 }
 
+/// The workspace `--workspace` names, else `APTIX_WORKSPACE`: a service is often
+/// configured by its environment alone (a container, a unit file).
+pub(crate) fn named_workspace(args: &ServeArgs, env: Env<'_>) -> Option<PathBuf> {
+    args.workspace.clone().or_else(|| {
+        env("APTIX_WORKSPACE")
+            .filter(|dir| !dir.trim().is_empty())
+            .map(PathBuf::from)
+    })
+}
+
 /// Runs `aptix serve` until a signal; returns the exit code.
 pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8, anyhow::Error> {
     steady_page_faults();
-    // A service is often configured by its environment alone (a container, a unit
-    // file): `APTIX_WORKSPACE` names the folder when `--workspace` does not.
-    let from_env = env("APTIX_WORKSPACE")
-        .filter(|dir| !dir.trim().is_empty())
-        .map(PathBuf::from);
-    let root = workspace::resolve(args.workspace.as_deref().or(from_env.as_deref()))?;
+    let root = workspace::resolve(named_workspace(args, env).as_deref())?;
     let workspace = Workspace::load(
         &root,
         &crate::cli::turn_flags(&args.settings, args.no_tools),

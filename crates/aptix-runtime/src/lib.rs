@@ -113,7 +113,7 @@ pub use index::{Reporter, fresh_index, open_index, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{
     ApiKind, ByteSize, Env, HumanDuration, ListenAddr, SchemaStrategy, ServeLayer, Settings,
-    SettingsLayer, StoreUrl, misspelt_variables, process_env,
+    SettingsLayer, StoreUrl, configured_log_format, misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
 pub use workspace::{FrontEndTools, Workspace, find_workspace, has_workspace_file};

@@ -321,6 +321,47 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_format_is_a_key_of_the_config_files_too() {
+    let upstream = FaultServer::start(Vec::new()).await;
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("aptix.toml", "log_format = \"json\"\n");
+    let (served, base) = serve(&sandbox, &upstream, &[], &["-v".as_ref()]).await;
+    let ready = reqwest::Client::new()
+        .get(format!("{base}/readyz"))
+        .header("x-request-id", "req-config-json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let (_, log) = served.stop().await;
+    let records = json_log_records(&log);
+    assert!(
+        records
+            .iter()
+            .any(|record| record["span"]["request_id"] == "req-config-json"),
+        "{log}"
+    );
+
+    // A value that is neither is refused before anything runs, naming the file; the
+    // flag wins over the file.
+    sandbox.write_workspace_file("aptix.toml", "log_format = \"yaml\"\n");
+    let refused = sandbox
+        .aptix()
+        .args(["index", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("log_format"), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("aptix.toml"), "{}", stderr(&refused));
+    let flagged = sandbox
+        .aptix()
+        .args(["--log-format", "text", "index", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&flagged), 0, "{}", stderr(&flagged));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warnings_at_the_default_level_carry_the_request_id() {
     // No `-v`: an operator at the default level sees the warnings, and each must say
     // which request it is about (the id the client sent).

@@ -19,6 +19,22 @@ pub(crate) fn user_config_path(env: Env<'_>) -> Option<PathBuf> {
     Some(base.join("aptix").join("config.toml"))
 }
 
+/// Keys of the `aptix` command itself, read before any table (logging starts first):
+/// `log_format` (see [`configured_log_format`](super::configured_log_format)).
+pub(super) const COMMAND_KEYS: &[&str] = &["log_format"];
+
+/// The string value of `key` in the config file at `path`, when the file exists, reads
+/// as TOML and sets it (`Some(Err(_))` when it is not a string). A file that does not
+/// read is left to the settings' own load, which says why.
+pub(super) fn string_key(path: &Path, key: &str) -> Option<Result<String, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    Some(match table.get(key)? {
+        toml::Value::String(value) => Ok(value.clone()),
+        other => Err(other.to_string()),
+    })
+}
+
 /// Reads a config file as a layer of `T`, checked (`None` when there is no such file):
 /// valid TOML, no key that holds a secret, no key outside [`KEYS`] and [`SERVE_KEYS`]
 /// (a file holds both tables), and each value of the right type, every error naming the
@@ -49,14 +65,18 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
                 path.display()
             )));
         }
-        if !KEYS.contains(&key.as_str()) && !SERVE_KEYS.contains(&key.as_str()) {
+        if !KEYS.contains(&key.as_str())
+            && !SERVE_KEYS.contains(&key.as_str())
+            && !COMMAND_KEYS.contains(&key.as_str())
+        {
             let hint = closest_key(key)
                 .map_or_else(String::new, |known| format!("; did you mean `{known}`?"));
             return Err(Error::config(format!(
-                "unknown key `{key}` in {}{hint} (known keys: {}; for aptix serve: {})",
+                "unknown key `{key}` in {}{hint} (known keys: {}; for aptix serve: {}; for every command: {})",
                 path.display(),
                 KEYS.join(", "),
-                SERVE_KEYS.join(", ")
+                SERVE_KEYS.join(", "),
+                COMMAND_KEYS.join(", ")
             )));
         }
     }
@@ -84,5 +104,12 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
 /// The known key `key` is most likely a misspelling of (`modle` -> `model`,
 /// `max_concurent_turns` -> `max_concurrent_turns`), when one is close enough.
 fn closest_key(key: &str) -> Option<&'static str> {
-    super::closest(key, KEYS.iter().chain(SERVE_KEYS.iter()).copied(), 0.85)
+    super::closest(
+        key,
+        KEYS.iter()
+            .chain(SERVE_KEYS.iter())
+            .chain(COMMAND_KEYS.iter())
+            .copied(),
+        0.85,
+    )
 }

@@ -154,6 +154,40 @@ fn layered<T: Table>(
     Ok((flags.over(layered), files))
 }
 
+/// The log format the config files set for `workspace` (`log_format = "json"`; the
+/// workspace's `aptix.toml` over the user's file): `"text"` or `"json"`, or `None`. Read
+/// by the command before logging starts, under `--log-format` and `APTIX_LOG_FORMAT`; a
+/// file that does not read is reported by the settings' own load, after.
+pub fn configured_log_format(workspace: &Path, env: Env<'_>) -> Result<Option<String>, Error> {
+    let mut format = None;
+    for path in user_config_path(env)
+        .into_iter()
+        .chain(std::iter::once(workspace.join(WORKSPACE_FILE)))
+    {
+        match file::string_key(&path, "log_format") {
+            None => {}
+            Some(Ok(value))
+                if matches!(value.trim().to_ascii_lowercase().as_str(), "text" | "json") =>
+            {
+                format = Some(value.trim().to_ascii_lowercase());
+            }
+            Some(Ok(value)) => {
+                return Err(Error::config(format!(
+                    "invalid value for `log_format` in {}: {value:?}; it must be \"text\" or \"json\"",
+                    path.display()
+                )));
+            }
+            Some(Err(value)) => {
+                return Err(Error::config(format!(
+                    "invalid value for `log_format` in {}: {value}; it must be \"text\" or \"json\"",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(format)
+}
+
 impl ServeLayer {
     /// `aptix serve`'s own settings for `workspace`: `flags` over `env` over the
     /// workspace file over the user file; a relative `tokens_file` from a config file is
