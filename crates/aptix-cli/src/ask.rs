@@ -15,7 +15,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use aptix_mapping::StreamDelta;
-use aptix_model::contract::{AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind};
+use aptix_model::contract::{
+    AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind, MediaType,
+};
 use aptix_orchestrator::OrchestratorError;
 use aptix_runtime::{Env, Workspace, new_session_id, new_turn_id};
 use base64::Engine as _;
@@ -59,7 +61,7 @@ fn turn_json(
     if !args.images.is_empty() {
         let mut images = Vec::new();
         for path in &args.images {
-            let media_type = image_media_type(path).ok_or_else(|| {
+            let media_type = MediaType::of_image(&path.to_string_lossy()).ok_or_else(|| {
                 usage(format!(
                     "--image {} is not a PNG, JPEG, GIF or WebP file (by its extension)",
                     path.display()
@@ -116,17 +118,6 @@ fn shown_path(path: &Path, workspace: &Path) -> String {
         .map(|part| part.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("/")
-}
-
-fn image_media_type(path: &Path) -> Option<&'static str> {
-    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match extension.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        _ => return None,
-    })
 }
 
 /// Runs `aptix ask`; returns the exit code.

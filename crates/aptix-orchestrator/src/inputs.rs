@@ -111,7 +111,7 @@ pub(crate) async fn read_references<'a>(
             let media = image
                 .media_type
                 .clone()
-                .or_else(|| image_type_of(path).and_then(|m| MediaType::new(m).ok()));
+                .or_else(|| MediaType::of_image(path).and_then(|m| MediaType::new(m).ok()));
             let Some(media) = media else {
                 warnings.push(format!(
                     "image reference {path} was not read: not a PNG, JPEG, GIF or WebP file by its name; send its mediaType"
@@ -168,25 +168,13 @@ fn lines_of(text: &str, first: u32, last: Option<u32>) -> String {
     out
 }
 
-/// The media type of an image by its name's extension.
-fn image_type_of(path: &str) -> Option<&'static str> {
-    let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
-    Some(match extension.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        _ => return None,
-    })
-}
-
 /// The media type of a binary file by its name's extension, where the Responses API
 /// reads it (PDFs) or it is an image.
 fn media_type_of(path: &str) -> Option<&'static str> {
     if path.to_ascii_lowercase().ends_with(".pdf") {
         return Some("application/pdf");
     }
-    image_type_of(path)
+    MediaType::of_image(path)
 }
 
 /// What the inputs contribute to the request.

@@ -351,8 +351,16 @@ async fn the_log_format_is_a_key_of_the_config_files_too() {
         .output()
         .unwrap();
     assert_eq!(code(&refused), 2, "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("log_format"), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("aptix.toml"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("log_format"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("aptix.toml"),
+        "{}",
+        stderr(&refused)
+    );
     let flagged = sandbox
         .aptix()
         .args(["--log-format", "text", "index", &sandbox.workspace_arg()])

@@ -33,6 +33,23 @@ fn offered(body: &Value) -> (Vec<String>, Vec<String>) {
     (tools, described)
 }
 
+/// `aptix ask --no-stream QUESTION` in the sandbox's workspace against `server`.
+async fn ask_unstreamed(
+    sandbox: &Sandbox,
+    server: &FaultServer,
+    question: &str,
+) -> std::process::Output {
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg(question);
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
 #[test]
 fn a_dry_run_offers_only_the_tools_not_disabled_from_any_layer() {
     let sandbox = Sandbox::new();
@@ -213,15 +230,7 @@ async fn a_model_searches_then_reads_then_answers() {
         Reply::json(200, &answer),
     ])
     .await;
-    let mut command = sandbox.aptix();
-    command
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .arg("Where is a turn committed?");
-    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let output = ask_unstreamed(&sandbox, &server, "Where is a turn committed?").await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(
         stdout(&output).contains("commit_turn in src/store.rs commits it."),
@@ -272,15 +281,7 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
         )
     });
     let server = FaultServer::start(replies.collect()).await;
-    let mut command = sandbox.aptix();
-    command
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .arg("Change the file");
-    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let output = ask_unstreamed(&sandbox, &server, "Change the file").await;
     let text = stderr(&output);
     assert_eq!(code(&output), 3, "{text}");
     assert!(text.contains("the answer is not done"), "{text}");
@@ -334,15 +335,7 @@ async fn the_serve_tokens_file_in_the_workspace_is_neither_context_nor_read_by_a
         Reply::json(200, &answer),
     ])
     .await;
-    let mut command = sandbox.aptix();
-    command
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["ask", "--no-stream", "--base-url", &server.base_url()])
-        .args(["--workspace", &sandbox.workspace_arg()])
-        .arg("Which team token is configured?");
-    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let output = ask_unstreamed(&sandbox, &server, "Which team token is configured?").await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let requests: Vec<Value> = server
         .requests()

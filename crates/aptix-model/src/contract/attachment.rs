@@ -315,6 +315,27 @@ impl MediaType {
         Ok(MediaType(text))
     }
 
+    /// The media type of an image the Responses API reads (PNG, JPEG, GIF, WebP), by
+    /// its file name's extension, in any case: what a client that sends an image by
+    /// its path alone means.
+    ///
+    /// ```
+    /// use aptix_model::contract::MediaType;
+    ///
+    /// assert_eq!(MediaType::of_image("shots/Error.PNG"), Some("image/png"));
+    /// assert_eq!(MediaType::of_image("notes.txt"), None);
+    /// ```
+    pub fn of_image(path: &str) -> Option<&'static str> {
+        let (_, extension) = path.rsplit_once('.')?;
+        Some(match extension.to_ascii_lowercase().as_str() {
+            "png" => "image/png",
+            "jpg" | "jpeg" => "image/jpeg",
+            "gif" => "image/gif",
+            "webp" => "image/webp",
+            _ => return None,
+        })
+    }
+
     /// The media type as given.
     pub fn as_str(&self) -> &str {
         &self.0
