@@ -110,6 +110,8 @@ mod stream;
 #[cfg(feature = "http")]
 mod openai;
 #[cfg(feature = "http")]
+mod split_secret;
+#[cfg(feature = "http")]
 mod sse_body;
 #[cfg(feature = "http")]
 mod transport;

@@ -18,6 +18,7 @@ use futures_util::StreamExt;
 
 use crate::error::{ClientError, TimeoutKind, TransportPhase};
 use crate::provider::ReplyMeta;
+use crate::split_secret::DeltaGuard;
 use crate::stream::EventStream;
 
 /// Items a handler produced for one SSE event or for the end of the body.
@@ -58,6 +59,8 @@ struct State<H> {
     pending: VecDeque<Result<SseEvent, ClientError>>,
     ended: bool,
     scrub: Scrub,
+    /// Holds back deltas that may end in the start of the key (see `split_secret`).
+    guard: Option<DeltaGuard>,
     /// SSE events framed so far, for the message of a connection lost mid-body.
     events: u64,
 }
@@ -80,8 +83,9 @@ pub(crate) fn event_stream<H: DataHandler>(
             source: None,
         })
     });
+    let guard = transport.delta_guard();
     let scrub: Scrub = Box::new(move |text| transport.scrub_if_needed(text));
-    events_from_bytes(Box::pin(body), meta, idle, handler, scrub)
+    events_from_bytes(Box::pin(body), meta, idle, handler, scrub, guard)
 }
 
 /// The events of any byte stream; the HTTP-independent part, tested on its own.
@@ -91,6 +95,7 @@ pub(crate) fn events_from_bytes<H: DataHandler>(
     idle: Option<Duration>,
     handler: H,
     scrub: Scrub,
+    guard: Option<DeltaGuard>,
 ) -> EventStream {
     let state = State {
         body,
@@ -100,6 +105,7 @@ pub(crate) fn events_from_bytes<H: DataHandler>(
         pending: VecDeque::new(),
         ended: false,
         scrub,
+        guard,
         events: 0,
     };
     let source = futures_util::stream::unfold(state, |mut state| async move {
@@ -156,7 +162,30 @@ impl<H: DataHandler> State<H> {
                 self.ended = true;
             }
         }
+        let out = self.guarded(out);
         self.pending.extend(out);
+    }
+
+    /// `out` through the guard, when there is one: what is held is let go before an
+    /// error and at the end.
+    fn guarded(&mut self, out: Items) -> Items {
+        let Some(guard) = &mut self.guard else {
+            return out;
+        };
+        let mut guarded = Items::with_capacity(out.len());
+        for item in out {
+            match item {
+                Ok(event) => guard.pass(event, &mut guarded),
+                Err(error) => {
+                    guard.flush(&mut guarded);
+                    guarded.push(Err(error));
+                }
+            }
+        }
+        if self.ended {
+            guard.flush(&mut guarded);
+        }
+        guarded
     }
 
     /// A body that failed mid-read, said as what it is: the connection was lost after
@@ -200,6 +229,11 @@ impl<H: DataHandler> State<H> {
     }
 
     fn fail(&mut self, error: ClientError) {
+        if let Some(guard) = &mut self.guard {
+            let mut held = Items::new();
+            guard.flush(&mut held);
+            self.pending.extend(held);
+        }
         self.pending.push_back(Err(error));
         self.ended = true;
     }
@@ -222,6 +256,7 @@ mod tests {
             None,
             ResponsesEvents,
             Box::new(|_| None),
+            None,
         );
         stream.collect::<Vec<_>>().now_or_never().unwrap()
     }

@@ -114,6 +114,11 @@ impl HttpTransport {
         text.contains(needle).then(|| scrub(text, Some(secret)))
     }
 
+    /// A guard against the key split across streamed deltas, when there is a key.
+    pub(crate) fn delta_guard(&self) -> Option<crate::split_secret::DeltaGuard> {
+        crate::split_secret::DeltaGuard::new(self.config.secret())
+    }
+
     /// The error and its sources as one scrubbed line.
     pub(crate) fn describe(&self, error: &dyn std::error::Error) -> String {
         error_chain(error, self.config.secret())

@@ -543,3 +543,39 @@ async fn deltas_that_do_not_spell_the_final_answer_are_followed_by_the_answer_in
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_model_streams_in_pieces_is_never_printed() {
+    // A server (or a model shown the key) that echoes it back in token-sized pieces:
+    // no one event holds it whole, so scrubbing each event alone let the terminal
+    // spell it out.
+    let answer = format!("You sent me Bearer {SECRET_KEY}, which works.");
+    let pieces: Vec<String> = answer
+        .as_bytes()
+        .chunks(5)
+        .map(|chunk| String::from_utf8(chunk.to_vec()).unwrap())
+        .collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let events = text_answer_events("resp_echo", &pieces);
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&events))]).await;
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("What did I send?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let shown = stdout(&output);
+    assert!(!shown.contains(SECRET_KEY), "{shown}");
+    assert!(!stderr(&output).contains(SECRET_KEY), "{}", stderr(&output));
+    assert!(
+        shown.contains("You sent me Bearer [redacted], which works."),
+        "{shown}"
+    );
+    // Printed once, as streamed: the final answer agrees with what was shown.
+    assert_eq!(shown.matches("You sent me").count(), 1, "{shown}");
+}
