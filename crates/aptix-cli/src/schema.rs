@@ -96,7 +96,19 @@ pub(crate) fn run(
         crate::output::note_request_retry,
         solve_value_with(provider, request, &options),
     );
-    match runtime.block_on(solving) {
+    // Ctrl-C or SIGTERM stops the solving (nothing is stored: a schema request has no
+    // session), with the exit code of the signal, as `aptix ask` does.
+    let solved = match runtime.block_on(crate::signals::until_signal(solving)) {
+        Ok(solved) => solved,
+        Err(signal) => {
+            note(format_args!(
+                "interrupted by {}; nothing was printed",
+                signal.name()
+            ));
+            return Ok(signal.exit_code());
+        }
+    };
+    match solved {
         Ok(solution) => {
             tracing::info!(
                 strategy = solution.strategy.as_str(),

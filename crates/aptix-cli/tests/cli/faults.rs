@@ -260,6 +260,11 @@ async fn a_lease_left_by_a_killed_process_does_not_lock_the_session() {
 /// Starts `aptix ask` on a stalled stream, sends `signal` once the request arrived,
 /// and returns what it printed; the lease table is checked by the caller.
 async fn interrupted(sandbox: &Sandbox, signal: &str) -> Output {
+    interrupted_with(sandbox, signal, &["--session", "s-int"]).await
+}
+
+/// [`interrupted`] with other arguments of `aptix ask` before the question.
+async fn interrupted_with(sandbox: &Sandbox, signal: &str, args: &[&str]) -> Output {
     let stalled = Reply::sse_steps(vec![
         Step::Send(sse_text(&events("resp_a")[..4]).into_bytes()),
         Step::Stall,
@@ -272,13 +277,9 @@ async fn interrupted(sandbox: &Sandbox, signal: &str) -> Output {
         .env("OPENAI_API_KEY", SECRET_KEY)
         .current_dir(sandbox.workspace.path())
         .args(["ask", "--base-url", &server.base_url()])
-        .args([
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "--session",
-            "s-int",
-            "hi",
-        ])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .args(args)
+        .arg("hi")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -329,6 +330,26 @@ async fn sigint_and_sigterm_release_the_session_at_once() {
             store.load("s-int").await.unwrap().is_none(),
             "nothing was stored"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_request_stops_at_a_signal_with_its_exit_code() {
+    for (signal, name, exit) in [("-INT", "SIGINT", 130), ("-TERM", "SIGTERM", 143)] {
+        let sandbox = Sandbox::new();
+        let schema = sandbox.write_workspace_file(
+            "person.json",
+            r#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}"#,
+        );
+        let output =
+            interrupted_with(&sandbox, signal, &["--schema", schema.to_str().unwrap()]).await;
+        assert_eq!(code(&output), exit, "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("interrupted by {name}")),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), "", "nothing was solved");
     }
 }
 
