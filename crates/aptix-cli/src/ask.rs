@@ -33,11 +33,18 @@ use crate::workspace;
 /// `--image`, read here and sent inline, paths relative to the workspace when inside
 /// it) and the retrieval scope (`--scope`). The orchestrator validates it like any
 /// client's request.
+///
+/// Secrets stay out of what is sent and stored: a file whose name says it may hold them
+/// (`.env*`, keys, credentials: the index's rule) is refused, an attached text has what
+/// has the shape of a credential redacted (as the index and `read_file` do), and the
+/// API key `key` is taken out of the attachments (the caller takes it out of the
+/// instruction).
 fn turn_json(
     session_id: &str,
     instruction: &str,
     args: &AskArgs,
     workspace: &Path,
+    key: Option<&str>,
 ) -> Result<serde_json::Value, anyhow::Error> {
     let mut turn = json!({
         "sessionId": session_id,
@@ -47,6 +54,13 @@ fn turn_json(
     if !args.files.is_empty() {
         let mut files = Vec::new();
         for path in &args.files {
+            let shown = shown_path(path, workspace);
+            if aptix_index::is_secret_path(&shown) {
+                return Err(usage(format!(
+                    "--file {}: its name says it may hold secrets (keys, tokens, credentials), which Aptix never sends; put what the model needs in the question or another file",
+                    path.display()
+                )));
+            }
             let bytes = read_attached("--file", path)?;
             let text = String::from_utf8(bytes).map_err(|_| {
                 usage(format!(
@@ -54,7 +68,8 @@ fn turn_json(
                     path.display()
                 ))
             })?;
-            files.push(json!({"path": shown_path(path, workspace), "content": text}));
+            let text = without_key(&aptix_index::redact_secrets(&text), key);
+            files.push(json!({"path": shown, "content": text}));
         }
         turn["files"] = json!(files);
     }
@@ -90,6 +105,18 @@ fn turn_json(
 /// The bytes of a file given with `flag`: a path that names no file is the caller's
 /// mistake (exit 2, as for any bad flag value); a file that cannot be read is an I/O
 /// failure (exit 1).
+/// `text` without the API key (a key pasted into a question would otherwise be sent,
+/// and stored with the session).
+fn without_key(text: &str, key: Option<&str>) -> String {
+    match key
+        .map(str::trim)
+        .filter(|key| !key.is_empty() && text.contains(key))
+    {
+        Some(key) => text.replace(key, "[redacted]"),
+        None => text.to_owned(),
+    }
+}
+
 fn read_attached(flag: &str, path: &Path) -> Result<Vec<u8>, anyhow::Error> {
     if !path.is_file() {
         let what = if path.is_dir() {
@@ -127,7 +154,8 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
             "the instruction and the schema cannot both be read from stdin: give one of them as a file or an argument",
         ));
     }
-    let instruction = read_instruction(&args.instruction)?;
+    let key = env("OPENAI_API_KEY");
+    let instruction = without_key(&read_instruction(&args.instruction)?, key.as_deref());
     let root = match workspace::resolve(args.workspace.as_deref()) {
         // A schema request reads nothing of the workspace (no index, no session): the
         // folder only gives its settings, so one too wide to index (the home folder)
@@ -152,9 +180,14 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         None if args.continue_last => latest_session(&workspace, runtime)?,
         None => new_session_id(),
     };
-    let request =
-        AgentExecuteRequest::from_json_value(&turn_json(&session_id, &instruction, args, &root)?)
-            .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
+    let request = AgentExecuteRequest::from_json_value(&turn_json(
+        &session_id,
+        &instruction,
+        args,
+        &root,
+        key.as_deref(),
+    )?)
+    .map_err(|rejection| usage(format!("the turn is not a valid request: {rejection}")))?;
 
     if let Some(path) = &args.schema {
         // The flags are refused with --schema; the same settings from a file or the

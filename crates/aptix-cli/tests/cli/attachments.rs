@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, code, stderr, stdout_json};
+use crate::support::{Sandbox, code, stderr, stdout, stdout_json};
 
 #[test]
 fn files_images_and_scope_reach_the_body() {
@@ -111,6 +111,66 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
             stderr(&output)
         );
     }
+}
+
+#[test]
+fn attachments_and_the_question_carry_no_secrets() {
+    // A secret-named file is refused, as the index and the tools refuse it; another
+    // file's credential-shaped text is redacted as they redact it; the API key itself,
+    // pasted into the question or a file, is taken out of both.
+    let sandbox = Sandbox::new();
+    let key = crate::support::SECRET_KEY;
+    sandbox.write_workspace_file(".env.local", &format!("OPENAI_API_KEY={key}\n"));
+    sandbox.write_workspace_file(
+        "src/settings.rs",
+        &format!(
+            "const KEY: &str = \"{key}\";\nconst GH: &str = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\";\n"
+        ),
+    );
+    let dry_run = |args: &[&str]| {
+        sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", key)
+            .args([
+                "ask",
+                "--dry-run",
+                "--no-tools",
+                "--workspace",
+                &sandbox.workspace_arg(),
+            ])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let refused = dry_run(&["--file", ".env.local", "what is in this file?"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("may hold secrets"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!stderr(&refused).contains(key), "{}", stderr(&refused));
+
+    let sent = dry_run(&[
+        "--file",
+        "src/settings.rs",
+        &format!("why does my key {key} get 401?"),
+    ]);
+    assert_eq!(code(&sent), 0, "{}", stderr(&sent));
+    let body = stdout(&sent);
+    assert!(!body.contains(key), "{body}");
+    assert!(
+        !body.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        "{body}"
+    );
+    assert!(
+        body.contains("why does my key [redacted] get 401?"),
+        "{body}"
+    );
+    assert!(
+        body.contains("const GH: &str"),
+        "the rest of the file is sent: {body}"
+    );
 }
 
 #[test]
