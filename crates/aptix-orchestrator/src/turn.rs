@@ -161,11 +161,16 @@ impl Orchestrator {
             AgentExecuteRequest::UserTurn(turn) => {
                 let mut outputs = Vec::new();
                 if let Some(pending) = state.pending.take() {
-                    warnings.push(format!(
-                        "{} pending tool call(s) of turn {} were cancelled by this new turn",
-                        pending.client_calls.len(),
-                        pending.turn_id
-                    ));
+                    // Only the client's calls are cancelled: the outputs of server tools
+                    // (left by a turn stopped at its bound of model calls) are sent as
+                    // they are, which is no news.
+                    if !pending.client_calls.is_empty() {
+                        warnings.push(format!(
+                            "{} pending tool call(s) of turn {} were cancelled by this new turn",
+                            pending.client_calls.len(),
+                            pending.turn_id
+                        ));
+                    }
                     outputs.extend(pending.server_outputs.iter().map(completed_to_output));
                     outputs.extend(pending.client_calls.iter().map(|call| {
                         ToolOutput::error(

@@ -130,6 +130,7 @@ impl ReadFile {
         let mut content = String::new();
         let mut end = start.saturating_sub(1);
         let mut cut = None;
+        let mut long_line = None;
         for (index, line) in lines.iter().enumerate().take(wanted_end).skip(start - 1) {
             let number = index + 1;
             if number - start >= MAX_LINES {
@@ -137,6 +138,18 @@ impl ReadFile {
                 break;
             }
             if content.len() + line.len() + width + 3 > MAX_BYTES {
+                if content.is_empty() {
+                    // One line longer than a whole call (minified code, a one-line JSON
+                    // fixture): its start, said to be cut, rather than nothing, which a
+                    // model would ask for again and again.
+                    let mut keep = MAX_BYTES - width - 3;
+                    while !line.is_char_boundary(keep) {
+                        keep -= 1;
+                    }
+                    let _ = writeln!(content, "{number:>width$}| {}", &line[..keep]);
+                    end = number;
+                    long_line = Some((number, line.len()));
+                }
                 cut = Some(format!("{} KiB", MAX_BYTES / 1024));
                 break;
             }
@@ -150,7 +163,21 @@ impl ReadFile {
             "total_lines": total,
             "content": content,
         });
-        if let Some(limit) = cut {
+        if let Some((number, bytes)) = long_line {
+            value["note"] = Value::String(format!(
+                "line {number} is {} KiB long: only its first {} KiB are shown; {}",
+                bytes.div_ceil(1024),
+                MAX_BYTES / 1024,
+                if end < total {
+                    format!(
+                        "call read_file with start_line {} for the lines after it",
+                        end + 1
+                    )
+                } else {
+                    "it is the last line".to_owned()
+                }
+            ));
+        } else if let Some(limit) = cut {
             value["note"] = Value::String(format!(
                 "cut at {limit} (the most one call returns): lines {start}-{end} of {total}; call read_file again with start_line {} for more",
                 end + 1

@@ -214,6 +214,24 @@ async fn read_file_reads_a_huge_file_in_ranges_with_a_note() {
     assert!(value["end_line"].as_u64().unwrap() < 100);
     assert!(value["content"].as_str().unwrap().len() <= 64 * 1024);
     assert!(value["note"].as_str().unwrap().contains("64 KiB"));
+
+    // One line longer than a call (a one-line JSON fixture, minified code): its start,
+    // said to be cut, and the way on; not nothing, which a model asks for again.
+    // Three-byte characters, so that the cut falls inside one and must step back.
+    let one_line = format!("{{\"data\": \"{}\"}}\n", "€".repeat(45 * 1024));
+    fixture.write("fixture.json", &format!("{one_line}second\n"));
+    let value = read(&fixture, r#"{"path":"fixture.json"}"#).await.unwrap();
+    let content = value["content"].as_str().unwrap();
+    assert!(content.starts_with("1| {\"data\": \"€€€"), "{content:.40}");
+    assert!(content.len() <= 64 * 1024, "{}", content.len());
+    assert_eq!(value["end_line"], 1);
+    let note = value["note"].as_str().unwrap();
+    assert!(note.contains("line 1 is 136 KiB long"), "{note}");
+    assert!(note.contains("start_line 2"), "{note}");
+    let value = read(&fixture, r#"{"path":"fixture.json","start_line":2}"#)
+        .await
+        .unwrap();
+    assert_eq!(value["content"], "2| second\n");
 }
 
 #[tokio::test]

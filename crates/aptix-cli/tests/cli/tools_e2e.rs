@@ -291,6 +291,44 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
         1,
         "one warning for one thing: {text}"
     );
+
+    // Continued: the last call's output goes with the new question, and nothing was
+    // cancelled, so nothing is said to be.
+    let session = text
+        .split("--session ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == ')').next())
+        .unwrap_or_else(|| panic!("no session named: {text}"))
+        .to_owned();
+    let answer = json!({
+        "id": "resp_next", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_n", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "I cannot write files."}]}],
+        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
+    });
+    let next = FaultServer::start(vec![Reply::json(200, &answer)]).await;
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--no-stream", "--base-url", &next.base_url()])
+        .args([
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "--session",
+            &session,
+        ])
+        .arg("Why not?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let text = stderr(&output);
+    assert_eq!(code(&output), 0, "{text}");
+    assert!(!text.contains("were cancelled"), "{text}");
+    let sent: Value = next.requests()[0].json().unwrap();
+    assert!(
+        sent["input"].to_string().contains("function_call_output"),
+        "the last call's output goes with the question: {sent}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
