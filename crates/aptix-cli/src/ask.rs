@@ -334,9 +334,12 @@ fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, an
 /// The instruction: the argument, or stdin for `-`.
 fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
     let text = if argument == "-" {
-        // The newline that ends piped text is not part of the instruction.
-        std::io::read_to_string(std::io::stdin())
-            .context("could not read the instruction from stdin")?
+        let bytes = crate::output::read_file_or_stdin(Path::new("-"))
+            .context("could not read the instruction from stdin")?;
+        // Bytes that are not text are the caller's mistake (exit 2), as they are in an
+        // argument; the newline that ends piped text is not part of the instruction.
+        String::from_utf8(bytes)
+            .map_err(|_| usage("the instruction on stdin is not UTF-8 text"))?
             .trim_end()
             .to_owned()
     } else {

@@ -85,14 +85,28 @@ impl Reporter for StderrReporter {
     }
 }
 
-/// Prints `value` as pretty JSON and a newline on stdout.
+/// Prints `value` as pretty JSON and a newline on stdout, without the API key: what
+/// the command prints as JSON (an envelope, a capture `inspect` maps, a stored session)
+/// may hold text a server or a model echoed, and the key in `OPENAI_API_KEY` is never
+/// shown.
 pub(crate) fn print_json(value: &impl Serialize) -> Result<(), anyhow::Error> {
-    let mut text = serde_json::to_string_pretty(value)?;
+    let mut text = without_api_key(serde_json::to_string_pretty(value)?);
     text.push('\n');
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// `text` with the process's `OPENAI_API_KEY` replaced by `[redacted]` (a key is
+/// letters, digits, `-` and `_`: JSON text holds it as it is).
+fn without_api_key(text: String) -> String {
+    match aptix_runtime::process_env("OPENAI_API_KEY") {
+        Some(key) if !key.trim().is_empty() && text.contains(key.trim()) => {
+            text.replace(key.trim(), "[redacted]")
+        }
+        _ => text,
+    }
 }
 
 /// Prints one line of text on stdout.

@@ -128,19 +128,44 @@ fn as_text(results: &SearchResults) -> String {
             "{:>3}. {:>8.3}  {}:{}  [{kind}]",
             rank + 1,
             hit.score,
-            chunk.path,
+            one_line(&chunk.path),
             chunk.lines
         );
         if let Some(symbol) = chunk.metadata.get("symbol") {
-            let _ = write!(out, "  {symbol}");
+            let _ = write!(out, "  {}", one_line(symbol));
         }
         let _ = writeln!(out, "\n       matched {}", why(matched));
     }
     out.push_str("\nfiles:\n");
     for (rank, (path, score, chunks)) in files(results).into_iter().enumerate() {
-        let _ = writeln!(out, "{:>3}. {score:>8.3}  {path} ({chunks})", rank + 1);
+        let _ = writeln!(
+            out,
+            "{:>3}. {score:>8.3}  {} ({chunks})",
+            rank + 1,
+            one_line(path)
+        );
     }
     out.trim_end().to_owned()
+}
+
+/// A file name or symbol as part of one line of the listing: a control character in it
+/// (a file named with a line break) is written escaped (`\n`), so that every result
+/// stays one line for whatever reads the output, piped or not.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 /// `text: a b; symbol: c; heading: d; path: e`, leaving out empty fields.
@@ -159,5 +184,17 @@ fn why(matched: &HitMatch) -> String {
         "nothing".to_owned()
     } else {
         parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_name_with_control_characters_stays_on_one_line() {
+        assert_eq!(one_line("src/new\nline.rs"), "src/new\\nline.rs");
+        assert_eq!(one_line("a\tb\u{1b}[31m.rs"), "a\\tb\\u{1b}[31m.rs");
+        assert_eq!(one_line("src/café.rs"), "src/café.rs");
     }
 }

@@ -72,7 +72,7 @@ async fn list(
         let (turns, last_instruction, unreadable) = match store.load(&summary.session_id).await {
             Ok(Some(stored)) => (
                 Some(stored.value.totals.turns),
-                stored.value.last_instruction().map(str::to_owned),
+                stored.value.last_instruction().map(listed),
                 None,
             ),
             // Deleted since the listing: not shown.
@@ -236,6 +236,20 @@ fn age(unix_ms: u64) -> String {
     }
 }
 
+/// The most characters of a session's last instruction a listing carries (`--json`
+/// too): a listing is an overview, and twenty sessions of 1 MiB questions made 20 MB
+/// of it. `aptix sessions show ID` has the whole.
+const LISTED_INSTRUCTION_CHARS: usize = 1000;
+
+/// `text` as a listing carries it: at most [`LISTED_INSTRUCTION_CHARS`] characters,
+/// an ellipsis when cut.
+fn listed(text: &str) -> String {
+    match text.char_indices().nth(LISTED_INSTRUCTION_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
 /// The first line of `text`, at most [`INSTRUCTION_WIDTH`] characters, an ellipsis when
 /// cut.
 fn shortened(text: &str) -> String {
@@ -251,6 +265,16 @@ fn shortened(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_carries_at_most_a_thousand_characters_of_an_instruction() {
+        assert_eq!(listed("short"), "short");
+        let long = "é".repeat(5000);
+        let shown = listed(&long);
+        assert_eq!(shown.chars().count(), LISTED_INSTRUCTION_CHARS + 1);
+        assert!(shown.ends_with('…'));
+        assert_eq!(listed(&"x".repeat(1000)), "x".repeat(1000));
+    }
 
     #[test]
     fn ages_are_coarse_and_times_are_rfc_3339() {

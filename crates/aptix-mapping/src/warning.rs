@@ -338,8 +338,8 @@ impl fmt::Display for MappingWarning {
             }
             MappingWarning::NoSuchEndpoint => f.write_str(
                 "the server has no such endpoint (404): check base_url (--base-url, \
-                 OPENAI_BASE_URL, aptix.toml); it is the part before /responses, and \
-                 usually ends in /v1",
+                 OPENAI_BASE_URL, aptix.toml); it is the part before /responses (or \
+                 /chat/completions with --api chat), and usually ends in /v1",
             ),
             MappingWarning::OutputFilledFromStream { items } => write!(
                 f,

@@ -311,7 +311,10 @@ impl Orchestrator {
                 {
                     self.compact_endpoint_missing.store(true, Ordering::Relaxed);
                 }
-                tracing::warn!(%error, "the provider's compaction failed; a summary written by the model is used instead");
+                // `info`: the fallback is the turn's own business (its compaction notice
+                // says how the session was compacted); a server without the route is the
+                // common case, not something to warn every user of.
+                tracing::info!(%error, "the provider's compaction failed; a summary written by the model is used instead");
                 return None;
             }
         };

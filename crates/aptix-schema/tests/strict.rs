@@ -223,6 +223,22 @@ fn validation_keeps_one_of_where_the_wire_says_any_of() {
 }
 
 #[test]
+fn a_root_that_is_not_an_object_schema_is_named_for_what_it_is() {
+    check_rejected(json!({"type": "objekt"}), "", "it has \"type\": \"objekt\"");
+    check_rejected(
+        json!({"type": ["object", "null"]}),
+        "",
+        "it has a list of types (a union)",
+    );
+    check_rejected(
+        json!({"anyOf": [{"type": "object"}, {"type": "string"}]}),
+        "",
+        "it has a union (anyOf/oneOf)",
+    );
+    check_rejected(json!({"description": "x"}), "", "it has no \"type\"");
+}
+
+#[test]
 fn what_strict_mode_cannot_express_is_rejected_at_its_pointer() {
     let object = |property: Value| json!({"type": "object", "properties": {"p": property}, "required": ["p"]});
     let cases = [

@@ -114,6 +114,26 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
 }
 
 #[test]
+fn an_instruction_on_stdin_that_is_not_text_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args([
+            "ask",
+            "--dry-run",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "-",
+        ])
+        .write_stdin(vec![0xff, 0xfe, b'x'])
+        .output()
+        .unwrap();
+    // Exit 2, as the same bytes in an argument are: the caller's mistake.
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stderr(&output).contains("not UTF-8"), "{}", stderr(&output));
+}
+
+#[test]
 fn attachments_and_the_question_carry_no_secrets() {
     // A secret-named file is refused, as the index and the tools refuse it; another
     // file's credential-shaped text is redacted as they redact it; the API key itself,

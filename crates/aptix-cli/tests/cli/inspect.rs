@@ -139,6 +139,32 @@ fn a_capture_can_come_from_stdin() {
 }
 
 #[test]
+fn a_capture_that_holds_the_api_key_is_shown_without_it() {
+    let key = crate::support::SECRET_KEY;
+    let capture = serde_json::json!({
+        "id": "resp_k", "object": "response", "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "annotations": [],
+                                 "text": format!("You sent me Bearer {key}.")}]}]
+    });
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .env("OPENAI_API_KEY", key)
+        .args(["inspect", "-"])
+        .write_stdin(capture.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(!shown.contains(key), "{shown}");
+    assert_eq!(
+        stdout_json(&output)["text"],
+        "You sent me Bearer [redacted]."
+    );
+}
+
+#[test]
 fn a_missing_capture_is_an_error_naming_the_file() {
     let sandbox = Sandbox::new();
     let output = sandbox

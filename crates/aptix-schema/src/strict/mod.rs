@@ -168,9 +168,18 @@ impl<'r> Walker<'r> {
             map.insert("type".to_owned(), Value::String("object".to_owned()));
         }
         if map.get("type").and_then(Value::as_str) != Some("object") {
+            // Said of what the root has, so that a misspelt type is not read as a union.
+            let has = match map.get("type") {
+                None if map.contains_key("anyOf") || map.contains_key("oneOf") => {
+                    "a union (anyOf/oneOf)".to_owned()
+                }
+                None => "no \"type\"".to_owned(),
+                Some(Value::Array(_)) => "a list of types (a union)".to_owned(),
+                Some(other) => format!("\"type\": {other}"),
+            };
             return Err(not_strict(
                 "",
-                "the root of a strict schema must have \"type\": \"object\" (not a union)",
+                format!("the root of a strict schema must have \"type\": \"object\"; it has {has}"),
             ));
         }
         self.node(&Value::Object(map), "", 0)
