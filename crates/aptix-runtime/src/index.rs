@@ -222,8 +222,117 @@ pub(crate) fn turn_parts(
         Vec::new()
     };
     IndexParts {
-        retriever: Some(Arc::new(index) as Arc<dyn Retriever>),
+        retriever: Some(Arc::new(FreshIndex::new(index)) as Arc<dyn Retriever>),
         tools,
         references,
+    }
+}
+
+/// The workspace index as the retriever of a front end that lives long (an editor's
+/// session in `aptix acp`, `aptix serve`): before a turn retrieves, the index is
+/// refreshed when the workspace changed since it was last looked at, so that a file
+/// the user saved after the session opened is found, and found as it is now. The look
+/// (a walk of the workspace comparing sizes and times) is taken at most once per ten of
+/// its own durations, and by one turn at a time (the others use the index as it is), so
+/// that a large workspace under many turns costs a tenth of a core at most. A refresh
+/// that fails is logged and the index used as it is.
+struct FreshIndex {
+    index: WorkspaceIndex,
+    looked: std::sync::Mutex<Looked>,
+    looking: std::sync::atomic::AtomicBool,
+}
+
+/// When the workspace was last compared with the index, and how long that took.
+struct Looked {
+    at: std::time::Instant,
+    took: std::time::Duration,
+}
+
+/// The least time between two looks, however quick they are.
+const LOOK_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl FreshIndex {
+    /// Over an index just opened fresh.
+    fn new(index: WorkspaceIndex) -> FreshIndex {
+        FreshIndex {
+            index,
+            looked: std::sync::Mutex::new(Looked {
+                at: std::time::Instant::now(),
+                took: std::time::Duration::ZERO,
+            }),
+            looking: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Refreshes the index when it is due for a look and the workspace changed.
+    async fn refresh_when_due(&self) {
+        use std::sync::atomic::Ordering;
+        {
+            let looked = self
+                .looked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if looked.at.elapsed() < (looked.took * 10).max(LOOK_AT_MOST_EVERY) {
+                return;
+            }
+        }
+        if self.looking.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Given back however the look ends (a turn dropped mid-look included).
+        struct Looking<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Looking<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _looking = Looking(&self.looking);
+        let started = std::time::Instant::now();
+        let index = self.index.clone();
+        let look = move || -> Result<Option<IndexStats>, aptix_index::IndexError> {
+            if index.is_stale()? {
+                index.refresh(&NoProgress).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let looked = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle
+                .spawn_blocking(look)
+                .await
+                .unwrap_or(Ok(None)),
+            Err(_) => look(),
+        };
+        match looked {
+            Ok(Some(stats)) => tracing::info!(
+                files_indexed = stats.files_indexed,
+                files_removed = stats.files_deleted,
+                "the workspace changed; index refreshed in {:.1?}",
+                stats.elapsed
+            ),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!("{}; using the index as it is", chain(&error));
+            }
+        }
+        let mut looked = self
+            .looked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *looked = Looked {
+            at: std::time::Instant::now(),
+            took: started.elapsed(),
+        };
+    }
+}
+
+#[async_trait::async_trait]
+impl Retriever for FreshIndex {
+    async fn retrieve(
+        &self,
+        query: &aptix_rag::RetrievalQuery,
+    ) -> Result<aptix_rag::Retrieval, aptix_rag::RagError> {
+        self.refresh_when_due().await;
+        self.index.retrieve(query).await
     }
 }
