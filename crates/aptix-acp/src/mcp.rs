@@ -19,7 +19,8 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     McpServer, McpServerStdio, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, ToolCallUpdate, ToolCallUpdateFields,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use aptix_orchestrator::ServerTool;
 use async_trait::async_trait;
@@ -197,6 +198,26 @@ impl Permission {
     /// The turn is about to run the call `call_id`.
     pub(crate) fn running(&self, call_id: &str) {
         *lock(&self.running) = Some(call_id.to_owned());
+    }
+
+    /// The call the turn runs now goes ahead (allowed, or one that needs no asking): the
+    /// editor shows it `in_progress` from here, not while the user is still asked. (The
+    /// turn's report leaves an MCP tool's call `pending` until then; see
+    /// [`is_mcp_tool`].)
+    fn goes_ahead(&self) {
+        let Some(call_id) = lock(&self.running).clone() else {
+            return;
+        };
+        let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id,
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        ));
+        if let Err(error) = self
+            .connection
+            .send_notification(SessionNotification::new(self.session_id.clone(), update))
+        {
+            tracing::warn!(session = %self.session_id, %error, "could not send a session update");
+        }
     }
 
     /// Whether the user lets the model run `tool` now; the reason the model is told if
@@ -378,6 +399,10 @@ async fn start(
         .spawn()
         .map_err(|error| error.to_string())?;
     let group = transport.id();
+    // Until the server is handed over, its group is killed however this ends: a timeout,
+    // a failed handshake, or this future dropped (the agent stopping mid-handshake,
+    // where the transport's own kill on drop may never get to run).
+    let mut starting = Starting(group);
     if let Some(stderr) = stderr {
         tokio::spawn(log_stderr(server.name.clone(), stderr));
     }
@@ -408,12 +433,22 @@ async fn start(
         .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))
         .and_then(|started| started);
     match started {
-        Ok((service, tools)) => Ok((service, group, tools)),
-        Err(reason) => {
-            // The transport, dropped, kills the server; its children too.
-            kill_group(group);
-            Err(reason)
+        Ok((service, tools)) => {
+            starting.0 = None;
+            Ok((service, group, tools))
         }
+        // `starting` kills the server and its children.
+        Err(reason) => Err(reason),
+    }
+}
+
+/// The process group of a server being started: killed when dropped, unless handed
+/// over (set to `None`).
+struct Starting(Option<u32>);
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
     }
 }
 
@@ -464,6 +499,15 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
 /// character outside `[a-zA-Z0-9_-]` as `_`, cut to 64 characters, and a number added
 /// when the name is taken (two servers of one name, or names that differ only in what
 /// was replaced).
+/// Whether the model's tool `name` is an MCP server's (`mcp__<server>__<tool>`, as
+/// [`model_name`] makes them).
+pub(crate) fn is_mcp_tool(name: &str) -> bool {
+    name.starts_with(MCP_PREFIX)
+}
+
+/// What every MCP tool's name starts with.
+const MCP_PREFIX: &str = "mcp__";
+
 pub(crate) fn model_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
     let clean = |text: &str| -> String {
         text.chars()
@@ -489,7 +533,7 @@ pub(crate) fn model_name(server: &str, tool: &str, taken: &mut HashSet<String>) 
         );
         tool.truncate(MAX_NAME - fixed - server.len());
     }
-    let base = format!("mcp__{server}__{tool}");
+    let base = format!("{MCP_PREFIX}{server}__{tool}");
     let mut name = base.clone();
     let mut number = 2;
     while taken.contains(&name) {
@@ -600,6 +644,7 @@ impl ServerTool for McpTool {
         if !self.read_only {
             self.permission.ask(&self.name).await?;
         }
+        self.permission.goes_ahead();
         let call = service
             .call_tool(CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments));
         let result = tokio::time::timeout(self.call_timeout, call)

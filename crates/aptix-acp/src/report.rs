@@ -6,8 +6,9 @@
 //! - reasoning summaries: `agent_thought_chunk`;
 //! - a tool call: `tool_call` (pending) when the model starts it, a `tool_call_update`
 //!   with the arguments, title and locations when its arguments are complete,
-//!   `in_progress` when it runs, and `completed` or `failed` with a summary and the
-//!   files it touched when it is done.
+//!   `in_progress` when it runs (an MCP server's tool: once the user allowed it, not
+//!   while they are asked), and `completed` or `failed` with a summary and the files
+//!   it touched when it is done.
 //!
 //! What the turn warns of (an attachment cut to fit, context left out, a session
 //! compacted, a tool the model called that the mode lacks) is told among the thoughts
@@ -138,6 +139,9 @@ impl TurnReporter {
             StreamDelta::ToolCallStarted { call_id, name, .. } => {
                 self.start_call(call_id, name);
             }
+            // An MCP tool's call may first be put to the user: it stays `pending` until
+            // it goes ahead, which its tool tells the editor itself.
+            StreamDelta::ToolRunning { name, .. } if crate::mcp::is_mcp_tool(name) => {}
             StreamDelta::ToolRunning { call_id, .. } => self.tool_running(call_id),
             StreamDelta::ToolFinished {
                 call_id,

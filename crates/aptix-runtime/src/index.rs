@@ -297,10 +297,7 @@ impl FreshIndex {
             }
         };
         let looked = match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle
-                .spawn_blocking(look)
-                .await
-                .unwrap_or(Ok(None)),
+            Ok(handle) => handle.spawn_blocking(look).await.unwrap_or(Ok(None)),
             Err(_) => look(),
         };
         match looked {

@@ -207,7 +207,11 @@ async fn a_long_lived_orchestrator_retrieves_what_was_saved_after_it_opened() {
     // after it opened, and a file changed since, are retrieved as they are now.
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("src")).unwrap();
-    std::fs::write(root.path().join("src/old.rs"), "pub fn quokka_original() {}\n").unwrap();
+    std::fs::write(
+        root.path().join("src/old.rs"),
+        "pub fn quokka_original() {}\n",
+    )
+    .unwrap();
     std::fs::write(root.path().join("aptix.toml"), "tools = false\n").unwrap();
     let workspace = Workspace::load(root.path(), &SettingsLayer::default(), &|_| None).unwrap();
     let provider = Arc::new(FakeProvider::new());
@@ -221,12 +225,23 @@ async fn a_long_lived_orchestrator_retrieves_what_was_saved_after_it_opened() {
         .execute(turn("t-1", "Where is quokka_original?"))
         .await
         .unwrap();
-    std::fs::write(root.path().join("src/new.rs"), "pub fn zorblax_frobnicate() {}\n").unwrap();
-    std::fs::write(root.path().join("src/old.rs"), "pub fn quokka_renamed() {}\n").unwrap();
+    std::fs::write(
+        root.path().join("src/new.rs"),
+        "pub fn zorblax_frobnicate() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("src/old.rs"),
+        "pub fn quokka_renamed() {}\n",
+    )
+    .unwrap();
     // Past the least time between two looks at the workspace (a quarter second).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     orchestrator
-        .execute(turn("t-2", "Where are zorblax_frobnicate and quokka_renamed?"))
+        .execute(turn(
+            "t-2",
+            "Where are zorblax_frobnicate and quokka_renamed?",
+        ))
         .await
         .unwrap();
     let sent = serde_json::to_string(&provider.requests()[1].input).unwrap();

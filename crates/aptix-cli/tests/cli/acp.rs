@@ -396,6 +396,9 @@ struct Agent {
     permission_answers: std::collections::VecDeque<&'static str>,
     /// The permission requests the agent sent.
     permission_requests: Vec<Value>,
+    /// Where each permission request came among its prompt's messages (how many came
+    /// before it).
+    permission_positions: Vec<usize>,
 }
 
 impl Agent {
@@ -450,6 +453,7 @@ impl Agent {
             stderr,
             permission_answers: std::collections::VecDeque::new(),
             permission_requests: Vec::new(),
+            permission_positions: Vec::new(),
         }
     }
 
@@ -495,6 +499,7 @@ impl Agent {
                     .to_string(),
                 );
                 self.permission_requests.push(message);
+                self.permission_positions.push(messages.len());
                 continue;
             }
             let done = message.get("id") == Some(&id) && message.get("method").is_none();
@@ -1166,19 +1171,33 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         agent.permission_answers.push_back("reject_always");
         let after_load = agent.prompt(5, &session_id, "Where are you? Close T-10");
         let asked = std::mem::take(&mut agent.permission_requests);
+        let asked_at = std::mem::take(&mut agent.permission_positions);
         let requests: Vec<Value> = server
             .requests()
             .iter()
             .filter_map(aptix_testkit::fault_server::Received::json)
             .collect();
-        (prompt, after_load, stopped_on_load, asked, requests, agent.finish())
+        (
+            prompt,
+            after_load,
+            stopped_on_load,
+            (asked, asked_at),
+            requests,
+            agent.finish(),
+        )
     })
     .await;
-    let (prompt, after_load, stopped_on_load, asked, requests, (status, stdout, stderr)) =
-        match outcome {
-            Ok(finished) => finished,
-            Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
-        };
+    let (
+        prompt,
+        after_load,
+        stopped_on_load,
+        (asked, asked_at),
+        requests,
+        (status, stdout, stderr),
+    ) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
     assert_eq!(requests.len(), 7, "{stderr}");
     assert_eq!(
         prompt.last().unwrap()["result"]["stopReason"],
@@ -1294,6 +1313,30 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         options,
         ["allow_once", "allow_always", "reject_once", "reject_always"]
     );
+    // A call put to the user shows `pending` while they are asked, `in_progress` once
+    // allowed; a refused one never runs.
+    let statuses = |messages: &[Value], call: &str| -> Vec<String> {
+        updates_of(messages)
+            .into_iter()
+            .filter(|update| update["toolCallId"] == call)
+            .filter_map(|update| update["status"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let before = statuses(&prompt[..asked_at[0]], "call_close");
+    assert!(!before.contains(&"in_progress".to_owned()), "{before:?}");
+    let after = statuses(&prompt[asked_at[0]..], "call_close");
+    assert_eq!(
+        after.first().map(String::as_str),
+        Some("in_progress"),
+        "{after:?}"
+    );
+    let refused_statuses = statuses(&after_load, "call_close2");
+    assert!(
+        !refused_statuses.contains(&"in_progress".to_owned()),
+        "{refused_statuses:?}"
+    );
+    // A read-only one goes ahead at once.
+    assert!(statuses(&prompt, "call_add").contains(&"in_progress".to_owned()));
     let refused = output_for(&requests[6], "call_close2");
     assert!(
         refused.contains("the user did not allow this call"),
@@ -1440,4 +1483,48 @@ async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
         told.contains("did not answer within 1s") && told.contains("cancelled"),
         "{told}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_still_starting_when_the_editor_leaves_is_stopped_too() {
+    // A server that never answers the MCP handshake: the editor closes the agent's stdin
+    // while `session/new` still waits for it. It used to be left running.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(Vec::new()).await;
+    let pid_file = sandbox.home.path().join("hung.pid");
+    let pid_arg = pid_file.to_str().unwrap().to_owned();
+    let workspace = sandbox.workspace_arg();
+    let pid = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let servers = json!([{"name": "hung", "command": "/bin/sh",
+                              "args": ["-c", "echo $$ > \"$0\"; exec sleep 1000", pid_arg],
+                              "env": []}]);
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                    "params": {"cwd": workspace, "mcpServers": servers}})
+            .to_string(),
+        );
+        // Counted, not timed: until the server has started (bounded).
+        let mut pid = None;
+        for _ in 0..200 {
+            pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<u64>().ok());
+            if pid.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        let pid = pid.expect("the server never started");
+        // The handshake under way (the leak showed from half a second on).
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let (status, _, stderr) = agent.finish();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        pid
+    })
+    .await
+    .unwrap();
+    assert!(gone(pid), "the server {pid} outlived the agent");
 }
