@@ -785,7 +785,7 @@ impl Session {
         // The request as built, kept to settle the turn if it is cancelled.
         let built: Mutex<Option<AgentExecuteRequest>> = Mutex::new(None);
         let turn = async {
-            let request = prompt::user_turn(
+            let (request, notes) = prompt::user_turn(
                 &self.id,
                 turn_id,
                 blocks,
@@ -793,6 +793,9 @@ impl Session {
                 self.editor.as_deref(),
             )
             .await?;
+            for note in notes {
+                lock(&reporter).warn(&note);
+            }
             *lock(&built) = Some(request.clone());
             // A model request sent again after a 429, a 5xx or a lost connection is
             // told to the editor before the wait, as a cut stream's retry is.

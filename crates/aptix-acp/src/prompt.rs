@@ -31,6 +31,9 @@ struct Turn {
     images: Vec<Value>,
     /// Each attachment's shown path and the URI it came from.
     uris: Vec<(String, String)>,
+    /// What the user is told about their links (one not attached, and why): a link that
+    /// cannot be attached is named in the question, not a reason to refuse the prompt.
+    notes: Vec<String>,
 }
 
 impl Turn {
@@ -90,14 +93,14 @@ impl Turn {
     }
 }
 
-/// The AGN-034 user turn for `blocks`.
+/// The AGN-034 user turn for `blocks`, and what the user is told about their links.
 pub(crate) async fn user_turn(
     session_id: &str,
     turn_id: &str,
     blocks: Vec<ContentBlock>,
     cwd: &Path,
     editor: Option<&EditorReader>,
-) -> Result<AgentExecuteRequest, RpcError> {
+) -> Result<(AgentExecuteRequest, Vec<String>), RpcError> {
     let mut turn = Turn::default();
     for block in blocks {
         match block {
@@ -161,6 +164,7 @@ pub(crate) async fn user_turn(
         request["images"] = Value::Array(turn.images);
     }
     AgentExecuteRequest::from_json_value(&request)
+        .map(|request| (request, turn.notes))
         .map_err(|rejection| invalid_params(format!("the prompt is not a valid turn: {rejection}")))
 }
 
@@ -227,7 +231,10 @@ fn image_block(turn: &mut Turn, image: ImageContent, cwd: &Path) {
 }
 
 /// A `resource_link`: a `file:` link is read and attached; any other is named in the
-/// instruction only (Aptix fetches nothing from the network).
+/// instruction only (Aptix fetches nothing from the network). A file link that cannot be
+/// attached (a folder, a file that is not text, one whose name says it holds secrets,
+/// lines past its end, a file that does not read) is named in the question and told
+/// to the user as a note; the prompt goes on.
 async fn link_file(
     turn: &mut Turn,
     link: &ResourceLink,
@@ -238,11 +245,12 @@ async fn link_file(
         turn.mention(&format!("[{}]({})", link.name, link.uri));
         return Ok(());
     };
-    let mut path = shown_path(&link.uri, cwd, &link.name);
+    let file = shown_path(&link.uri, cwd, &link.name);
     let range = lines_of(&link.uri);
-    if let Some((first, last)) = range {
-        path = format!("{path}#L{first}-{last}");
-    }
+    let path = match range {
+        Some((first, last)) => format!("{file}#L{first}-{last}"),
+        None => file.clone(),
+    };
     if let Some(shown) = turn.attached(&link.uri) {
         // The same file (or lines) linked again: named again, sent once.
         mention(turn, &shown);
@@ -250,33 +258,73 @@ async fn link_file(
     }
     let path = turn.unique(path, &link.uri);
     mention(turn, &path);
-    let text = match editor {
-        Some(editor) => editor.read_text(&absolute).await.map_err(|message| {
-            invalid_params(format!(
-                "could not read the linked file {}: {message}",
-                absolute.display()
-            ))
-        })?,
-        None => read_from_disk(&absolute).await?,
+    let mut not_attached = |why: String| {
+        turn.notes.push(format!(
+            "`{path}` is named in the question but not attached: {why}"
+        ));
     };
-    if text.len() > MAX_INLINE_ATTACHMENT_BYTES {
-        return Err(invalid_params(format!(
-            "the linked file {} is larger than the {} MiB an attachment may be",
-            absolute.display(),
-            MAX_INLINE_ATTACHMENT_BYTES / (1024 * 1024)
-        )));
+    // The rule the index and the tools follow, for the file's path and its real name.
+    if aptix_index::is_secret_path(&file)
+        || absolute
+            .file_name()
+            .is_some_and(|name| aptix_index::is_secret_path(&name.to_string_lossy()))
+    {
+        not_attached(
+            "its name says it may hold secrets (keys, tokens, credentials), which Aptix never sends"
+                .to_owned(),
+        );
+        return Ok(());
     }
+    if absolute.is_dir() {
+        not_attached("it is a folder (the model can list it with list_files)".to_owned());
+        return Ok(());
+    }
+    let read = match editor {
+        Some(editor) => editor
+            .read_text(&absolute)
+            .await
+            .map_err(|message| format!("the editor could not read it: {message}")),
+        None => read_from_disk(&absolute).await,
+    };
+    let text = match read {
+        Ok(text) if text.len() > MAX_INLINE_ATTACHMENT_BYTES => {
+            not_attached(format!(
+                "it is larger than the {} MiB an attachment may be",
+                MAX_INLINE_ATTACHMENT_BYTES / (1024 * 1024)
+            ));
+            return Ok(());
+        }
+        Ok(text) => text,
+        Err(why) => {
+            not_attached(why);
+            return Ok(());
+        }
+    };
     // A link to lines (`file:///…/lib.rs#L10-20`, a symbol's @-mention) attaches those
     // lines, shown at their numbers; a link to a file, the whole file.
     let text = match range {
-        Some((first, last)) => text
-            .lines()
-            .skip(usize::try_from(first - 1).unwrap_or(usize::MAX))
-            .take(usize::try_from(last - first + 1).unwrap_or(usize::MAX))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some((first, last)) => {
+            let total = text.lines().count();
+            if usize::try_from(first).is_ok_and(|first| first > total) {
+                not_attached(format!(
+                    "the file has {total} lines, none of them {first} or after"
+                ));
+                return Ok(());
+            }
+            text.lines()
+                .skip(usize::try_from(first - 1).unwrap_or(usize::MAX))
+                .take(usize::try_from(last - first + 1).unwrap_or(usize::MAX))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
         None => text,
     };
+    if absolute.strip_prefix(cwd).is_err() {
+        turn.notes.push(format!(
+            "`{}` is outside the workspace: attached as `{path}`",
+            absolute.display()
+        ));
+    }
     turn.files.push(json!({"path": path, "content": text}));
     Ok(())
 }
@@ -296,32 +344,22 @@ fn lines_of(uri: &str) -> Option<(u32, u32)> {
     (first >= 1 && last >= first).then_some((first, last))
 }
 
-async fn read_from_disk(absolute: &Path) -> Result<String, RpcError> {
-    let unreadable = |error: &dyn std::fmt::Display| {
-        invalid_params(format!(
-            "could not read the linked file {}: {error}",
-            absolute.display()
-        ))
-    };
+/// The text of the file at `absolute`, or why it cannot be attached.
+async fn read_from_disk(absolute: &Path) -> Result<String, String> {
     let metadata = tokio::fs::metadata(absolute)
         .await
-        .map_err(|error| unreadable(&error))?;
+        .map_err(|error| format!("it could not be read ({error})"))?;
     if metadata.len() > u64::try_from(MAX_INLINE_ATTACHMENT_BYTES).unwrap_or(u64::MAX) {
-        return Err(invalid_params(format!(
-            "the linked file {} is larger than the {} MiB an attachment may be",
-            absolute.display(),
+        return Err(format!(
+            "it is larger than the {} MiB an attachment may be",
             MAX_INLINE_ATTACHMENT_BYTES / (1024 * 1024)
-        )));
+        ));
     }
     let bytes = tokio::fs::read(absolute)
         .await
-        .map_err(|error| unreadable(&error))?;
-    String::from_utf8(bytes).map_err(|_| {
-        invalid_params(format!(
-            "the linked file {} is not UTF-8 text; attach an image as an image block",
-            absolute.display()
-        ))
-    })
+        .map_err(|error| format!("it could not be read ({error})"))?;
+    String::from_utf8(bytes)
+        .map_err(|_| "it is not text (attach an image as an image block)".to_owned())
 }
 
 /// The local path of a `file:` URI (percent-escapes decoded, any `#fragment` or
@@ -399,13 +437,18 @@ mod tests {
     };
 
     fn run(blocks: Vec<ContentBlock>, cwd: &Path) -> Result<Value, RpcError> {
+        run_noted(blocks, cwd).map(|(request, _)| request)
+    }
+
+    /// The turn's request, and what the user is told about their links.
+    fn run_noted(blocks: Vec<ContentBlock>, cwd: &Path) -> Result<(Value, Vec<String>), RpcError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime
             .block_on(user_turn("s-1", "t-1", blocks, cwd, None))
-            .map(|request| serde_json::to_value(&request).unwrap())
+            .map(|(request, notes)| (serde_json::to_value(&request).unwrap(), notes))
     }
 
     #[test]
@@ -494,23 +537,71 @@ mod tests {
     }
 
     #[test]
-    fn audio_and_unreadable_links_are_refused_with_a_reason() {
+    fn links_that_cannot_be_attached_are_named_and_told_and_empty_prompts_refused() {
         let dir = tempfile_dir();
-        let error = run(
-            vec![ContentBlock::ResourceLink(ResourceLink::new(
-                "gone.rs",
-                format!("file://{}", dir.join("gone.rs").display()),
-            ))],
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join(".env"), "SECRET=shh\n").unwrap();
+        std::fs::write(dir.join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
+        std::fs::write(dir.join("five.txt"), "1\n2\n3\n4\n5\n").unwrap();
+        let outside = tempfile_dir();
+        std::fs::write(outside.join("notes.md"), "outside text\n").unwrap();
+        let link = |path: PathBuf, fragment: &str| {
+            ContentBlock::ResourceLink(ResourceLink::new(
+                "link",
+                format!("file://{}{fragment}", path.display()),
+            ))
+        };
+        let (request, notes) = run_noted(
+            vec![
+                ContentBlock::Text(TextContent::new("Look at")),
+                link(dir.join("gone.rs"), ""),
+                link(dir.join("src"), ""),
+                link(dir.join(".env"), ""),
+                link(dir.join("blob.bin"), ""),
+                link(dir.join("five.txt"), "#L100"),
+                link(outside.join("notes.md"), ""),
+            ],
             &dir,
         )
-        .unwrap_err();
+        .unwrap();
+        let told = |path: &str, why: &str| {
+            assert!(
+                notes.iter().any(|note| note.starts_with(&format!(
+                    "`{path}` is named in the question but not attached: "
+                )) && note.contains(why)),
+                "{path}: {notes:#?}"
+            );
+        };
+        told("gone.rs", "could not be read");
+        told("src", "folder");
+        told(".env", "may hold secrets");
+        told("blob.bin", "not text");
+        told("five.txt#L100-100", "the file has 5 lines");
         assert!(
-            error.message.contains("could not read the linked file"),
-            "{error:?}"
+            notes
+                .iter()
+                .any(|note| note.contains("is outside the workspace: attached as `notes.md`")),
+            "{notes:#?}"
         );
+        // Every link is named where it stood; only the one that reads is attached.
+        let instruction = request["instruction"].as_str().unwrap();
+        for named in [
+            "`gone.rs`",
+            "`src`",
+            "`.env`",
+            "`blob.bin`",
+            "`five.txt#L100-100`",
+            "`notes.md`",
+        ] {
+            assert!(instruction.contains(named), "{named}: {instruction}");
+        }
+        assert_eq!(request["files"].as_array().unwrap().len(), 1, "{request:#}");
+        assert_eq!(request["files"][0]["content"], "outside text\n");
+        assert!(!request.to_string().contains("SECRET=shh"));
         let error = run(vec![ContentBlock::Text(TextContent::new("   "))], &dir).unwrap_err();
         assert!(error.message.contains("not a valid turn"), "{error:?}");
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
     }
 
     #[test]

@@ -41,7 +41,21 @@ impl EditorReader {
             .block_task()
             .await
             .map(|response| response.content)
-            .map_err(|error| error.to_string())
+            .map_err(|error| in_words(&error))
+    }
+}
+
+/// An editor's error in words: its message, and its details when it gives them (the
+/// SDKs put an exception's text in `data.details`), not the JSON of it.
+pub(crate) fn in_words(error: &agent_client_protocol::Error) -> String {
+    let details = match &error.data {
+        Some(serde_json::Value::String(text)) => Some(text.as_str()),
+        Some(serde_json::Value::Object(data)) => data.get("details").and_then(|d| d.as_str()),
+        _ => None,
+    };
+    match details.map(str::trim).filter(|details| !details.is_empty()) {
+        Some(details) => format!("{} ({details})", error.message.trim_end_matches('.')),
+        None => error.message.clone(),
     }
 }
 
