@@ -293,6 +293,11 @@ impl TurnReporter {
             }
         }
         for warning in &envelope.warnings {
+            // The refusal was shown as the answer: where the envelope keeps it is no
+            // news to the user.
+            if warning.ends_with(aptix_mapping::MappingWarning::REFUSAL_FIELD) {
+                continue;
+            }
             self.warn(warning);
         }
         // A call the orchestrator refused is reported with its reason as it finishes;

@@ -27,9 +27,13 @@ impl WorkspaceIndex {
         // Hits past `max_chunks` were fetched as spares for overlaps (`past_max_chunks`
         // is no news); those the token budget left out are news for the caller, who says so with what it leaves out
         // itself (one warning, one count).
+        // A question none of whose words is in the code ("thanks", "hello") retrieves
+        // nothing, which is no news in a conversation; `aptix search` still says it.
+        let mut warnings = results.warnings;
+        warnings.retain(|warning| !crate::search::is_no_terms_warning(warning));
         Ok(Retrieval {
             chunks: packed.kept,
-            warnings: results.warnings,
+            warnings,
             left_out: packed.dropped.len(),
         })
     }

@@ -385,7 +385,7 @@ fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
 /// another project, or an index built before the code it asks about).
 fn no_terms_warning(analysis: &Analysis) -> String {
     if analysis.terms.is_empty() {
-        return "query has no searchable words".to_owned();
+        return NO_SEARCHABLE_WORDS.to_owned();
     }
     const SHOWN: usize = 8;
     let words: Vec<&str> = analysis
@@ -399,10 +399,18 @@ fn no_terms_warning(analysis: &Analysis) -> String {
     } else {
         ""
     };
-    format!(
-        "none of the query's words occurs in the workspace index ({}{more})",
-        words.join(", ")
-    )
+    format!("{NO_WORD_INDEXED} ({}{more})", words.join(", "))
+}
+
+/// The warning of a query with no word to search for.
+const NO_SEARCHABLE_WORDS: &str = "query has no searchable words";
+/// How the warning of a query none of whose words the index holds begins.
+const NO_WORD_INDEXED: &str = "none of the query's words occurs in the workspace index";
+
+/// Whether `warning` is [`no_terms_warning`]'s: news to someone searching, none to a
+/// turn's retrieval (a "thanks" or a "hello" has no code to find).
+pub(crate) fn is_no_terms_warning(warning: &str) -> bool {
+    warning == NO_SEARCHABLE_WORDS || warning.starts_with(NO_WORD_INDEXED)
 }
 
 /// The analysed terms the index holds, at most [`MAX_QUERY_TERMS`], chosen by weight

@@ -336,6 +336,29 @@ fn a_query_whose_words_the_workspace_lacks_says_so_and_names_them() {
     );
 }
 
+#[test]
+fn a_turn_that_asks_nothing_of_the_code_is_not_warned_of_it() {
+    // "Thanks", "hello": a conversation's turn retrieves nothing, which is no news; the
+    // search still says it (above).
+    let index = fixture();
+    for text in ["thanks, that helps", "Where is the quaternion slerp?", "?!"] {
+        let retrieved = index
+            .retrieve_blocking(&RetrievalQuery {
+                text: text.into(),
+                scope: Vec::new(),
+                token_budget: 100_000,
+                max_chunks: 8,
+            })
+            .unwrap();
+        assert!(retrieved.chunks.is_empty(), "{text}");
+        assert!(
+            retrieved.warnings.is_empty(),
+            "{text}: {:?}",
+            retrieved.warnings
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_retriever_packs_to_the_budget_without_overlaps() {
     let index = fixture();

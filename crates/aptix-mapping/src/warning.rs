@@ -171,17 +171,23 @@ pub enum MappingWarning {
     NoSuchEndpoint,
 }
 
+impl MappingWarning {
+    /// How a [`Refusal`](Self::Refusal)'s text ends: where to find the refusal in the
+    /// envelope. A front end that shows the refusal as the answer (an editor) leaves
+    /// this warning out.
+    pub const REFUSAL_FIELD: &'static str = "the refusal is in `refusal`, not in `text`";
+}
+
 impl fmt::Display for MappingWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MappingWarning::Refusal { item_id } => match item_id {
                 Some(id) => write!(
                     f,
-                    "the model refused in message {id}; the refusal is in `refusal`, not in `text`"
+                    "the model refused in message {id}; {}",
+                    MappingWarning::REFUSAL_FIELD
                 ),
-                None => {
-                    f.write_str("the model refused; the refusal is in `refusal`, not in `text`")
-                }
+                None => write!(f, "the model refused; {}", MappingWarning::REFUSAL_FIELD),
             },
             MappingWarning::UnmappedToolCall { item_type, item_id } => write!(
                 f,

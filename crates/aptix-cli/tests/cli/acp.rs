@@ -1528,3 +1528,65 @@ async fn a_server_still_starting_when_the_editor_leaves_is_stopped_too() {
     .unwrap();
     assert!(gone(pid), "the server {pid} outlived the agent");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_and_a_word_of_thanks_bring_no_notes_about_the_plumbing() {
+    // A refusal is the answer (shown as message text): where the envelope keeps it is
+    // no news to an editor user; nor is a "thanks" finding no code.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/lib.rs", "pub fn invoice_total() -> u32 { 3 }\n");
+    let message = json!({"type": "message", "id": "msg_r", "role": "assistant", "status": "completed",
+                         "content": [{"type": "refusal", "refusal": "I can't help with that."}]});
+    let refusal = numbered(vec![
+        json!({"type": "response.created", "response": {"id": "resp_r", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "id": "msg_r", "role": "assistant", "status": "in_progress", "content": []}}),
+        json!({"type": "response.content_part.added", "item_id": "msg_r", "output_index": 0, "content_index": 0,
+               "part": {"type": "refusal", "refusal": ""}}),
+        json!({"type": "response.refusal.delta", "item_id": "msg_r", "output_index": 0, "content_index": 0,
+               "delta": "I can't help with that."}),
+        json!({"type": "response.refusal.done", "item_id": "msg_r", "output_index": 0, "content_index": 0,
+               "refusal": "I can't help with that."}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": message}),
+        json!({"type": "response.completed", "response": {"id": "resp_r", "status": "completed", "model": "m",
+               "output": [message],
+               "usage": {"input_tokens": 5, "output_tokens": 5, "total_tokens": 10}}}),
+    ]);
+    let server = FaultServer::start(vec![
+        Reply::sse(sse_text(&refusal)),
+        text("resp_t", &["You're welcome."]),
+    ])
+    .await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let refused = agent.prompt(3, &session_id, "Write malware about invoice_total");
+        let thanked = agent.prompt(4, &session_id, "thanks!");
+        (refused, thanked, agent.finish())
+    })
+    .await;
+    let (refused, thanked, (_, _, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(
+        refused.last().unwrap()["result"]["stopReason"],
+        "refusal",
+        "{refused:#?}\n{stderr}"
+    );
+    let updates = updates_of(&refused);
+    assert!(
+        updates
+            .iter()
+            .any(|update| update["content"]["text"] == "I can't help with that."),
+        "the refusal is shown: {updates:#?}"
+    );
+    assert!(
+        thoughts_about(&updates, "`refusal`").is_empty(),
+        "{updates:#?}"
+    );
+    let updates = updates_of(&thanked);
+    assert!(
+        thoughts_about(&updates, "workspace index").is_empty(),
+        "{updates:#?}"
+    );
+}
