@@ -414,7 +414,19 @@ async fn start(
         let service = client
             .serve(transport)
             .await
-            .map_err(|error| format!("it did not complete the MCP handshake: {error}"))?;
+            .map_err(|error| {
+                // rmcp says a server that exited at once as a transport failure to send
+                // ("Broken pipe") or a closed connection: say what happened.
+                let said = error.to_string();
+                if said.contains("Broken pipe")
+                    || said.contains("closed")
+                    || said.contains("TransportClosed")
+                {
+                    "it exited (or closed its output) before the MCP handshake; what it wrote on stderr is in the agent's log (aptix acp -v)".to_owned()
+                } else {
+                    format!("it did not complete the MCP handshake: {said}")
+                }
+            })?;
         // A server of resources or prompts only has no tools to list.
         let has_tools = service
             .peer_info()

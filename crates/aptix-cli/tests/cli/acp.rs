@@ -1449,7 +1449,9 @@ async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
     let outcome = tokio::task::spawn_blocking(move || {
         let mut agent = Agent::start_with(&sandbox, &server, &["--mcp-tool-timeout", "1s"]);
         agent.request(1, "initialize", json!({"protocolVersion": 1}));
-        let servers = json!([{"name": "tickets", "command": python, "args": [script], "env": []}]);
+        // And one that exits at once: said as what happened.
+        let servers = json!([{"name": "tickets", "command": python, "args": [script], "env": []},
+                             {"name": "quitter", "command": "/bin/sh", "args": ["-c", "exit 0"], "env": []}]);
         let created = agent.request(
             2,
             "session/new",
@@ -1478,6 +1480,9 @@ async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
         "{prompt:#?}\n{stderr}"
     );
     assert_eq!(requests.len(), 2, "{stderr}");
+    let quit = thoughts_about(&updates_of(&prompt), "the MCP server `quitter`");
+    assert_eq!(quit.len(), 1, "{prompt:#?}");
+    assert!(quit[0].contains("it exited"), "{quit:?}");
     let told = output_for(&requests[1], "call_wait");
     assert!(
         told.contains("did not answer within 1s") && told.contains("cancelled"),
