@@ -33,10 +33,12 @@ fn offered(body: &Value) -> (Vec<String>, Vec<String>) {
     (tools, described)
 }
 
-/// `aptix ask --no-stream QUESTION` in the sandbox's workspace against `server`.
+/// `aptix ask --no-stream [EXTRA...] QUESTION` in the sandbox's workspace against
+/// `server`.
 async fn ask_unstreamed(
     sandbox: &Sandbox,
     server: &FaultServer,
+    extra: &[&str],
     question: &str,
 ) -> std::process::Output {
     let mut command = sandbox.aptix();
@@ -44,6 +46,7 @@ async fn ask_unstreamed(
         .env("OPENAI_API_KEY", SECRET_KEY)
         .args(["ask", "--no-stream", "--base-url", &server.base_url()])
         .args(["--workspace", &sandbox.workspace_arg()])
+        .args(extra)
         .arg(question);
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -182,6 +185,16 @@ fn call(id: &str, call_id: &str, name: &str, arguments: Value) -> Value {
     })
 }
 
+/// A reply whose answer is `text`.
+fn answer(id: &str, text: &str) -> Value {
+    json!({
+        "id": id, "status": "completed", "model": "m",
+        "output": [{"type": "message", "id": format!("msg_{id}"), "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]}],
+        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
+    })
+}
+
 /// The `output` text of the `function_call_output` answering `call_id` in a request.
 fn output_for(request: &Value, call_id: &str) -> String {
     request["input"]
@@ -202,12 +215,7 @@ async fn a_model_searches_then_reads_then_answers() {
         "//! The session store.\n\npub fn commit_turn(state: &str) -> usize {\n    state.len()\n}\n",
     );
     sandbox.write_workspace_file("src/other.rs", "pub fn unrelated() {}\n");
-    let answer = json!({
-        "id": "resp_3", "status": "completed", "model": "m",
-        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "commit_turn in src/store.rs commits it."}]}],
-        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
-    });
+    let answer = answer("resp_3", "commit_turn in src/store.rs commits it.");
     let server = FaultServer::start(vec![
         Reply::json(
             200,
@@ -230,7 +238,7 @@ async fn a_model_searches_then_reads_then_answers() {
         Reply::json(200, &answer),
     ])
     .await;
-    let output = ask_unstreamed(&sandbox, &server, "Where is a turn committed?").await;
+    let output = ask_unstreamed(&sandbox, &server, &[], "Where is a turn committed?").await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert!(
         stdout(&output).contains("commit_turn in src/store.rs commits it."),
@@ -281,7 +289,7 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
         )
     });
     let server = FaultServer::start(replies.collect()).await;
-    let output = ask_unstreamed(&sandbox, &server, "Change the file").await;
+    let output = ask_unstreamed(&sandbox, &server, &[], "Change the file").await;
     let text = stderr(&output);
     assert_eq!(code(&output), 3, "{text}");
     assert!(text.contains("the answer is not done"), "{text}");
@@ -300,27 +308,9 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
         .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == ')').next())
         .unwrap_or_else(|| panic!("no session named: {text}"))
         .to_owned();
-    let answer = json!({
-        "id": "resp_next", "status": "completed", "model": "m",
-        "output": [{"type": "message", "id": "msg_n", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "I cannot write files."}]}],
-        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
-    });
+    let answer = answer("resp_next", "I cannot write files.");
     let next = FaultServer::start(vec![Reply::json(200, &answer)]).await;
-    let mut command = sandbox.aptix();
-    command
-        .env("OPENAI_API_KEY", SECRET_KEY)
-        .args(["ask", "--no-stream", "--base-url", &next.base_url()])
-        .args([
-            "--workspace",
-            &sandbox.workspace_arg(),
-            "--session",
-            &session,
-        ])
-        .arg("Why not?");
-    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
+    let output = ask_unstreamed(&sandbox, &next, &["--session", &session], "Why not?").await;
     let text = stderr(&output);
     assert_eq!(code(&output), 0, "{text}");
     assert!(!text.contains("were cancelled"), "{text}");
@@ -341,12 +331,7 @@ async fn the_serve_tokens_file_in_the_workspace_is_neither_context_nor_read_by_a
     sandbox.write_workspace_file("conf/team.txt", &format!("# team token\n{token}\n"));
     sandbox.write_workspace_file("conf/notes.md", "Team notes: which token is whose.\n");
     sandbox.write_workspace_file("aptix.toml", "tokens_file = \"conf/team.txt\"\n");
-    let answer = json!({
-        "id": "resp_4", "status": "completed", "model": "m",
-        "output": [{"type": "message", "id": "msg_1", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "I cannot see it."}]}],
-        "usage": {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}
-    });
+    let answer = answer("resp_4", "I cannot see it.");
     let server = FaultServer::start(vec![
         Reply::json(
             200,
@@ -373,7 +358,7 @@ async fn the_serve_tokens_file_in_the_workspace_is_neither_context_nor_read_by_a
         Reply::json(200, &answer),
     ])
     .await;
-    let output = ask_unstreamed(&sandbox, &server, "Which team token is configured?").await;
+    let output = ask_unstreamed(&sandbox, &server, &[], "Which team token is configured?").await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let requests: Vec<Value> = server
         .requests()
