@@ -26,7 +26,7 @@ use tokio::runtime::Runtime;
 
 use crate::cli::AskArgs;
 use crate::exit::{FAILURE, SUCCESS, TRUNCATED, usage};
-use crate::output::{AnswerPrinter, StderrReporter, note, print_json, warn};
+use crate::output::{AnswerPrinter, StderrReporter, note, print_json, warn, without_key};
 use crate::workspace;
 
 /// The AGN-034 user turn: the instruction, the attached files and images (`--file`,
@@ -105,18 +105,6 @@ fn turn_json(
 /// The bytes of a file given with `flag`: a path that names no file is the caller's
 /// mistake (exit 2, as for any bad flag value); a file that cannot be read is an I/O
 /// failure (exit 1).
-/// `text` without the API key (a key pasted into a question would otherwise be sent,
-/// and stored with the session).
-fn without_key(text: &str, key: Option<&str>) -> String {
-    match key
-        .map(str::trim)
-        .filter(|key| !key.is_empty() && text.contains(key))
-    {
-        Some(key) => text.replace(key, "[redacted]"),
-        None => text.to_owned(),
-    }
-}
-
 fn read_attached(flag: &str, path: &Path) -> Result<Vec<u8>, anyhow::Error> {
     if !path.is_file() {
         let what = if path.is_dir() {
@@ -154,6 +142,8 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
             "the instruction and the schema cannot both be read from stdin: give one of them as a file or an argument",
         ));
     }
+    // A key pasted into the question would otherwise be sent, and stored with the
+    // session.
     let key = env("OPENAI_API_KEY");
     let instruction = without_key(&read_instruction(&args.instruction)?, key.as_deref());
     let root = match workspace::resolve(args.workspace.as_deref()) {

@@ -90,7 +90,8 @@ impl Reporter for StderrReporter {
 /// may hold text a server or a model echoed, and the key in `OPENAI_API_KEY` is never
 /// shown.
 pub(crate) fn print_json(value: &impl Serialize) -> Result<(), anyhow::Error> {
-    let mut text = without_api_key(serde_json::to_string_pretty(value)?);
+    let key = aptix_runtime::process_env("OPENAI_API_KEY");
+    let mut text = without_key(&serde_json::to_string_pretty(value)?, key.as_deref());
     text.push('\n');
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -98,14 +99,16 @@ pub(crate) fn print_json(value: &impl Serialize) -> Result<(), anyhow::Error> {
     Ok(())
 }
 
-/// `text` with the process's `OPENAI_API_KEY` replaced by `[redacted]` (a key is
-/// letters, digits, `-` and `_`: JSON text holds it as it is).
-fn without_api_key(text: String) -> String {
-    match aptix_runtime::process_env("OPENAI_API_KEY") {
-        Some(key) if !key.trim().is_empty() && text.contains(key.trim()) => {
-            text.replace(key.trim(), "[redacted]")
-        }
-        _ => text,
+/// `text` without the API key `key`: replaced by `[redacted]` (a key is letters,
+/// digits, `-` and `_`, so JSON text holds it as it is). The one rule for text the
+/// command sends or prints: a question, an attachment, an envelope.
+pub(crate) fn without_key(text: &str, key: Option<&str>) -> String {
+    match key
+        .map(str::trim)
+        .filter(|key| !key.is_empty() && text.contains(key))
+    {
+        Some(key) => text.replace(key, "[redacted]"),
+        None => text.to_owned(),
     }
 }
 
