@@ -758,7 +758,11 @@ impl Session {
     ) -> Result<PromptResponse, RpcError> {
         let turns = match &self.turns {
             Ok(turns) => turns,
-            Err(reason) => return Err(internal(reason.clone())),
+            // As every failed prompt, with a code an editor can act on (`data.errorCode`).
+            Err(reason) => {
+                return Err(internal(reason.clone())
+                    .data(serde_json::json!({ "errorCode": "no_provider" })));
+            }
         };
         let reporter = Arc::new(Mutex::new(TurnReporter::new(
             connection,
