@@ -832,7 +832,10 @@ async fn without_a_key_the_session_opens_and_each_prompt_says_how_to_set_one() {
     let message = failed["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("OPENAI_API_KEY"), "{failed}");
     // A code, as every failed prompt has one.
-    assert_eq!(failed["error"]["data"]["errorCode"], "no_provider", "{failed}");
+    assert_eq!(
+        failed["error"]["data"]["errorCode"], "no_provider",
+        "{failed}"
+    );
     assert!(status.success());
     assert!(
         !started,
