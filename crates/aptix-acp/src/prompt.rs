@@ -263,12 +263,9 @@ async fn link_file(
             "`{path}` is named in the question but not attached: {why}"
         ));
     };
-    // The rule the index and the tools follow, for the file's path and its real name.
-    if aptix_index::is_secret_path(&file)
-        || absolute
-            .file_name()
-            .is_some_and(|name| aptix_index::is_secret_path(&name.to_string_lossy()))
-    {
+    // The rule the index and the tools follow, on the path the file is shown under (in
+    // the workspace, every folder of it; outside, its name).
+    if aptix_index::is_secret_path(&file) {
         not_attached(
             "its name says it may hold secrets (keys, tokens, credentials), which Aptix never sends"
                 .to_owned(),

@@ -288,29 +288,17 @@ impl FreshIndex {
         }
         let _looking = Looking(&self.looking);
         let started = std::time::Instant::now();
+        // The same look and refresh as a session's opening (`refresh_if_stale`), told
+        // to the log: no one is waiting on a progress bar mid-session.
+        struct Logged;
+        impl Reporter for Logged {}
         let index = self.index.clone();
-        let look = move || -> Result<Option<IndexStats>, aptix_index::IndexError> {
-            if index.is_stale()? {
-                index.refresh(&NoProgress).map(Some)
-            } else {
-                Ok(None)
+        let look = move || refresh_if_stale(index.root(), &index, false, &Logged);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let _ = handle.spawn_blocking(look).await;
             }
-        };
-        let looked = match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle.spawn_blocking(look).await.unwrap_or(Ok(None)),
             Err(_) => look(),
-        };
-        match looked {
-            Ok(Some(stats)) => tracing::info!(
-                files_indexed = stats.files_indexed,
-                files_removed = stats.files_deleted,
-                "the workspace changed; index refreshed in {:.1?}",
-                stats.elapsed
-            ),
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!("{}; using the index as it is", chain(&error));
-            }
         }
         let mut looked = self
             .looked
