@@ -20,19 +20,31 @@ use aptix_rag::{Chunk, RetrievalQuery, Retriever};
 use common::*;
 use tempfile::TempDir;
 
-/// One indexed fixture shared by the read-only tests of this file.
-fn fixture() -> &'static WorkspaceIndex {
-    static FIXTURE: OnceLock<(TempDir, WorkspaceIndex)> = OnceLock::new();
-    let (_, index) = FIXTURE.get_or_init(|| {
-        let workspace = workspace();
-        let config = IndexConfig {
-            repo_name: Some("billing".into()),
-            ..IndexConfig::default()
-        };
-        let index = indexed(workspace.path(), config);
-        (workspace, index)
-    });
-    index
+/// The indexed fixture of a test, removed when the test ends (a fixture kept in a
+/// `static` is never dropped: each test process left its workspace in the temp dir).
+struct Fixture {
+    index: WorkspaceIndex,
+    _workspace: TempDir,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = WorkspaceIndex;
+    fn deref(&self) -> &WorkspaceIndex {
+        &self.index
+    }
+}
+
+fn fixture() -> Fixture {
+    let workspace = workspace();
+    let config = IndexConfig {
+        repo_name: Some("billing".into()),
+        ..IndexConfig::default()
+    };
+    let index = indexed(workspace.path(), config);
+    Fixture {
+        index,
+        _workspace: workspace,
+    }
 }
 
 fn condition(key: &str, operator: ScopeOperator, values: &[&str]) -> ScopeCondition {
@@ -260,7 +272,8 @@ fn a_kind_no_chunk_has_is_a_warning_and_matches_nothing() {
     let query = SearchQuery::new(BROAD)
         .with_limit(100)
         .with_scope(vec![condition("kind", ScopeOperator::Equals, &["sauce"])]);
-    let results = fixture().search(&query).unwrap();
+    let index = fixture();
+    let results = index.search(&query).unwrap();
     assert!(results.hits.is_empty());
     assert_eq!(results.warnings.len(), 1, "{:?}", results.warnings);
     assert!(
@@ -274,20 +287,21 @@ fn a_kind_no_chunk_has_is_a_warning_and_matches_nothing() {
         (ScopeOperator::Contains, "sour"),
     ] {
         let query = SearchQuery::new(BROAD).with_scope(vec![condition("kind", operator, &[value])]);
-        assert!(fixture().search(&query).unwrap().warnings.is_empty());
+        assert!(index.search(&query).unwrap().warnings.is_empty());
     }
 }
 
 #[test]
 fn a_scope_that_leaves_nothing_to_search_says_so() {
     // Values spelt otherwise than the index keeps them: a capital, a dot.
+    let index = fixture();
     for (key, value) in [("language", "Rust"), ("extension", ".rs")] {
         let query = SearchQuery::new(BROAD).with_scope(vec![condition(
             key,
             ScopeOperator::Equals,
             &[value],
         )]);
-        let results = fixture().search(&query).unwrap();
+        let results = index.search(&query).unwrap();
         assert!(results.hits.is_empty(), "{key}");
         assert_eq!(results.warnings.len(), 1, "{:?}", results.warnings);
         assert!(
@@ -427,7 +441,8 @@ fn the_retriever_runs_without_a_runtime_too() {
 fn the_index_is_a_shareable_retriever() {
     fn shareable<T: Send + Sync + 'static>() {}
     shareable::<WorkspaceIndex>();
-    let retriever: std::sync::Arc<dyn Retriever> = std::sync::Arc::new(fixture().clone());
+    let fixture = fixture();
+    let retriever: std::sync::Arc<dyn Retriever> = std::sync::Arc::new(fixture.index.clone());
     drop(retriever);
 }
 
