@@ -450,7 +450,7 @@ mod tests {
 
     #[test]
     fn text_links_and_resources_become_the_instruction_and_attachments() {
-        let dir = tempfile_dir();
+        let (_dir, dir) = tempfile_dir();
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("src/lib.rs"), "pub fn main() {}\n").unwrap();
         let link = format!("file://{}", dir.join("src/lib.rs").display());
@@ -484,12 +484,11 @@ mod tests {
         assert_eq!(request["files"][1]["content"], "unsaved text");
         assert_eq!(request["images"][0]["path"], "shot.png");
         assert_eq!(request["images"][0]["mediaType"], "image/png");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn blocks_sent_without_spaces_around_a_mention_are_words_apart() {
-        let dir = tempfile_dir();
+        let (_dir, dir) = tempfile_dir();
         std::fs::write(dir.join("a.rs"), "fn a() {}\n").unwrap();
         let link = format!("file://{}", dir.join("a.rs").display());
         let text = |text: &str| ContentBlock::Text(TextContent::new(text));
@@ -530,17 +529,16 @@ mod tests {
             request["instruction"],
             "explain \"[a](https://example.com/a)\" and [a](https://example.com/a)'s parts; 解释[a](https://example.com/a)的"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn links_that_cannot_be_attached_are_named_and_told_and_empty_prompts_refused() {
-        let dir = tempfile_dir();
+        let (_dir, dir) = tempfile_dir();
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join(".env"), "SECRET=shh\n").unwrap();
         std::fs::write(dir.join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
         std::fs::write(dir.join("five.txt"), "1\n2\n3\n4\n5\n").unwrap();
-        let outside = tempfile_dir();
+        let (_outside, outside) = tempfile_dir();
         std::fs::write(outside.join("notes.md"), "outside text\n").unwrap();
         let link = |path: PathBuf, fragment: &str| {
             ContentBlock::ResourceLink(ResourceLink::new(
@@ -597,7 +595,6 @@ mod tests {
         assert!(!request.to_string().contains("SECRET=shh"));
         let error = run(vec![ContentBlock::Text(TextContent::new("   "))], &dir).unwrap_err();
         assert!(error.message.contains("not a valid turn"), "{error:?}");
-        let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&outside);
     }
 
@@ -606,7 +603,7 @@ mod tests {
         // Found by a review: two selections of one file were taken for one (the second
         // left out), two lib.rs of two folders likewise, and a selection's lines were
         // shown as 1-2.
-        let dir = tempfile_dir();
+        let (_dir, dir) = tempfile_dir();
         let five = dir.join("five.txt");
         std::fs::write(&five, "line1\nline2\nline3\nline4\nline5\n").unwrap();
         for folder in ["a", "b"] {
@@ -670,14 +667,13 @@ mod tests {
         assert_eq!(lines_of("file:///x#L9-3"), None);
         assert_eq!(lines_of("file:///x#L0"), None);
         assert_eq!(lines_of("file:///x#heading"), None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn one_file_given_twice_is_sent_once_under_its_own_path() {
         // It was sent twice, the second time as `src/src/lib.rs`, a path that does not
         // exist (found in review).
-        let dir = tempfile_dir();
+        let (_dir, dir) = tempfile_dir();
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
         let link = || {
@@ -702,7 +698,6 @@ mod tests {
             request["instruction"],
             "Compare `src/lib.rs` with `src/lib.rs`"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -721,16 +716,13 @@ mod tests {
         assert_eq!(shown_path("zed://", Path::new("/w"), "f"), "f");
     }
 
-    fn tempfile_dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "aptix-acp-prompt-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A directory removed when the guard drops, even when the test fails before its end.
+    fn tempfile_dir() -> (tempfile::TempDir, PathBuf) {
+        let guard = tempfile::Builder::new()
+            .prefix("aptix-acp-prompt")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path().to_path_buf();
+        (guard, dir)
     }
 }
