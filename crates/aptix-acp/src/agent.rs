@@ -122,8 +122,8 @@ struct Shared {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Whether the editor serves `fs/read_text_file` (from `initialize`).
     editor_reads: AtomicBool,
-    /// The longest one MCP tool call may take.
-    mcp_tool_timeout: std::time::Duration,
+    /// How long the editor's MCP servers may take to start, and one tool call.
+    mcp_timeouts: mcp::Timeouts,
 }
 
 /// A prompt in flight: the slot is taken until its answer is sent.
@@ -157,7 +157,7 @@ impl AcpAgent {
                 opener,
                 sessions: Mutex::new(HashMap::new()),
                 editor_reads: AtomicBool::new(false),
-                mcp_tool_timeout: mcp::CALL,
+                mcp_timeouts: mcp::Timeouts::default(),
             }),
         }
     }
@@ -170,7 +170,21 @@ impl AcpAgent {
         if let Some(shared) = Arc::get_mut(&mut self.shared)
             && !timeout.is_zero()
         {
-            shared.mcp_tool_timeout = timeout;
+            shared.mcp_timeouts.call = timeout;
+        }
+        self
+    }
+
+    /// How long each of a session's MCP servers has to start, answer the MCP handshake
+    /// and list its tools (default 60 s, which a first `npx -y` or `uvx` download
+    /// needs): `session/new` waits for them that long, and a server not ready by then
+    /// is stopped and the session opened without its tools (its first prompt says
+    /// why). Zero is taken as the default.
+    pub fn mcp_startup_timeout(mut self, timeout: std::time::Duration) -> AcpAgent {
+        if let Some(shared) = Arc::get_mut(&mut self.shared)
+            && !timeout.is_zero()
+        {
+            shared.mcp_timeouts.startup = timeout;
         }
         self
     }
@@ -427,7 +441,7 @@ impl Shared {
             .await
             .unwrap_or(Ok(()));
         let connected = match ready {
-            Ok(()) => mcp::connect(mcp_servers, cwd, &permission, self.mcp_tool_timeout).await,
+            Ok(()) => mcp::connect(mcp_servers, cwd, &permission, self.mcp_timeouts).await,
             Err(why) => {
                 if !mcp_servers.is_empty() {
                     tracing::info!(session = %id, %why, "the editor's MCP servers are not started: no prompt can run");

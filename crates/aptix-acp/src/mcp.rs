@@ -35,7 +35,9 @@ use serde_json::Value;
 
 use crate::tools::lock;
 
-/// How long a server has to start, answer `initialize` and list its tools.
+/// How long a server has to start, answer `initialize` and list its tools, by default
+/// (see [`AcpAgent::mcp_startup_timeout`](crate::AcpAgent::mcp_startup_timeout)): a
+/// first `npx -y` or `uvx` run downloads the server before it answers.
 pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
 /// The longest one tool call may take by default (see
@@ -289,13 +291,29 @@ impl Permission {
     }
 }
 
+/// How long the editor's MCP servers may take to start, and each tool call to answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub(crate) startup: Duration,
+    pub(crate) call: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            startup: STARTUP,
+            call: CALL,
+        }
+    }
+}
+
 /// Starts `servers` for a session working in `cwd`, all at once, each within
-/// [`STARTUP`]; their tools that may change things ask `permission` first.
+/// `timeouts.startup`; their tools that may change things ask `permission` first.
 pub(crate) async fn connect(
     servers: &[McpServer],
     cwd: &Path,
     permission: &Arc<Permission>,
-    call_timeout: Duration,
+    timeouts: Timeouts,
 ) -> Connected {
     let mut connected = Connected::default();
     let mut stdio_servers: Vec<&McpServerStdio> = Vec::new();
@@ -328,7 +346,9 @@ pub(crate) async fn connect(
         }
     }
     let mut taken: HashSet<String> = HashSet::new();
-    let starting = stdio_servers.iter().map(|stdio| start(stdio, cwd));
+    let starting = stdio_servers
+        .iter()
+        .map(|stdio| start(stdio, cwd, timeouts.startup));
     for (stdio, started) in stdio_servers
         .iter()
         .zip(futures_util::future::join_all(starting).await)
@@ -349,7 +369,7 @@ pub(crate) async fn connect(
                         tool,
                         Arc::downgrade(&service),
                         Arc::clone(permission),
-                        call_timeout,
+                        timeouts.call,
                     )));
                 }
                 connected.servers.running.push(Running {
@@ -372,10 +392,11 @@ pub(crate) async fn connect(
 }
 
 /// Starts one stdio server: spawned in `cwd` with its arguments and environment,
-/// initialized, and its tools listed, within [`STARTUP`].
+/// initialized, and its tools listed, within `startup`.
 async fn start(
     server: &McpServerStdio,
     cwd: &Path,
+    startup: Duration,
 ) -> Result<(Service, Option<u32>, Vec<Tool>), String> {
     let mut command = tokio::process::Command::new(&server.command);
     command.args(&server.args).current_dir(cwd).env_clear();
@@ -440,9 +461,14 @@ async fn start(
             .map_err(|error| format!("it did not list its tools: {error}"))?;
         Ok::<_, String>((service, tools))
     };
-    let started = tokio::time::timeout(STARTUP, started)
+    let started = tokio::time::timeout(startup, started)
         .await
-        .map_err(|_| format!("it did not start within {} s", STARTUP.as_secs()))
+        .map_err(|_| {
+            format!(
+                "it did not start within {} (--mcp-startup-timeout)",
+                humantime::format_duration(startup)
+            )
+        })
         .and_then(|started| started);
     match started {
         Ok((service, tools)) => {

@@ -41,6 +41,12 @@ pub(crate) struct AcpArgs {
     #[arg(long, value_name = "DURATION")]
     pub(crate) mcp_tool_timeout: Option<HumanDuration>,
 
+    /// How long each of the editor's MCP servers has to start and list its tools;
+    /// `session/new` waits for them, and one not ready by then is stopped and the
+    /// session opened without its tools [default: 60s] [env: APTIX_MCP_STARTUP_TIMEOUT]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) mcp_startup_timeout: Option<HumanDuration>,
+
     /// Settings that override the environment and the config files, as for `aptix ask`.
     #[command(flatten)]
     pub(crate) settings: SettingsLayer,
@@ -73,8 +79,14 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(which);
     };
     let mut agent = AcpAgent::new(Arc::new(opener));
-    if let Some(HumanDuration(timeout)) = mcp_tool_timeout(args)? {
+    if let Some(HumanDuration(timeout)) = duration(args.mcp_tool_timeout, "APTIX_MCP_TOOL_TIMEOUT")?
+    {
         agent = agent.mcp_tool_timeout(timeout);
+    }
+    if let Some(HumanDuration(timeout)) =
+        duration(args.mcp_startup_timeout, "APTIX_MCP_STARTUP_TIMEOUT")?
+    {
+        agent = agent.mcp_startup_timeout(timeout);
     }
     runtime.block_on(agent.serve_stdio_until(stop))?;
     let signal = *signal
@@ -86,20 +98,22 @@ pub(crate) fn run(args: &AcpArgs, runtime: &Runtime) -> Result<u8, anyhow::Error
     }))
 }
 
-/// `--mcp-tool-timeout`, else `APTIX_MCP_TOOL_TIMEOUT`; one that does not read (or is
-/// zero) is a usage error naming it.
-fn mcp_tool_timeout(args: &AcpArgs) -> Result<Option<HumanDuration>, anyhow::Error> {
-    if args.mcp_tool_timeout.is_some() {
-        return Ok(args.mcp_tool_timeout);
+/// A duration given by its flag, else by the variable `var`; a variable that does not
+/// read (or is zero) is a usage error naming it.
+fn duration(
+    flag: Option<HumanDuration>,
+    var: &str,
+) -> Result<Option<HumanDuration>, anyhow::Error> {
+    if flag.is_some() {
+        return Ok(flag);
     }
-    let Some(text) = process_env("APTIX_MCP_TOOL_TIMEOUT").filter(|text| !text.trim().is_empty())
-    else {
+    let Some(text) = process_env(var).filter(|text| !text.trim().is_empty()) else {
         return Ok(None);
     };
     text.trim()
         .parse::<HumanDuration>()
         .map(Some)
-        .map_err(|error| crate::exit::usage(format!("APTIX_MCP_TOOL_TIMEOUT {text:?}: {error}")))
+        .map_err(|error| crate::exit::usage(format!("{var} {text:?}: {error}")))
 }
 
 /// Opens a session's workspace through the runtime.

@@ -1540,6 +1540,58 @@ async fn a_server_still_starting_when_the_editor_leaves_is_stopped_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_start_in_its_time_is_stopped_and_the_session_opens_without_it() {
+    // `session/new` waits for the editor's servers: how long is the user's to say, and a
+    // server still in its handshake by then is stopped, not left running.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![text("resp_1", &["Hello."])]).await;
+    let pid_file = sandbox.home.path().join("slow.pid");
+    let pid_arg = pid_file.to_str().unwrap().to_owned();
+    let workspace = sandbox.workspace_arg();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start_with(&sandbox, &server, &["--mcp-startup-timeout", "1s"]);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let servers = json!([{"name": "slow", "command": "/bin/sh",
+                              "args": ["-c", "echo $$ > \"$0\"; exec sleep 1000", pid_arg],
+                              "env": []}]);
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": workspace, "mcpServers": servers}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created:?}"))
+            .to_owned();
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .expect("the server never started");
+        let prompt = agent.prompt(3, &session_id, "Hello");
+        (pid, prompt, agent.finish())
+    })
+    .await;
+    let (pid, prompt, (status, _, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        prompt.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{prompt:#?}\n{stderr}"
+    );
+    let slow = thoughts_about(&updates_of(&prompt), "the MCP server `slow`");
+    assert_eq!(slow.len(), 1, "{prompt:#?}");
+    assert!(
+        slow[0].contains("did not start within 1s (--mcp-startup-timeout)"),
+        "{slow:?}"
+    );
+    assert!(gone(pid), "the server {pid} outlived its startup time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_and_a_word_of_thanks_bring_no_notes_about_the_plumbing() {
     // A refusal is the answer (shown as message text): where the envelope keeps it is
     // no news to an editor user; nor is a "thanks" finding no code.

@@ -54,7 +54,13 @@ pub(crate) fn env_var(key: &str) -> String {
 }
 
 /// Variables of the command's own, beside the settings' (`APTIX_<KEY>`).
-const OTHER_VARIABLES: [&str; 2] = ["APTIX_LOG_FORMAT", "APTIX_SERVE_TOKENS"];
+const OTHER_VARIABLES: [&str; 5] = [
+    "APTIX_LOG_FORMAT",
+    "APTIX_SERVE_TOKENS",
+    "APTIX_WORKSPACE",
+    "APTIX_MCP_TOOL_TIMEOUT",
+    "APTIX_MCP_STARTUP_TIMEOUT",
+];
 
 /// Environment variables named like an Aptix setting's but not one (`APTIX_MODLE`), each
 /// with the variable it most likely means: the environment is read by name, so a

@@ -557,6 +557,8 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
     let names = [
         "APTIX_MODLE",
         "APTIX_TEMPERATUR",
+        "APTIX_MCP_TOOL_TIMOUT",
+        "APTIX_WORKSPCE",
         "APTIX_MAX_CONCURENT_TURNS",
         "APTIX_LOG_FROMAT",
         "APTIX_TOKENS",
@@ -570,6 +572,9 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
         "APTIX_MODEL",
         "APTIX_STORE_URL",
         "APTIX_SERVE_TOKENS",
+        "APTIX_WORKSPACE",
+        "APTIX_MCP_TOOL_TIMEOUT",
+        "APTIX_MCP_STARTUP_TIMEOUT",
         "APTIX_PG_BIN",
         "APTIX_BIN",
         "APTIX_DIR",
@@ -595,6 +600,8 @@ fn misspelt_variables_are_named_with_the_one_meant_and_others_left_alone() {
         [
             ("APTIX_MODLE", "APTIX_MODEL"),
             ("APTIX_TEMPERATUR", "APTIX_TEMPERATURE"),
+            ("APTIX_MCP_TOOL_TIMOUT", "APTIX_MCP_TOOL_TIMEOUT"),
+            ("APTIX_WORKSPCE", "APTIX_WORKSPACE"),
             ("APTIX_MAX_CONCURENT_TURNS", "APTIX_MAX_CONCURRENT_TURNS"),
             ("APTIX_LOG_FROMAT", "APTIX_LOG_FORMAT"),
             ("APTIX_TOKENS", "APTIX_SERVE_TOKENS or APTIX_TOKENS_FILE"),
