@@ -5,10 +5,12 @@
 //!
 //! [`DeltaGuard`] sits on the Responses events a stream yields: a `*.delta` event whose
 //! text, with the text held before it, ends in what could be the start of the key is
-//! held back, and let go (as one event, the last one's, with the texts joined and
-//! scrubbed) once the next delta of the same part shows it was not the key, or before
-//! any other event, or at the end. Held events are not passed on, so a stream resumed
-//! after the last event its consumer saw sends them again: nothing is lost or repeated.
+//! held back, and let go once the next delta of the same part shows it was not the key,
+//! or before any other event, or at the end: every held event in its order, the first
+//! with the texts joined and scrubbed, the others with an empty `delta`, so that each
+//! keeps its sequence number (a merged event would read as events missing from the
+//! stream). Held events are not passed on, so a stream resumed after the last event its
+//! consumer saw sends them again: nothing is lost or repeated.
 
 use std::borrow::Cow;
 
@@ -24,12 +26,23 @@ pub(crate) struct DeltaGuard {
     held: Option<Held>,
 }
 
-/// Deltas of one part held back: the last event (whose fields the joined one keeps) and
-/// their text so far, scrubbed.
+/// Deltas of one part held back: their events, in order, and their text so far,
+/// scrubbed.
 struct Held {
     part: String,
-    event: SseEvent,
+    events: Vec<SseEvent>,
     text: String,
+}
+
+impl Held {
+    /// The held events, the first carrying the text, into `out`.
+    fn release(self, out: &mut Items) {
+        let mut text = self.text.as_str();
+        for event in self.events {
+            out.push(Ok(with_delta(event, text)));
+            text = "";
+        }
+    }
 }
 
 /// What a delta event says of itself.
@@ -83,32 +96,36 @@ impl DeltaGuard {
             out.push(Ok(event));
             return;
         };
-        let before = match self.held.take() {
-            Some(held) if held.part == part => held.text,
+        let (before, mut events) = match self.held.take() {
+            Some(held) if held.part == part => (held.text, held.events),
             other => {
                 if let Some(held) = other {
-                    out.push(Ok(with_delta(held.event, &held.text)));
+                    held.release(out);
                 }
-                String::new()
+                (String::new(), Vec::new())
             }
         };
-        let alone = before.is_empty();
+        let alone = events.is_empty();
         let whole = before + &delta;
         let text = scrub(&whole, Some(&self.secret));
-        if self.may_end_in_the_key(&text) {
-            self.held = Some(Held { part, event, text });
-        } else if alone && text == whole {
+        if alone && !self.may_end_in_the_key(&text) && text == whole {
             // Nothing held before it, nothing scrubbed: as it came.
             out.push(Ok(event));
+            return;
+        }
+        events.push(event);
+        let held = Held { part, events, text };
+        if self.may_end_in_the_key(&held.text) {
+            self.held = Some(held);
         } else {
-            out.push(Ok(with_delta(event, &text)));
+            held.release(out);
         }
     }
 
     /// Lets go of what is held (the stream moves on, or ends).
     pub(crate) fn flush(&mut self, out: &mut Items) {
         if let Some(held) = self.held.take() {
-            out.push(Ok(with_delta(held.event, &held.text)));
+            held.release(out);
         }
     }
 
@@ -225,14 +242,19 @@ mod tests {
         ];
         let out = guarded(events.clone());
         // "pass" ends in "s", the key's first character: held one delta, then let go
-        // joined, with the later event's fields; nothing else changes.
+        // joined, in the first event; each event keeps its sequence number (a merged
+        // one read as events missing from the stream).
         assert_eq!(texts(&out), "Tests pass; the task is done.");
-        assert_eq!(out.len(), 2);
-        assert!(
-            out[0].data.contains("\"sequence_number\":2"),
-            "{}",
-            out[0].data
+        assert_eq!(out.len(), 3);
+        let fields = |event: &SseEvent| {
+            let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+            (data["sequence_number"].as_u64(), data["delta"].clone())
+        };
+        assert_eq!(
+            fields(&out[0]),
+            (Some(1), "Tests pass; the task is done.".into())
         );
+        assert_eq!(fields(&out[1]), (Some(2), "".into()));
         // Deltas that cannot start the key are passed on untouched.
         let plain = vec![delta("msg_1", "Done", 1), delta("msg_1", " now.", 2)];
         assert_eq!(guarded(plain.clone()), plain);

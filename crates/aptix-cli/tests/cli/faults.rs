@@ -566,6 +566,42 @@ async fn deltas_that_do_not_spell_the_final_answer_are_followed_by_the_answer_in
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_that_could_start_the_key_are_held_without_a_word_of_missing_events() {
+    // The key starts with "s": a delta ending in "s" is held until the next shows it was
+    // not the key. Let go as one merged event, the held one's sequence number went
+    // missing, and every such answer warned of events missing from the stream.
+    let pieces = [
+        "The", " tests", " pass", " and", " the", " docs", " say", " so.",
+    ];
+    let events = text_answer_events("resp_words", &pieces);
+    let server = FaultServer::start(vec![Reply::sse(sse_text(&events))]).await;
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--json", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Do the tests pass?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let envelope: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        envelope["text"], "The tests pass and the docs say so.",
+        "{envelope:#}"
+    );
+    let warnings = envelope["warnings"].as_array().unwrap();
+    assert!(
+        !warnings
+            .iter()
+            .any(|warning| warning.as_str().unwrap().contains("stream events")),
+        "{envelope:#}"
+    );
+    assert!(!stderr(&output).contains("missing"), "{}", stderr(&output));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_the_model_streams_in_pieces_is_never_printed() {
     // A server (or a model shown the key) that echoes it back in token-sized pieces:
     // no one event holds it whole, so scrubbing each event alone let the terminal

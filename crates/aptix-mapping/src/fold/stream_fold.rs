@@ -421,6 +421,9 @@ impl StreamFold {
         } = parts;
         let content_index = content_index.unwrap_or(0);
         let item_id = item_id.as_deref();
+        // Folded all the same (its part may start with it), but passed on only with text
+        // in it: a filter upstream may empty a delta it joined into the one before.
+        let empty = text.is_empty();
         let folded = match kind {
             DeltaKind::Text => self
                 .output
@@ -459,6 +462,7 @@ impl StreamFold {
             }
         };
         match folded {
+            Ok(_) if empty => None,
             Ok(delta) => Some(delta),
             Err(Orphan) => {
                 self.anomalies.orphan(kind.event_type(), output_index);
