@@ -68,7 +68,7 @@ async fn a_broken_stored_history_is_sent_repaired_with_warnings() {
         request_digest: None,
     };
     store
-        .commit(state.clone(), None, earlier.clone())
+        .commit(state.clone(), None, earlier.clone(), "test-holder")
         .await
         .unwrap();
 

@@ -12,8 +12,6 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use aptix_index::{IndexConfig, SearchQuery, WorkspaceIndex};
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
 use aptix_rag::{Chunk, RetrievalQuery, Retriever};

@@ -95,10 +95,11 @@ impl SessionStore for Timed {
         state: SessionState,
         expected: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
         let started = Instant::now();
         let session_id = state.session_id.clone();
-        let result = self.inner.commit(state, expected, turn).await;
+        let result = self.inner.commit(state, expected, turn, holder).await;
         self.add(&session_id, started);
         result
     }

@@ -44,7 +44,7 @@ pub struct Orchestrator {
     pub(crate) config: OrchestratorConfig,
     /// This instance's lease holder name: unique per process and instance, so that a
     /// turn dropped mid-flight leaves a lease this instance can take again.
-    instance: String,
+    pub(crate) instance: String,
     /// Sessions with a turn running in this instance (or a lease being given back
     /// in the background).
     active: Arc<Mutex<HashSet<String>>>,
@@ -523,8 +523,8 @@ impl Orchestrator {
     /// turn, and no step of a turn holds the thread for anything near a third of a TTL.
     /// It stops when the turn ends or its future is dropped. A renewal that finds the
     /// lease taken (the process stalled past the TTL and another holder took over) is
-    /// logged; the turn's commit, guarded by the session's version, then fails as a
-    /// conflict instead of overwriting.
+    /// logged; the turn's commit, fenced by the lease, then fails as the session busy
+    /// and writes nothing, whichever of the two turns commits first.
     async fn holding_lease<T>(
         &self,
         session_id: &str,

@@ -549,8 +549,9 @@ impl Orchestrator {
                 // Once begun, the commit runs to its end even if this turn is dropped.
                 let store = Arc::clone(&self.store);
                 let session_id = key.session_id.clone();
+                let holder = self.instance.clone();
                 crate::commit::Shielded::new(
-                    async move { store.commit(state, version, stored).await },
+                    async move { store.commit(state, version, stored, &holder).await },
                     &self.commits,
                     &session_id,
                 )

@@ -199,8 +199,9 @@ impl SessionStore for CountingLeases {
         state: aptix_orchestrator::SessionState,
         expected: Option<u64>,
         turn: aptix_orchestrator::StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
-        self.inner.commit(state, expected, turn).await
+        self.inner.commit(state, expected, turn, holder).await
     }
 
     async fn acquire_lease(

@@ -55,6 +55,7 @@ async fn check_store(store: Arc<dyn SessionStore>) {
             state("s1", Some("resp_1")),
             None,
             turn("t1", Scenario::UserTurn, "one"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -73,6 +74,7 @@ async fn check_store(store: Arc<dyn SessionStore>) {
                 state("s1", Some("resp_x")),
                 expected,
                 turn("tx", Scenario::UserTurn, "x"),
+                "test-holder",
             )
             .await
             .unwrap_err();
@@ -105,6 +107,7 @@ async fn check_store(store: Arc<dyn SessionStore>) {
             state("s1", Some("resp_2")),
             Some(1),
             turn("t1", Scenario::ToolContinuation, "two"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -160,6 +163,7 @@ async fn check_racing_commits(store: Arc<dyn SessionStore>) {
             state("race", None),
             None,
             turn("t0", Scenario::UserTurn, "zero"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -172,6 +176,7 @@ async fn check_racing_commits(store: Arc<dyn SessionStore>) {
                     state("race", Some(&format!("resp_{writer}"))),
                     Some(1),
                     turn(&format!("t{writer}"), Scenario::UserTurn, "w"),
+                    "test-holder",
                 )
                 .await
         }));
@@ -211,6 +216,7 @@ async fn check_listing_and_deleting(store: Arc<dyn SessionStore>) {
                 state(&session, None),
                 None,
                 turn("t1", Scenario::UserTurn, "a"),
+                "test-holder",
             )
             .await
             .unwrap();
@@ -293,6 +299,7 @@ async fn check_nul_in_texts(store: Arc<dyn SessionStore>) {
             nul,
             None,
             turn("t1", Scenario::UserTurn, "answer \u{0} with a NUL"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -301,6 +308,7 @@ async fn check_nul_in_texts(store: Arc<dyn SessionStore>) {
             state("plain", None),
             None,
             turn("t1", Scenario::UserTurn, "a"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -334,6 +342,7 @@ async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
             state("s", None),
             None,
             turn("t1", Scenario::UserTurn, "old"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -347,6 +356,7 @@ async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
             state("s", None),
             None,
             turn("t-new", Scenario::UserTurn, "new"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -360,6 +370,7 @@ async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
             stale.value.clone(),
             Some(stale.version),
             turn("t-stale", Scenario::UserTurn, "stale"),
+            "test-holder",
         )
         .await
         .unwrap_err();
@@ -378,6 +389,84 @@ async fn check_no_stale_commit_after_a_delete(store: Arc<dyn SessionStore>) {
     );
 }
 
+/// A turn whose process stalled past its lease while another holder took the session
+/// over cannot commit over the new holder's turn, even when it commits first: it is
+/// fenced off by the lease (nothing written, `SessionBusy`), and the new holder's turn
+/// lands. Before, the stalled turn won and the new holder's failed as a conflict.
+async fn check_a_stalled_holder_is_fenced_off(store: Arc<dyn SessionStore>) {
+    store
+        .commit(
+            state("fenced", None),
+            None,
+            turn("t1", Scenario::UserTurn, "first"),
+            "stalled",
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .acquire_lease("fenced", "stalled", Duration::from_millis(50))
+            .await
+            .unwrap()
+    );
+    let stalled = store.load("fenced").await.unwrap().unwrap();
+    // The stall: the lease expires, and another replica takes the session over.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        store
+            .acquire_lease("fenced", "new", Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    let taken_over = store.load("fenced").await.unwrap().unwrap();
+    let error = store
+        .commit(
+            stalled.value.clone(),
+            Some(stalled.version),
+            turn("t-stalled", Scenario::UserTurn, "stalled"),
+            "stalled",
+        )
+        .await
+        .unwrap_err();
+    match &error {
+        OrchestratorError::SessionBusy { holder, .. } => {
+            assert_eq!(holder.as_deref(), Some("new"), "{error:?}");
+        }
+        other => panic!("expected SessionBusy, got {other:?}"),
+    }
+    assert_eq!(store.load("fenced").await.unwrap().unwrap().version, 1);
+    assert!(
+        store
+            .stored_turn(&key("fenced", "t-stalled", Scenario::UserTurn))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The new holder's turn lands.
+    let version = store
+        .commit(
+            taken_over.value,
+            Some(taken_over.version),
+            turn("t-new", Scenario::UserTurn, "new"),
+            "new",
+        )
+        .await
+        .unwrap();
+    assert_eq!(version, 2);
+    // A session nobody holds (the lease given back) takes anyone's commit, by version.
+    store.release_lease("fenced", "new").await.unwrap();
+    let now = store.load("fenced").await.unwrap().unwrap();
+    store
+        .commit(
+            now.value,
+            Some(now.version),
+            turn("t-after", Scenario::UserTurn, "after"),
+            "stalled",
+        )
+        .await
+        .unwrap();
+}
+
 /// A delete that races a turn taking the session's lease never takes the lease away
 /// from the turn: either the delete goes first (the turn then runs on a new session) or
 /// it finds the session busy. Before, a PostgreSQL delete could check for a lease, see
@@ -390,6 +479,7 @@ async fn check_deleting_races_lease_takers(store: Arc<dyn SessionStore>) {
                 state(&session, None),
                 None,
                 turn("t1", Scenario::UserTurn, "a"),
+                "test-holder",
             )
             .await
             .unwrap();
@@ -433,6 +523,7 @@ async fn check_turn_listing(store: Arc<dyn SessionStore>) {
                     state("listed", None),
                     version,
                     turn(turn_id, scenario, turn_id),
+                    "test-holder",
                 )
                 .await
                 .unwrap(),
@@ -469,11 +560,21 @@ async fn check_request_digests(store: Arc<dyn SessionStore>) {
         ..turn(turn_id, Scenario::UserTurn, turn_id)
     };
     let v1 = store
-        .commit(state("d", None), None, with_digest("t1", Some("v1:aa")))
+        .commit(
+            state("d", None),
+            None,
+            with_digest("t1", Some("v1:aa")),
+            "test-holder",
+        )
         .await
         .unwrap();
     let v2 = store
-        .commit(state("d", None), Some(v1), with_digest("t2", None))
+        .commit(
+            state("d", None),
+            Some(v1),
+            with_digest("t2", None),
+            "test-holder",
+        )
         .await
         .unwrap();
     let digest = |turn_id: &'static str| {
@@ -498,7 +599,12 @@ async fn check_request_digests(store: Arc<dyn SessionStore>) {
         .collect();
     assert_eq!(listed, [None, Some("v1:aa".to_owned())]);
     store
-        .commit(state("d", None), Some(v2), with_digest("t1", Some("v1:bb")))
+        .commit(
+            state("d", None),
+            Some(v2),
+            with_digest("t1", Some("v1:bb")),
+            "test-holder",
+        )
         .await
         .unwrap();
     assert_eq!(digest("t1").await.as_deref(), Some("v1:bb"));
@@ -560,6 +666,7 @@ async fn check_compacted_session(store: Arc<dyn SessionStore>) {
                 state.clone(),
                 version,
                 turn(&format!("t{n}"), Scenario::UserTurn, "ok"),
+                "test-holder",
             )
             .await
             .unwrap();
@@ -597,6 +704,7 @@ async fn check_compacted_session(store: Arc<dyn SessionStore>) {
             full.value.clone(),
             version,
             turn("t20", Scenario::UserTurn, "ok"),
+            "test-holder",
         )
         .await
         .unwrap();
@@ -610,7 +718,12 @@ async fn check_compacted_session(store: Arc<dyn SessionStore>) {
     let mut fresh = self::state("long", None);
     fresh.compactions.push(compaction("t0", Vec::new(), "n"));
     store
-        .commit(fresh.clone(), None, turn("t0", Scenario::UserTurn, "ok"))
+        .commit(
+            fresh.clone(),
+            None,
+            turn("t0", Scenario::UserTurn, "ok"),
+            "test-holder",
+        )
         .await
         .unwrap();
     let reloaded = store.load_full("long").await.unwrap().unwrap();
@@ -625,6 +738,7 @@ async fn in_memory_store_conforms() {
     check_deleting_races_lease_takers(Arc::new(InMemorySessionStore::new())).await;
     check_nul_in_texts(Arc::new(InMemorySessionStore::new())).await;
     check_no_stale_commit_after_a_delete(Arc::new(InMemorySessionStore::new())).await;
+    check_a_stalled_holder_is_fenced_off(Arc::new(InMemorySessionStore::new())).await;
     check_compacted_session(Arc::new(InMemorySessionStore::new())).await;
     check_turn_listing(Arc::new(InMemorySessionStore::new())).await;
     check_request_digests(Arc::new(InMemorySessionStore::new())).await;
@@ -640,6 +754,7 @@ async fn sqlite_store_conforms() {
     check_deleting_races_lease_takers(open("f.db")).await;
     check_nul_in_texts(open("g.db")).await;
     check_no_stale_commit_after_a_delete(open("h.db")).await;
+    check_a_stalled_holder_is_fenced_off(open("j.db")).await;
     check_compacted_session(open("d.db")).await;
     check_turn_listing(open("e.db")).await;
     check_request_digests(open("i.db")).await;
@@ -671,7 +786,12 @@ async fn check_version_1_session(store: &dyn SessionStore, old: SessionState) {
     let loaded = store.load("s").await.unwrap().unwrap();
     assert_eq!(loaded.value, old, "the old state reads as it was written");
     store
-        .commit(loaded.value, Some(3), turn("t2", Scenario::UserTurn, "ok"))
+        .commit(
+            loaded.value,
+            Some(3),
+            turn("t2", Scenario::UserTurn, "ok"),
+            "test-holder",
+        )
         .await
         .unwrap();
     let after = store.load("s").await.unwrap().unwrap();
@@ -738,13 +858,19 @@ async fn sqlite_state_survives_reopening_and_a_dropped_commit() {
                 state("s", Some("resp_1")),
                 None,
                 turn("t1", Scenario::UserTurn, "kept"),
+                "test-holder",
             )
             .await
             .unwrap();
         // A commit future dropped before it runs changes nothing.
         let lost_state = state("s", Some("resp_lost"));
         let lost_turn = turn("t2", Scenario::UserTurn, "lost");
-        let dropped = store.commit(lost_state.clone(), Some(1), lost_turn.clone());
+        let dropped = store.commit(
+            lost_state.clone(),
+            Some(1),
+            lost_turn.clone(),
+            "test-holder",
+        );
         drop(dropped);
     }
     let reopened = SqliteSessionStore::open(&path).unwrap();
@@ -769,7 +895,12 @@ async fn sqlite_refuses_a_file_from_a_newer_schema_and_reports_corrupt_state() {
     {
         let store = SqliteSessionStore::open(&path).unwrap();
         store
-            .commit(state("s", None), None, turn("t", Scenario::UserTurn, "x"))
+            .commit(
+                state("s", None),
+                None,
+                turn("t", Scenario::UserTurn, "x"),
+                "test-holder",
+            )
             .await
             .unwrap();
     }
@@ -866,6 +997,10 @@ mod postgres {
         check_turn_listing(store).await;
         let (_h, store) = fresh().await;
         check_request_digests(store).await;
+        let (_i, store) = fresh().await;
+        check_no_stale_commit_after_a_delete(store).await;
+        let (_j, store) = fresh().await;
+        check_a_stalled_holder_is_fenced_off(store).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -878,6 +1013,7 @@ mod postgres {
                     state("s", Some("resp_1")),
                     None,
                     turn("t1", Scenario::UserTurn, "kept"),
+                    "test-holder",
                 )
                 .await
                 .unwrap();
@@ -1036,7 +1172,12 @@ mod postgres {
             .await
             .unwrap_or_else(|error| panic!("{error}: {:?}", std::error::Error::source(&error)));
         store
-            .commit(state("s", None), None, turn("t1", Scenario::UserTurn, "a"))
+            .commit(
+                state("s", None),
+                None,
+                turn("t1", Scenario::UserTurn, "a"),
+                "test-holder",
+            )
             .await
             .unwrap();
         assert_eq!(store.load("s").await.unwrap().unwrap().version, 1);
@@ -1115,7 +1256,12 @@ mod postgres {
             .await
             .unwrap_or_else(|error| panic!("{}", chain(&error)));
         store
-            .commit(state("s", None), None, turn("t1", Scenario::UserTurn, "a"))
+            .commit(
+                state("s", None),
+                None,
+                turn("t1", Scenario::UserTurn, "a"),
+                "test-holder",
+            )
             .await
             .unwrap();
         assert!(!format!("{store:?}").contains(&password));

@@ -296,8 +296,11 @@ impl SessionStore for ConfiguredStore {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
-        self.inner.commit(state, expected_version, turn).await
+        self.inner
+            .commit(state, expected_version, turn, holder)
+            .await
     }
 
     async fn acquire_lease(
@@ -431,7 +434,7 @@ mod tests {
             request_digest: None,
         };
         inner
-            .commit(state.clone(), None, turn.clone())
+            .commit(state.clone(), None, turn.clone(), "test-holder")
             .await
             .unwrap();
 
@@ -478,7 +481,10 @@ mod tests {
             ),
             request_digest: None,
         };
-        inner.commit(state, None, turn).await.unwrap();
+        inner
+            .commit(state, None, turn, "test-holder")
+            .await
+            .unwrap();
         let settings = Settings::of(SettingsLayer {
             mode: Some("CODE_EDIT".into()),
             ..SettingsLayer::default()

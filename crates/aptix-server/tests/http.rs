@@ -2119,6 +2119,7 @@ impl aptix_orchestrator::SessionStore for DownStore {
         _: aptix_orchestrator::SessionState,
         _: Option<u64>,
         _: aptix_orchestrator::StoredTurn,
+        _: &str,
     ) -> Result<u64, aptix_orchestrator::OrchestratorError> {
         Ok(1)
     }
@@ -2194,9 +2195,10 @@ impl aptix_orchestrator::SessionStore for SlowCommit {
         state: aptix_orchestrator::SessionState,
         expected: Option<u64>,
         turn: aptix_orchestrator::StoredTurn,
+        holder: &str,
     ) -> Result<u64, aptix_orchestrator::OrchestratorError> {
         tokio::time::sleep(self.delay).await;
-        self.inner.commit(state, expected, turn).await
+        self.inner.commit(state, expected, turn, holder).await
     }
 
     async fn acquire_lease(

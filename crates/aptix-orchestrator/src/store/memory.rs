@@ -294,11 +294,22 @@ impl SessionStore for InMemorySessionStore {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
         let mut state = state;
         let replaced = state.take_kept_apart();
         let now = Instant::now();
         let mut inner = self.lock();
+        if let Some((current, expires)) = inner.leases.get(&state.session_id)
+            && current != holder
+            && *expires > now
+        {
+            return Err(OrchestratorError::SessionBusy {
+                session_id: state.session_id.clone(),
+                holder: Some(current.clone()),
+                expires_in: Some(expires.saturating_duration_since(now)),
+            });
+        }
         let found = inner
             .touch(&state.session_id, &self.limits, now)
             .map(|entry| entry.version);
@@ -522,18 +533,33 @@ mod tests {
             max_sessions: 2,
             ..MemoryStoreLimits::default()
         });
-        store.commit(state("a"), None, turn("t1")).await.unwrap();
-        store.commit(state("b"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("a"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
+        store
+            .commit(state("b"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         // Using `a` makes `b` the least recently used.
         assert!(store.load("a").await.unwrap().is_some());
-        store.commit(state("c"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("c"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         assert_eq!(store.session_count(), 2);
         assert!(store.load("b").await.unwrap().is_none());
         assert!(store.stored_turn(&key("b", "t1")).await.unwrap().is_none());
         assert!(store.load("a").await.unwrap().is_some());
         assert!(store.load("c").await.unwrap().is_some());
         // Made again, `b` goes on from the version it had.
-        assert_eq!(store.commit(state("b"), None, turn("t2")).await.unwrap(), 2);
+        assert_eq!(
+            store
+                .commit(state("b"), None, turn("t2"), "test-holder")
+                .await
+                .unwrap(),
+            2
+        );
     }
 
     #[tokio::test]
@@ -558,19 +584,28 @@ mod tests {
             max_sessions: 1,
             ..MemoryStoreLimits::default()
         });
-        store.commit(state("a"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("a"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         assert!(
             store
                 .acquire_lease("a", "me", Duration::from_secs(60))
                 .await
                 .unwrap()
         );
-        store.commit(state("b"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("b"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         assert!(store.load("a").await.unwrap().is_some(), "a turn runs on a");
         // `b` went over the bound and was the only one that could go.
         assert!(store.load("b").await.unwrap().is_none());
         store.release_lease("a", "me").await.unwrap();
-        store.commit(state("c"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("c"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         assert!(store.load("a").await.unwrap().is_none());
         assert_eq!(store.session_count(), 1);
     }
@@ -581,14 +616,23 @@ mod tests {
             idle_ttl: Some(Duration::ZERO),
             ..MemoryStoreLimits::default()
         });
-        store.commit(state("a"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("a"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         std::thread::sleep(Duration::from_millis(2));
         assert!(store.load("a").await.unwrap().is_none());
         assert_eq!(store.session_count(), 0);
         // Committing another session sweeps expired ones too.
-        store.commit(state("b"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("b"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         std::thread::sleep(Duration::from_millis(2));
-        store.commit(state("c"), None, turn("t1")).await.unwrap();
+        store
+            .commit(state("c"), None, turn("t1"), "test-holder")
+            .await
+            .unwrap();
         assert_eq!(store.session_count(), 1);
     }
 
@@ -600,7 +644,12 @@ mod tests {
         });
         let mut version = None;
         for t in ["t1", "t2", "t3"] {
-            version = Some(store.commit(state("a"), version, turn(t)).await.unwrap());
+            version = Some(
+                store
+                    .commit(state("a"), version, turn(t), "test-holder")
+                    .await
+                    .unwrap(),
+            );
         }
         assert!(store.stored_turn(&key("a", "t1")).await.unwrap().is_none());
         assert!(store.stored_turn(&key("a", "t2")).await.unwrap().is_some());

@@ -101,8 +101,17 @@ pub trait SessionStore: Send + Sync {
     async fn stored_turn(&self, key: &TurnKey) -> Result<Option<StoredTurn>, OrchestratorError>;
 
     /// Writes `state` and records `turn` in one atomic step, provided the stored version
-    /// still equals `expected_version` (`None`: the session must not exist yet). Returns
-    /// the new version.
+    /// still equals `expected_version` (`None`: the session must not exist yet), and no
+    /// holder other than `holder` (the lease holder the turn ran under, as given to
+    /// [`acquire_lease`](Self::acquire_lease)) has an unexpired lease on the session.
+    /// Returns the new version.
+    ///
+    /// The lease check fences off a turn whose process stalled past its lease (a pause,
+    /// a frozen VM) while another holder took the session over: without it, the stalled
+    /// turn, committing first, would win and the new holder's turn fail as a conflict.
+    /// A commit that finds the lease taken fails with
+    /// [`OrchestratorError::SessionBusy`] and writes nothing; one that finds another
+    /// version fails with [`OrchestratorError::Conflict`].
     ///
     /// Both are given by value: the turn is over and the caller keeps nothing of them,
     /// so a store that holds them in memory takes them without copying the history and
@@ -112,6 +121,7 @@ pub trait SessionStore: Send + Sync {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError>;
 
     /// Takes the session's lease for `holder` unless another holder has one that has not

@@ -119,6 +119,15 @@ macro_rules! record_turn {
     };
 }
 
+/// No holder but the committing one (`$10`) has an unexpired lease on the session: a
+/// turn whose replica stalled past its lease, and was taken over, writes nothing.
+macro_rules! not_taken {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM aptix_leases WHERE session_id = $1 AND holder <> $10::TEXT
+             AND expires_at > clock_timestamp())"
+    };
+}
+
 /// Keeps the items of the commit's compactions apart, only if the session row was
 /// written: `$7` is a JSON array of `{"seq", "items"}` (empty for most turns).
 macro_rules! log_compactions {
@@ -132,8 +141,9 @@ macro_rules! log_compactions {
 
 /// Records the turn of a session's first commit: `$1` session, `$2` state, `$3` unused
 /// (the expected version of [`COMMIT_NEXT`]), `$4` turn, `$5` scenario, `$6` envelope,
-/// `$7` replaced items, `$8` the state's mode, `$9` the request's digest. Returns the new version, or no row when the session exists
-/// already.
+/// `$7` replaced items, `$8` the state's mode, `$9` the request's digest, `$10` the
+/// lease holder the turn ran under. Returns the new version, or no row when the session
+/// exists already or another holder has its lease.
 const COMMIT_NEW: &str = concat!(
     "WITH written AS (
          INSERT INTO aptix_sessions (session_id, version, state, mode, updated_us)
@@ -141,7 +151,9 @@ const COMMIT_NEW: &str = concat!(
              COALESCE((SELECT version FROM aptix_deleted_sessions WHERE session_id = $1), 0) + 1,
              $2::TEXT::JSON, $8, ",
     now_us!(),
-    " WHERE $3::BIGINT = 0
+    " WHERE $3::BIGINT = 0 AND ",
+    not_taken!(),
+    "
          ON CONFLICT (session_id) DO NOTHING
          RETURNING version
      ), recorded AS (",
@@ -152,13 +164,16 @@ const COMMIT_NEW: &str = concat!(
 );
 
 /// Commits from version `$3`; the parameters are [`COMMIT_NEW`]'s. Returns the new
-/// version, or no row when the session is not at version `$3`.
+/// version, or no row when the session is not at version `$3` or another holder has its
+/// lease.
 const COMMIT_NEXT: &str = concat!(
     "WITH written AS (
          UPDATE aptix_sessions SET version = version + 1, state = $2::TEXT::JSON, mode = $8,
              updated_us = ",
     now_us!(),
-    " WHERE session_id = $1 AND version = $3::BIGINT
+    " WHERE session_id = $1 AND version = $3::BIGINT AND ",
+    not_taken!(),
+    "
          RETURNING version
      ), recorded AS (",
     record_turn!(),
@@ -289,10 +304,11 @@ impl SessionStore for PgSessionStore {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
         self.within(
             "commit turn",
-            self.inner.commit(state, expected_version, turn),
+            self.inner.commit(state, expected_version, turn, holder),
         )
         .await
     }
@@ -758,6 +774,7 @@ impl SessionStore for PgStore {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
         let mut state = state;
@@ -798,6 +815,7 @@ impl SessionStore for PgStore {
                     &replaced_json,
                     &state.mode,
                     &turn.request_digest,
+                    &holder,
                 ],
             )
             .await
@@ -816,6 +834,19 @@ impl SessionStore for PgStore {
         if let Some(row) = committed {
             return Ok(to_version(row.get(0)));
         }
+        drop(client);
+        // Another holder took the session over while this turn ran: it is the one to land.
+        if let Some(lease) = self.lease(session_id).await?
+            && lease.holder != holder
+            && !lease.expires_in.is_zero()
+        {
+            return Err(OrchestratorError::SessionBusy {
+                session_id: session_id.to_owned(),
+                holder: Some(lease.holder),
+                expires_in: Some(lease.expires_in),
+            });
+        }
+        let client = self.client("commit turn").await?;
         // Another writer won: say what it left.
         let found = client
             .query_opt(

@@ -330,10 +330,12 @@ impl SessionStore for SqliteSessionStore {
         state: SessionState,
         expected_version: Option<u64>,
         turn: StoredTurn,
+        holder: &str,
     ) -> Result<u64, OrchestratorError> {
         // Serialise before touching the database, so an encoding failure changes nothing.
         let mut state = state;
         let session_id = state.session_id.clone();
+        let holder = holder.to_owned();
         let encoding_failed = |source| OrchestratorError::CorruptState {
             session_id: session_id.clone(),
             source,
@@ -357,6 +359,27 @@ impl SessionStore for SqliteSessionStore {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(fail)?;
+            // Another holder's lease, unexpired: this turn's process stalled past its own
+            // and the session was taken over.
+            let now = now_ms();
+            let taken: Option<(String, i64)> = transaction
+                .query_row(
+                    "SELECT holder, expires_at_ms FROM leases
+                     WHERE session_id = ?1 AND holder <> ?2 AND expires_at_ms > ?3",
+                    params![session_id, holder, now],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(fail)?;
+            if let Some((current, expires_at_ms)) = taken {
+                return Err(OrchestratorError::SessionBusy {
+                    session_id,
+                    holder: Some(current),
+                    expires_in: Some(Duration::from_millis(
+                        u64::try_from(expires_at_ms.saturating_sub(now)).unwrap_or(0),
+                    )),
+                });
+            }
             let found: Option<i64> = transaction
                 .query_row(
                     "SELECT version FROM sessions WHERE session_id = ?1",
@@ -389,7 +412,6 @@ impl SessionStore for SqliteSessionStore {
                     deleted.map_or(0, to_version) + 1
                 }
             };
-            let now = now_ms();
             transaction
                 .execute(
                     "INSERT INTO sessions (session_id, version, state, updated_at_ms) VALUES (?1, ?2, ?3, ?4)

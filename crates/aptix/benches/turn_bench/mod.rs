@@ -138,6 +138,7 @@ impl SessionStore for Forgetful {
         _state: SessionState,
         _expected_version: Option<u64>,
         _turn: StoredTurn,
+        _holder: &str,
     ) -> Result<u64, OrchestratorError> {
         Ok(1)
     }
