@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::walk::{builder, relative_path};
+use crate::walk::{ExcludedFolders, builder, relative_path};
 use crate::{IndexConfig, IndexError};
 
 /// The files of one workspace under the index's rules: hidden entries (unless
@@ -82,11 +82,13 @@ impl WorkspaceFiles {
                 return true;
             }
         }
-        if parents
-            .iter()
-            .any(|part| self.config.excluded_dirs.iter().any(|e| e == part))
-        {
-            return true;
+        let excluded = ExcludedFolders::new(&self.root, &self.config);
+        let mut folder = self.root.clone();
+        for part in parents {
+            folder.push(part);
+            if excluded.skips(&folder) {
+                return true;
+            }
         }
         let parent = parents
             .iter()
@@ -104,8 +106,8 @@ impl WorkspaceFiles {
         }) {
             return true;
         }
-        let is_dir = parent.join(name).is_dir();
-        if is_dir && self.config.excluded_dirs.iter().any(|e| e == name) {
+        let path = parent.join(name);
+        if path.is_dir() && excluded.skips(&path) {
             return true;
         }
         !self.listed_in(&parent, name)
@@ -113,7 +115,7 @@ impl WorkspaceFiles {
 
     /// Whether a one-level walk of `dir` yields the entry `name`.
     fn listed_in(&self, dir: &Path, name: &str) -> bool {
-        let mut walk = builder(dir, &self.config);
+        let mut walk = builder(&self.root, dir, &self.config);
         walk.max_depth(Some(1));
         walk.build().flatten().any(|entry| {
             entry.depth() == 1 && entry.file_name().to_str().is_some_and(|n| n == name)
@@ -129,7 +131,7 @@ impl WorkspaceFiles {
         } else {
             self.root.join(dir)
         };
-        let mut walk = builder(&start, &self.config);
+        let mut walk = builder(&self.root, &start, &self.config);
         walk.sort_by_file_name(|a, b| a.cmp(b));
         let mut listing = FileListing::default();
         for entry in walk.build().flatten() {

@@ -15,7 +15,7 @@
 //! |---|---|
 //! | `lockfile` | a known lockfile name (`Cargo.lock`, `package-lock.json`, `yarn.lock`, `uv.lock`, `go.sum`, ...) or any `*.lock` |
 //! | `generated` | `*.min.js`, `*.min.css`, `*.map`, protobuf and gRPC outputs (`*_pb2.py`, `*.pb.go`, ...), `*.generated.*`, `*_generated.*`, `*.g.dart`, `*.designer.cs`, a folder `generated` or `__generated__` |
-//! | `vendored` | a folder `vendor`, `vendored`, `third_party`, `third-party`, `thirdparty` or `bower_components` |
+//! | `vendored` | a folder `vendor`, `vendored`, `_vendor`, `_vendored`, `third_party`, `third-party`, `thirdparty` or `bower_components` |
 //! | `changelog` | a file named `CHANGELOG`, `CHANGES`, `HISTORY`, `NEWS`, `RELEASES` or `RELEASE_NOTES` (any extension), or anything in `changelog.d`, `changes.d`, `newsfragments` or `changelogs` |
 //! | `test_data` | a folder `testdata`, `test_data`, `test-data`, `fixtures`, `__fixtures__`, `__snapshots__`, `snapshots` or `golden`; `*.snap`; a non-code file under a test folder |
 //! | `test` | a folder `test`, `tests`, `__tests__`, `spec`, `specs`, `e2e` or `testing`; a test file name (`test_*.py`, `*_test.py`, `*_test.go`, `*.test.ts`, `*.spec.js`, `*Test.java`, `*Tests.cs`, `*_spec.rb`, `conftest.py`, `tests.rs`, ...) |
@@ -160,6 +160,10 @@ const GENERATED_DIRS: &[&str] = &["generated", "__generated__"];
 const VENDORED_DIRS: &[&str] = &[
     "vendor",
     "vendored",
+    // Python's convention for a package's bundled copies (`pip/_vendor`,
+    // `setuptools/_vendor`).
+    "_vendor",
+    "_vendored",
     "third_party",
     "third-party",
     "thirdparty",
@@ -453,6 +457,8 @@ mod tests {
                 "vendor/github.com/x/y.go",
                 "third_party/zlib/inflate.c",
                 "src/third-party/lib.js",
+                "pip/_vendor/urllib3/util/retry.py",
+                "setuptools/_vendor/packaging/version.py",
             ],
         );
     }

@@ -21,6 +21,15 @@ pub fn is_secret_path(path: &str) -> bool {
 /// Whether one file or folder name looks like it holds secrets.
 fn is_secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
+    // `credentials` and `secrets` name data files (`credentials.json`, `secrets.yaml`,
+    // AWS's `credentials`), but also code that handles them: Python's `secrets.py`,
+    // botocore's `credentials.py`, a `Credentials.java`. Code is indexed (with any
+    // credential-shaped text in it redacted, as in every file); data is not.
+    if (lower.starts_with("credentials.") || lower.starts_with("secrets."))
+        && is_code_or_prose(&lower)
+    {
+        return false;
+    }
     const NAMES: &[&str] = &[
         ".npmrc",
         ".pypirc",
@@ -64,6 +73,49 @@ fn is_secret_name(name: &str) -> bool {
     NAMES.contains(&lower.as_str())
         || PREFIXES.iter().any(|prefix| lower.starts_with(prefix))
         || SUFFIXES.iter().any(|suffix| lower.ends_with(suffix))
+}
+
+/// Whether a file name is that of source code or documentation, which handles or
+/// describes credentials rather than holding them.
+fn is_code_or_prose(name: &str) -> bool {
+    matches!(
+        aptix_rag::language_for_path(name),
+        "rust"
+            | "python"
+            | "go"
+            | "java"
+            | "kotlin"
+            | "scala"
+            | "csharp"
+            | "fsharp"
+            | "swift"
+            | "c"
+            | "cpp"
+            | "objectivec"
+            | "javascript"
+            | "typescript"
+            | "tsx"
+            | "jsx"
+            | "ruby"
+            | "php"
+            | "elixir"
+            | "erlang"
+            | "haskell"
+            | "ocaml"
+            | "clojure"
+            | "dart"
+            | "lua"
+            | "zig"
+            | "markdown"
+            | "mdx"
+            | "rst"
+            | "groovy"
+            | "perl"
+            | "r"
+            | "vbnet"
+            | "vue"
+            | "svelte"
+    )
 }
 
 /// What a redacted secret is replaced with.
@@ -538,5 +590,27 @@ mod tests {
         assert!(is_secret_path("config/.aws/config"));
         assert!(is_secret_path("deploy/tls.key"));
         assert!(!is_secret_path("src/keys.rs"));
+        // Code and docs about credentials are not credentials; data files are.
+        for path in [
+            "Lib/secrets.py",
+            "botocore/credentials.py",
+            "src/Credentials.java",
+            "src/auth/credentials.go",
+            "docs/secrets.md",
+            "tests/http/secrets.rs",
+        ] {
+            assert!(!is_secret_path(path), "{path}");
+        }
+        for path in [
+            "credentials.json",
+            "config/secrets.yaml",
+            "secrets.toml",
+            "secrets.sh",
+            "secrets.txt",
+            "credentials",
+            "deploy/secrets/app.py",
+        ] {
+            assert!(is_secret_path(path), "{path}");
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
 
 use crate::IndexConfig;
@@ -33,7 +34,7 @@ pub(crate) struct Walk {
 
 /// Walks `root` on `threads` threads.
 pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
-    let mut builder = builder(root, config);
+    let mut builder = builder(root, root, config);
     builder.threads(threads);
     let found = Mutex::new(Walk::default());
     builder.build_parallel().run(|| {
@@ -66,12 +67,13 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
     walk
 }
 
-/// A walker from `start` with the index's rules: hidden entries (unless configured),
-/// `.gitignore`, `.ignore` and `.aptixignore` (in `start` and its parents), the
-/// excluded folder names below `start`, and folders whose name looks like it holds
-/// secrets (`.ssh`, `.aws`, `secrets`). Symbolic links are not followed.
-pub(crate) fn builder(start: &Path, config: &IndexConfig) -> WalkBuilder {
-    let excluded = config.excluded_dirs.clone();
+/// A walker from `start` (the workspace `root` or a folder below it) with the index's
+/// rules: hidden entries (unless configured), `.gitignore`, `.ignore` and
+/// `.aptixignore` (in `start` and its parents), the excluded folders below `start`
+/// ([`ExcludedFolders`]), and folders whose name looks like it holds secrets (`.ssh`,
+/// `.aws`, `secrets`). Symbolic links are not followed.
+pub(crate) fn builder(root: &Path, start: &Path, config: &IndexConfig) -> WalkBuilder {
+    let excluded = ExcludedFolders::new(root, config);
     let mut builder = WalkBuilder::new(start);
     builder
         .hidden(!config.include_hidden)
@@ -90,12 +92,111 @@ pub(crate) fn builder(start: &Path, config: &IndexConfig) -> WalkBuilder {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             !(is_dir
                 && entry.depth() > 0
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| excluded.iter().any(|e| e == name) || is_secret_path(name)))
+                && (excluded.skips(entry.path())
+                    || entry.file_name().to_str().is_some_and(is_secret_path)))
         });
     builder
+}
+
+/// Folder names that are build output beside a project's manifest (or at the root),
+/// and often source elsewhere: pip's `operations/build`, a `dist` module, an `out`
+/// package.
+const BUILD_OUTPUT_DIRS: &[&str] = &["build", "dist", "out", "obj"];
+
+/// Files that make a folder a project's root, whose `build`, `dist`, `out` or `obj`
+/// folder is its build output.
+const MANIFESTS: &[&str] = &[
+    "package.json",
+    "Cargo.toml",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "CMakeLists.txt",
+    "Makefile",
+    "meson.build",
+    "composer.json",
+    "Gemfile",
+    "build.sbt",
+    "Package.swift",
+    "pubspec.yaml",
+    "mix.exs",
+    "tsconfig.json",
+    "angular.json",
+    "deno.json",
+];
+
+/// The rule for folders skipped by name ([`IndexConfig::excluded_dirs`]), in one place
+/// for the walk and the tools' [`WorkspaceFiles::is_ignored`](crate::WorkspaceFiles):
+/// a configured name is skipped wherever it appears, except that `build`, `dist`,
+/// `out` and `obj` are skipped only at the workspace root or beside a project manifest
+/// (`package.json`, `Cargo.toml`, `pyproject.toml`, a `.csproj`, ...), where they are
+/// build output; and a folder the root `.aptixignore` names with `!` (`!pkg/build/`) is
+/// never skipped by name.
+pub(crate) struct ExcludedFolders {
+    root: PathBuf,
+    names: Vec<String>,
+    kept: Option<Gitignore>,
+}
+
+impl ExcludedFolders {
+    pub(crate) fn new(root: &Path, config: &IndexConfig) -> ExcludedFolders {
+        let mut kept = GitignoreBuilder::new(root);
+        let kept = (kept.add(root.join(APTIX_IGNORE_FILE)).is_none())
+            .then(|| kept.build().ok())
+            .flatten()
+            .filter(|kept| kept.num_whitelists() > 0);
+        ExcludedFolders {
+            root: root.to_owned(),
+            names: config.excluded_dirs.clone(),
+            kept,
+        }
+    }
+
+    /// Whether the folder `dir` (a path below the root) is skipped by its name.
+    pub(crate) fn skips(&self, dir: &Path) -> bool {
+        let Some(name) = dir.file_name().and_then(|name| name.to_str()) else {
+            return false;
+        };
+        if !self.names.iter().any(|excluded| excluded == name) {
+            return false;
+        }
+        if self
+            .kept
+            .as_ref()
+            .is_some_and(|kept| kept.matched(dir, true).is_whitelist())
+        {
+            return false;
+        }
+        if BUILD_OUTPUT_DIRS.contains(&name) {
+            return dir
+                .parent()
+                .is_none_or(|parent| parent == self.root.as_path() || is_project_root(parent));
+        }
+        true
+    }
+}
+
+/// Whether `dir` holds a project manifest.
+fn is_project_root(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        MANIFESTS.contains(&name)
+            || [".csproj", ".fsproj", ".vbproj", ".sln"]
+                .iter()
+                .any(|extension| name.ends_with(extension))
+    })
 }
 
 /// A regular file becomes a candidate (or a skip, when too large); anything else

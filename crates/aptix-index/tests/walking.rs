@@ -44,6 +44,49 @@ fn ignore_files_hidden_files_and_build_folders_are_honoured_outside_git() {
 }
 
 #[test]
+fn build_folder_names_are_build_output_only_beside_a_manifest_and_aptixignore_brings_one_back() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path();
+    let kept = [
+        // pip's `_internal/operations/build`: a source package named like build output.
+        (
+            "pkg/operations/build/wheel.py",
+            "def build_wheel_marker(): pass\n",
+        ),
+        ("lib/out/sink.py", "def out_sink_marker(): pass\n"),
+    ];
+    let skipped = [
+        ("build/bundle.js", "function rootBuildMarker() {}\n"),
+        ("web/dist/bundle.js", "function webDistMarker() {}\n"),
+        ("app/build/lib/gen.py", "def app_build_marker(): pass\n"),
+        ("svc/obj/Debug/gen.cs", "class ObjMarker {}\n"),
+    ];
+    for (path, content) in kept.iter().chain(&skipped) {
+        write(root, path, content);
+    }
+    write(root, "web/package.json", "{}\n");
+    write(root, "app/setup.py", "from setuptools import setup\n");
+    write(root, "svc/Svc.csproj", "<Project />\n");
+    let index = indexed(root, IndexConfig::default());
+    let files = aptix_index::WorkspaceFiles::new(root, IndexConfig::default()).unwrap();
+    for (path, _) in kept {
+        assert_eq!(index.file_chunks(path).unwrap().len(), 1, "{path}");
+        assert!(!files.is_ignored(path), "{path}");
+    }
+    for (path, _) in skipped {
+        assert!(index.file_chunks(path).unwrap().is_empty(), "{path}");
+        assert!(files.is_ignored(path), "{path}");
+    }
+    // A user who wants one back says so in `.aptixignore`.
+    write(root, ".aptixignore", "!app/build/\n");
+    index.refresh(&aptix_index::NoProgress).unwrap();
+    assert_eq!(index.file_chunks("app/build/lib/gen.py").unwrap().len(), 1);
+    let files = aptix_index::WorkspaceFiles::new(root, IndexConfig::default()).unwrap();
+    assert!(!files.is_ignored("app/build/lib/gen.py"));
+    assert!(files.is_ignored("web/dist/bundle.js"));
+}
+
+#[test]
 fn binary_oversized_and_minified_files_are_skipped_and_reported() {
     let workspace = workspace();
     let root = workspace.path();
