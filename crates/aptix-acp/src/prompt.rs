@@ -355,8 +355,9 @@ async fn read_from_disk(absolute: &Path) -> Result<String, String> {
     let bytes = tokio::fs::read(absolute)
         .await
         .map_err(|error| format!("it could not be read ({error})"))?;
-    String::from_utf8(bytes)
-        .map_err(|_| "it is not text (attach an image as an image block)".to_owned())
+    aptix_index::file_text(&bytes)
+        .map(std::borrow::Cow::into_owned)
+        .ok_or_else(|| "it is not text (attach an image as an image block)".to_owned())
 }
 
 /// The local path of a `file:` URI (percent-escapes decoded, any `#fragment` or

@@ -62,9 +62,9 @@ fn turn_json(
                 )));
             }
             let bytes = read_attached("--file", path)?;
-            let text = String::from_utf8(bytes).map_err(|_| {
+            let text = aptix_index::file_text(&bytes).ok_or_else(|| {
                 usage(format!(
-                    "--file {} is not UTF-8 text; attach images with --image",
+                    "--file {} is not text (a binary file); attach images with --image",
                     path.display()
                 ))
             })?;

@@ -110,5 +110,6 @@ pub use files::{FileListing, WorkspaceFiles};
 pub use index::{APTIX_DIR, WorkspaceIndex};
 pub use kind::{FileKind, classify};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};
+pub use refresh::file_text;
 pub use search::{HitMatch, SearchQuery, SearchResults, scope_problem};
 pub use secret::{REDACTED, is_secret_path, redact_secrets};

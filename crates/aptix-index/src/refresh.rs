@@ -23,6 +23,22 @@ use crate::walk::{self, Candidate};
 /// How many leading bytes are searched for a NUL to call a file binary (git's rule).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
+/// A file's text as the index reads it, and as the tools that read files for a model
+/// do: `None` for a binary file (a NUL byte in its first 8 KiB, git's rule); invalid
+/// UTF-8 is decoded lossily (each bad sequence as U+FFFD), so that a stray Latin-1 byte
+/// in a comment does not hide a whole file that retrieval serves.
+///
+/// ```
+/// assert_eq!(aptix_index::file_text(b"caf\xe9 = 1\n").as_deref(), Some("caf\u{fffd} = 1\n"));
+/// assert_eq!(aptix_index::file_text(b"\x89PNG\r\n\x1a\n\0\0"), None);
+/// ```
+pub fn file_text(bytes: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    let sniff = bytes.get(..BINARY_SNIFF_BYTES).unwrap_or(bytes);
+    memchr::memchr(0, sniff)
+        .is_none()
+        .then(|| String::from_utf8_lossy(bytes))
+}
+
 /// What a worker thread made of one file.
 enum Work {
     /// New or changed content: its chunks and manifest record.
@@ -313,13 +329,9 @@ fn read_and_chunk(
         record.chunks = old.chunks;
         return Work::Touched { candidate, record };
     }
-    let sniff = bytes.get(..BINARY_SNIFF_BYTES).unwrap_or(&bytes);
-    if memchr::memchr(0, sniff).is_some() {
+    let Some(text) = file_text(&bytes) else {
         return skipped_with_record(candidate, record, SkipReason::Binary);
-    }
-    // Invalid UTF-8 is decoded lossily: a stray Latin-1 byte in a comment should not
-    // hide a whole file from retrieval (see the crate docs).
-    let text = String::from_utf8_lossy(&bytes);
+    };
     // What has the shape of a credential never reaches the index, so never a model.
     let text = crate::secret::redact_secrets(&text);
     let lines = LineIndex::new(&text);

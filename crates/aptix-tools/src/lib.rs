@@ -85,7 +85,7 @@ pub enum ToolError {
         expected: &'static str,
     },
     /// A file that is not text.
-    #[error("{path}: a binary file (not UTF-8 text); it cannot be read as text")]
+    #[error("{path}: a binary file (not text); it cannot be read as text")]
     Binary {
         /// The path as given.
         path: String,

@@ -109,13 +109,11 @@ impl ReadFile {
             .reader
             .read(&confined.relative, &confined.absolute, MAX_FILE_BYTES)
             .await?;
-        if memchr_nul(&bytes) {
-            return Err(ToolError::Binary { path: args.path });
-        }
-        let Ok(text) = String::from_utf8(bytes) else {
+        // Read as the index reads it (what retrieval served can be read further), and
+        // what has the shape of a credential is not read out.
+        let Some(text) = aptix_index::file_text(&bytes) else {
             return Err(ToolError::Binary { path: args.path });
         };
-        // As the index stores it: what has the shape of a credential is not read out.
         let text = aptix_index::redact_secrets(&text);
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();

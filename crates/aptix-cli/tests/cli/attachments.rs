@@ -10,6 +10,13 @@ use crate::support::{Sandbox, code, stderr, stdout, stdout_json};
 fn files_images_and_scope_reach_the_body() {
     let sandbox = Sandbox::new();
     sandbox.write_workspace_file("notes/plan.md", "The plan: rename the fold.\n");
+    // A Latin-1 byte in a text file: sent as text, the byte as U+FFFD (as the index and
+    // read_file read it), not refused as binary.
+    std::fs::write(
+        sandbox.workspace.path().join("notes/legacy.txt"),
+        b"Caf\xe9 pricing rules\n",
+    )
+    .unwrap();
     sandbox.write_workspace_file(
         "src/fold.rs",
         "pub fn fold_events() -> usize { 1 }\n// the fold of events\n",
@@ -30,6 +37,7 @@ fn files_images_and_scope_reach_the_body() {
             &sandbox.workspace_arg(),
         ])
         .args(["--file", "notes/plan.md", "--image", "shot.png"])
+        .args(["--file", "notes/legacy.txt"])
         .args(["--scope", "path contains src/"])
         .arg("How does the fold of events work?")
         .output()
@@ -42,6 +50,7 @@ fn files_images_and_scope_reach_the_body() {
         text.contains("The plan: rename the fold."),
         "the file's content is sent"
     );
+    assert!(text.contains("Caf\u{fffd} pricing rules"), "{text}");
     assert!(
         text.contains("src/fold.rs"),
         "retrieval still runs within the scope"
@@ -77,7 +86,7 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
     .unwrap();
     for (args, expected) in [
         (vec!["--file", "missing.md"], "--file missing.md"),
-        (vec!["--file", "blob.bin"], "not UTF-8"),
+        (vec!["--file", "blob.bin"], "is not text (a binary file)"),
         (vec!["--image", "blob.bin"], "--image blob.bin"),
         (vec!["--scope", "path resembles src"], "--scope"),
         // A mistyped key or kind: the context would widen, or empty, without a word.
