@@ -457,3 +457,48 @@ fn an_index_with_nothing_in_it_says_so_rather_than_blaming_the_words() {
         results.warnings[0]
     );
 }
+
+#[test]
+fn a_changelog_gives_a_context_no_more_than_the_cap_when_little_else_matches() {
+    // A question whose words a long changelog repeats in every release: its windows
+    // used to fill the budget behind the one source file that matched.
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path();
+    write(
+        root,
+        "src/router.js",
+        "export function mountNested(router, middleware) {\n  router.use(middleware);\n  return router;\n}\n",
+    );
+    let mut changelog = String::new();
+    for release in 0..300 {
+        changelog.push_str(&format!(
+            "## 1.{release}.0\n\n- Fix nested router middleware when mounted ({release})\n- Router docs\n\n"
+        ));
+    }
+    write(root, "CHANGELOG.md", &changelog);
+    let index = indexed(root, IndexConfig::default());
+    let query = RetrievalQuery {
+        text: "Fix nested router losing middleware when mounted".into(),
+        scope: Vec::new(),
+        token_budget: 12_000,
+        max_chunks: 28,
+    };
+    let retrieval = index.retrieve_blocking(&query).unwrap();
+    let paths: Vec<&str> = retrieval
+        .chunks
+        .iter()
+        .map(|chunk| chunk.chunk.path.as_str())
+        .collect();
+    assert_eq!(paths.first(), Some(&"src/router.js"), "{paths:?}");
+    let changelog_chunks = paths.iter().filter(|path| **path == "CHANGELOG.md").count();
+    assert!(
+        (1..=3).contains(&changelog_chunks),
+        "{changelog_chunks} changelog chunks: {paths:?}"
+    );
+    // A search still lists the rest, behind the other files.
+    let hits = index
+        .search(&SearchQuery::new("nested router middleware mounted").with_limit(20))
+        .unwrap()
+        .hits;
+    assert!(hits.len() > 4, "{}", hits.len());
+}
