@@ -192,5 +192,6 @@ impl IndexConfig {
 
 /// Bumped whenever the schema, the tokenizer, the chunker or the redaction of secrets
 /// changes what is stored (4: credential-shaped text is redacted; 5: a key block stops
-/// where its key text does; 6: keys in comments, URL passwords, JSON web tokens).
-pub(crate) const FORMAT_VERSION: u32 = 6;
+/// where its key text does; 6: keys in comments, URL passwords, JSON web tokens; 7: CJK
+/// text as pairs of characters).
+pub(crate) const FORMAT_VERSION: u32 = 7;

@@ -14,6 +14,12 @@
 //! A word of a single part is emitted once. Words longer than [`MAX_WORD_BYTES`] are
 //! dropped: they are data (base64, hashes, minified code), not names, and would only
 //! bloat the term dictionary.
+//!
+//! Chinese, Japanese and Korean text has no spaces between words (or, in Korean, words
+//! that carry their particles): a run of their characters is emitted as its overlapping
+//! pairs of characters (`退款到账户` -> `退款`, `款到`, `到账`, `账户`; a lone character
+//! as itself), as Lucene's CJK analyzer does, so that a question's words match the
+//! comment that holds them without a dictionary.
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -74,6 +80,14 @@ impl TokenStream for CodeTokenStream<'_> {
             let Some(word) = self.text.get(start..end) else {
                 continue;
             };
+            if word.chars().next().is_some_and(is_cjk) {
+                // Overlapping pairs of characters, emitted as parts with no whole.
+                self.parts.clear();
+                cjk_pairs(word, &mut self.parts);
+                self.word = (start, end);
+                self.next_part = 0;
+                return self.advance();
+            }
             if word.len() > MAX_WORD_BYTES {
                 continue;
             }
@@ -166,8 +180,46 @@ fn char_at(text: &str, index: usize) -> Option<char> {
     text.get(index..)?.chars().next()
 }
 
+/// Whether `c` is written without spaces between words: Han ideographs (with their
+/// extensions and compatibility forms), Hiragana, Katakana (with the half-width forms)
+/// and Hangul syllables.
+fn is_cjk(c: char) -> bool {
+    // Letters only: the ranges hold a few punctuation marks (`・`, `゠`).
+    c.is_alphanumeric()
+        && matches!(
+            c,
+            '\u{3040}'..='\u{30ff}'
+                | '\u{31f0}'..='\u{31ff}'
+                | '\u{3400}'..='\u{4dbf}'
+                | '\u{4e00}'..='\u{9fff}'
+                | '\u{ac00}'..='\u{d7af}'
+                | '\u{f900}'..='\u{faff}'
+                | '\u{ff66}'..='\u{ff9f}'
+                | '\u{20000}'..='\u{2fa1f}'
+        )
+}
+
+/// The byte ranges of the overlapping pairs of characters of a run of CJK characters
+/// (the one character of a run of one).
+fn cjk_pairs(run: &str, parts: &mut Vec<(usize, usize)>) {
+    let starts: Vec<usize> = run
+        .char_indices()
+        .map(|(index, _)| index)
+        .chain(std::iter::once(run.len()))
+        .collect();
+    if starts.len() <= 2 {
+        parts.push((0, run.len()));
+        return;
+    }
+    parts.extend(starts.windows(3).filter_map(|window| match window {
+        [from, _, to] => Some((*from, *to)),
+        _ => None,
+    }));
+}
+
 /// Finds the next word at or after `*offset` and moves `*offset` past it. A word is a
-/// run of word characters, with single `-` joining word characters (kebab case).
+/// run of word characters, with single `-` joining word characters (kebab case); a run
+/// of CJK characters is a word of its own, whatever is next to it.
 fn next_word(text: &str, offset: &mut usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     // Skip to the start of a word; ASCII bytes are classified without decoding.
@@ -186,6 +238,16 @@ fn next_word(text: &str, offset: &mut usize) -> Option<(usize, usize)> {
             *offset += c.len_utf8();
         }
     };
+    if char_at(text, start).is_some_and(is_cjk) {
+        let run: usize = text
+            .get(start..)?
+            .chars()
+            .take_while(|&c| is_cjk(c))
+            .map(char::len_utf8)
+            .sum();
+        *offset = start + run;
+        return Some((start, start + run));
+    }
     let mut end = start;
     loop {
         match bytes.get(end) {
@@ -195,7 +257,7 @@ fn next_word(text: &str, offset: &mut usize) -> Option<(usize, usize)> {
                 _ => break,
             },
             Some(&byte) if !byte.is_ascii() => match char_at(text, end) {
-                Some(c) if is_word_char(c) => end += c.len_utf8(),
+                Some(c) if is_word_char(c) && !is_cjk(c) => end += c.len_utf8(),
                 _ => break,
             },
             _ => break,
@@ -324,6 +386,25 @@ mod tests {
     fn non_ascii_words_are_lower_cased() {
         check("Größe straße", &["größe", "straße"]);
         check("ÄrgerNis", &["ärgernis", "ärger", "nis"]);
+    }
+
+    #[test]
+    fn cjk_runs_are_overlapping_pairs_of_characters() {
+        check(
+            "# 当用户取消订单时退款",
+            &[
+                "当用", "用户", "户取", "取消", "消订", "订单", "单时", "时退", "退款",
+            ],
+        );
+        // A question's words are pairs found in the comment's.
+        check("退款？", &["退款"]);
+        check("用户ID", &["用户", "id"]);
+        check("refund退款", &["refund", "退款"]);
+        check("支", &["支"]);
+        check("ユーザー登録", &["ユー", "ーザ", "ザー", "ー登", "登録"]);
+        // A long comment is not data: its pairs are kept.
+        let long = "退款".repeat(100);
+        assert_eq!(tokens(&long).len(), 199);
     }
 
     #[test]

@@ -502,3 +502,33 @@ fn a_changelog_gives_a_context_no_more_than_the_cap_when_little_else_matches() {
         .hits;
     assert!(hits.len() > 4, "{}", hits.len());
 }
+
+#[test]
+fn a_question_in_chinese_or_japanese_finds_the_comment_that_answers_it() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path();
+    write(
+        root,
+        "pay.py",
+        "# 当用户取消订单时退款到原支付账户\ndef refund_to_origin(order):\n    return order.refund()\n",
+    );
+    write(
+        root,
+        "user.py",
+        "# ユーザー登録の確認メールを送る\ndef send_confirmation(user):\n    return user.mail()\n",
+    );
+    write(root, "other.py", "def unrelated():\n    return 1\n");
+    let index = indexed(root, IndexConfig::default());
+    for (question, file) in [
+        ("退款", "pay.py"),
+        ("用户取消订单时如何退款？", "pay.py"),
+        ("確認メールはどこで送る？", "user.py"),
+    ] {
+        let hits = index.search(&SearchQuery::new(question)).unwrap().hits;
+        assert_eq!(
+            hits.first().map(|hit| hit.chunk.path.as_str()),
+            Some(file),
+            "{question}"
+        );
+    }
+}
