@@ -181,6 +181,49 @@ async fn a_stream_cut_and_sent_again_prints_its_text_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_shown_before_a_cut_that_the_answer_sent_again_dropped_is_set_apart() {
+    // Cut after "The turn reaches the "; sent again, the model calls a tool instead of
+    // writing text; the next call answers. Printed glued, it read "...the The turn".
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("main.rs", "fn main() {}\n");
+    let arguments = r#"{"path":"main.rs"}"#;
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                      "name": "read_file", "arguments": arguments, "status": "completed"});
+    let tool = sse_text(&[
+        json!({"type": "response.created", "sequence_number": 0,
+               "response": {"id": "resp_b", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                        "name": "read_file", "arguments": "", "status": "in_progress"}}),
+        json!({"type": "response.function_call_arguments.done", "sequence_number": 2,
+               "item_id": "fc_1", "output_index": 0, "arguments": arguments}),
+        json!({"type": "response.output_item.done", "sequence_number": 3, "output_index": 0,
+               "item": call}),
+        json!({"type": "response.completed", "sequence_number": 4,
+               "response": {"id": "resp_b", "status": "completed", "model": "gpt-fault",
+                            "output": [call]}}),
+    ]);
+    let server = FaultServer::start(vec![
+        cut_after(5, "resp_a"),
+        Reply::sse(tool),
+        whole("resp_c"),
+    ])
+    .await;
+    let output = ask(&sandbox, &server, &[]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(
+        stdout(&output),
+        format!("The turn reaches the \n\n{TEXT}\n")
+    );
+    assert!(
+        stderr(&output).contains("the new answer differs from the text shown above"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_attempts_run_out_the_partial_text_is_shown_once_and_called_incomplete() {
     let server = FaultServer::start(vec![cut_after(5, "resp_a"), cut_after(5, "resp_b")]).await;
     let sandbox = Sandbox::new();

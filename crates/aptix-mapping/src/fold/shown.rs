@@ -17,6 +17,9 @@ use super::delta::StreamDelta;
 /// The final envelope holds the new answer. Text a cut attempt showed that the new
 /// answer ends without repeating stays where it was shown (a reader cannot take back
 /// what it printed); [`settle`](ShownAnswer::settle) then gives the answer whole.
+/// Where the call sent again ends short of that text instead (it called a tool this
+/// time), the text stays shown but belongs to no answer: the next text shown, in a
+/// later model call or at `settle`, is given whole, apart from it.
 ///
 /// Refusal text counts as answer text (it is the model's answer in words).
 ///
@@ -62,6 +65,9 @@ pub struct ShownAnswer {
     replay: Option<usize>,
     /// The text shown for the last model call that finished.
     finished_text: String,
+    /// A model call sent again ended without repeating all the text shown for it: that
+    /// text is no part of any answer, and the next text shown must stand apart from it.
+    abandoned: bool,
 }
 
 /// What of a text delta to show (see [`ShownAnswer`]).
@@ -104,10 +110,17 @@ impl ShownAnswer {
             }
             StreamDelta::Done { .. } => {
                 // The model call is over: a request sent again after this (the next
-                // call's, failed before its reply) repeats nothing of its text.
+                // call's, failed before its reply) repeats nothing of its text. Sent
+                // again itself and ended short of the text shown for it (a tool call in
+                // place of the words), it left that text abandoned.
+                let abandoned = self.abandoned
+                    || self
+                        .replay
+                        .is_some_and(|matched| matched < self.call_text.len());
                 let finished = std::mem::take(&mut self.call_text);
                 *self = ShownAnswer {
                     finished_text: finished,
+                    abandoned,
                     ..ShownAnswer::default()
                 };
                 None
@@ -117,7 +130,14 @@ impl ShownAnswer {
                     self.restarting = false;
                     self.replay = Some(0);
                 }
-                let shown = self.beyond_replay(text)?;
+                let shown = match self.beyond_replay(text)? {
+                    // The first text after abandoned text: apart from it, whole.
+                    AnswerText::More(more) if self.abandoned => {
+                        AnswerText::Restarted(format!("{}{more}", self.call_text))
+                    }
+                    shown => shown,
+                };
+                self.abandoned = false;
                 match &shown {
                     AnswerText::More(more) => self.call_text.push_str(more),
                     AnswerText::Restarted(whole) => self.call_text.clone_from(whole),
@@ -148,6 +168,10 @@ impl ShownAnswer {
     /// );
     /// ```
     pub fn settle(&mut self, answer: &str) -> Option<AnswerText> {
+        if std::mem::take(&mut self.abandoned) && !answer.is_empty() {
+            // Nothing shown since abandoned text: the answer whole, apart from it.
+            return Some(AnswerText::Restarted(answer.to_owned()));
+        }
         let shown = if self.call_text.is_empty() {
             std::mem::take(&mut self.finished_text)
         } else {
@@ -372,6 +396,51 @@ mod tests {
             text("explain."),
         ];
         assert_eq!(show(&deltas), "Let me look.Let me explain.");
+    }
+
+    #[test]
+    fn text_a_restarted_call_abandoned_for_a_tool_call_is_set_apart_from_the_answer() {
+        // Cut after "Alpha bravo charlie"; sent again, the model calls a tool with no
+        // text; the next call answers. Shown glued, it read "Alpha bravo charlieFinal".
+        let done = StreamDelta::Done {
+            response_id: "resp_2".into(),
+            status: Some("completed".into()),
+            finish_reason: None,
+        };
+        let deltas = [
+            started(),
+            text("Alpha bravo charlie"),
+            retry(false),
+            started(),
+            done.clone(),
+            started(),
+            text("Final answer "),
+            text("here."),
+            done.clone(),
+        ];
+        assert_eq!(show(&deltas), "Alpha bravo charlie | Final answer here.");
+        // The same with a final answer no delta spelt: settling gives it whole.
+        let mut shown = ShownAnswer::new();
+        for delta in &deltas[..5] {
+            shown.delta(delta);
+        }
+        shown.delta(&started());
+        shown.delta(&done);
+        assert_eq!(
+            shown.settle("Final answer here."),
+            Some(AnswerText::Restarted("Final answer here.".into()))
+        );
+        // A restart that repeated all it showed before its tool call abandoned nothing.
+        let deltas = [
+            text("Let me look."),
+            retry(false),
+            started(),
+            text("Let me look."),
+            done,
+            started(),
+            text("Found it."),
+        ];
+        assert_eq!(show(&deltas), "Let me look.Found it.");
     }
 
     #[test]
