@@ -84,6 +84,12 @@ pub(crate) fn still_too_long(
     envelope
 }
 
+/// How every compaction [`notice`] begins.
+const COMPACTED: &str = "the session was compacted: ";
+
+/// What a failed turn says instead of its compaction [`notice`]s.
+const NOT_KEPT: &str = "the session was compacted for this turn, but the turn failed: the compaction was not kept, and the session is as it was before the turn";
+
 /// The notice of a compaction, for the envelope's warnings and the stream's
 /// `Compacted` delta.
 pub(crate) fn notice(record: &CompactionRecord, window: u64) -> String {
@@ -96,12 +102,30 @@ pub(crate) fn notice(record: &CompactionRecord, window: u64) -> String {
         CompactionMethod::Summary => "a summary written by the model",
     };
     format!(
-        "the session was compacted: {why} about {} tokens of a {window}-token context window; {} older item(s) were replaced by {how}, {} recent item(s) kept, about {} tokens now",
+        "{COMPACTED}{why} about {} tokens of a {window}-token context window; {} older item(s) were replaced by {how}, {} recent item(s) kept, about {} tokens now",
         record.tokens_before,
         record.replaced.len(),
         record.kept_items,
         record.tokens_after
     )
+}
+
+/// The warnings of a turn that failed. Nothing of it is stored, its compaction included:
+/// a notice that the session was compacted would be wrong, and gives way to one saying
+/// the compaction was not kept (a streaming caller was told of it as it happened).
+pub(crate) fn unkept_compactions(warnings: &mut Vec<String>) {
+    let mut said = false;
+    warnings.retain_mut(|warning| {
+        if !warning.starts_with(COMPACTED) {
+            return true;
+        }
+        if said {
+            return false;
+        }
+        said = true;
+        NOT_KEPT.clone_into(warning);
+        true
+    });
 }
 
 impl Orchestrator {

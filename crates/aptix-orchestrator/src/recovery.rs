@@ -16,8 +16,14 @@
 //! server's verdict stands. Waits before the re-sent request's own reply head
 //! (`retry-after`, `x-should-retry`) are the client's retry policy's, as for any
 //! request.
+//!
+//! A failed call's error counts every request it sent ("gave up after 4 attempts"):
+//! the streams this module opened and the sends the client's retry policy added to
+//! each, as the notes on the way said them ("attempt 2 of 5", then "attempt 3 of 3").
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use aptix_client::{ClientError, ResponsesProvider, TimeoutKind, TransportPhase, requested_wait};
 use aptix_mapping::{
@@ -212,13 +218,19 @@ pub(crate) async fn stream_with_recovery(
     // is sent again from its start instead.
     let mut resume_missing = false;
     let mut attempt = 0u32;
+    // Requests sent, the client's own retries included.
+    let mut sent = 0u32;
     loop {
         attempt += 1;
         seen.events = 0;
-        let opened = match &resume_after {
-            Some((id, after)) => provider.resume_stream(id, *after).await,
-            None => provider.stream(body).await,
-        };
+        let (opened, sends) = counting_sends(async {
+            match &resume_after {
+                Some((id, after)) => provider.resume_stream(id, *after).await,
+                None => provider.stream(body).await,
+            }
+        })
+        .await;
+        sent = sent.saturating_add(sends);
         let cut = match opened {
             Err(error) => Cut::Open(error),
             Ok(mut stream) => {
@@ -256,19 +268,9 @@ pub(crate) async fn stream_with_recovery(
         let safe = resumable || !seen.hosted_tool;
         if !(recoverable(&cut, &seen) || cannot_resume) || !safe || attempt >= max_attempts {
             let mut envelope = give_up(&cut, fold, &context);
-            let mut notes = Vec::new();
-            if attempt > 1 {
-                notes.push(format!("gave up after {attempt} attempts"));
-            }
-            if !safe && recoverable(&cut, &seen) {
-                notes.push(
-                    "not sent again: a hosted tool had already run in this model call".into(),
-                );
-            }
-            if !notes.is_empty() {
-                let message = envelope.error_message.take().unwrap_or_default();
-                envelope.error_message = Some(format!("{message} ({})", notes.join("; ")));
-            }
+            let hosted = (!safe && recoverable(&cut, &seen))
+                .then_some("not sent again: a hosted tool had already run in this model call");
+            note_attempts(&mut envelope, sent, hosted);
             return Err(envelope);
         }
         let next = attempt + 1;
@@ -314,6 +316,37 @@ pub(crate) async fn stream_with_recovery(
         .map_err(|error| map_mapping_error(&error, &context).envelope)?;
     let (mapped, response) = map_folded(folded, &context);
     Ok(Streamed { response, mapped })
+}
+
+/// Runs one request of a model call; with its output, how many times it was sent. The
+/// HTTP client sends a failed request again on its own (its retry policy's) and tells
+/// only the observers in scope ([`aptix_client::observe_retries`]): a count of the
+/// call's attempts without those would say 2 where a person was shown "attempt 3 of 3".
+pub(crate) async fn counting_sends<F: Future>(request: F) -> (F::Output, u32) {
+    let resent = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&resent);
+    let output = aptix_client::observe_retries(
+        move |_: &aptix_client::RetryNotice| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        },
+        request,
+    )
+    .await;
+    (output, resent.load(Ordering::Relaxed).saturating_add(1))
+}
+
+/// Ends a failed model call's error message with `also`, a further note, and how many
+/// requests the call sent, when more than one (`fake 503 (gave up after 3 attempts)`).
+pub(crate) fn note_attempts(envelope: &mut AgentExecuteResponse, sent: u32, also: Option<&str>) {
+    let notes: Vec<String> = also
+        .map(str::to_owned)
+        .into_iter()
+        .chain((sent > 1).then(|| format!("gave up after {sent} attempts")))
+        .collect();
+    if !notes.is_empty() {
+        let message = envelope.error_message.take().unwrap_or_default();
+        envelope.error_message = Some(format!("{message} ({})", notes.join("; ")));
+    }
 }
 
 /// The delta that tells a streaming caller about a model request that failed before its

@@ -20,7 +20,9 @@ use aptix_rag::{RetrievalQuery, ScoredChunk, TokenCounter, cut_to_tokens, select
 use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, normalize_history};
 
 use crate::OrchestratorError;
-use crate::compaction::{Body, is_context_overflow, notice, remember_usage, still_too_long};
+use crate::compaction::{
+    Body, is_context_overflow, notice, remember_usage, still_too_long, unkept_compactions,
+};
 use crate::config::Mode;
 use crate::inputs::{prepare_inputs, read_references};
 use crate::matching::check_tool_results;
@@ -403,6 +405,7 @@ impl Orchestrator {
                 Err(mut failed) => {
                     // Nothing is stored: the client may retry the same turn.
                     failed.usage.add(&usage);
+                    unkept_compactions(&mut warnings);
                     prepend_warnings(&mut failed, warnings);
                     return Ok(failed);
                 }
@@ -411,6 +414,7 @@ impl Orchestrator {
             usage.add(&envelope.usage);
             if envelope.kind == Kind::Error {
                 envelope.usage = usage;
+                unkept_compactions(&mut warnings);
                 prepend_warnings(&mut envelope, warnings);
                 return Ok(envelope);
             }
@@ -658,11 +662,12 @@ impl Orchestrator {
         body.stream = sink.is_some().then_some(true);
         let body = &*body;
         let Some(sink) = sink else {
-            let reply = self
-                .provider
-                .create(body)
-                .await
-                .map_err(|error| crate::recovery::error_envelope(&error, context))?;
+            let (reply, sent) = crate::recovery::counting_sends(self.provider.create(body)).await;
+            let reply = reply.map_err(|error| {
+                let mut envelope = crate::recovery::error_envelope(&error, context);
+                crate::recovery::note_attempts(&mut envelope, sent, None);
+                envelope
+            })?;
             crate::recovery::log_rate_limits(&reply.meta);
             let mut context = context.clone();
             context.request_id = reply.meta.request_id.clone();

@@ -547,6 +547,23 @@ async fn an_overflow_compacts_once_and_retries_once_then_fails_clearly() {
         .extend([true, true, true]);
     let failed = rig.orchestrator.execute(turn(5)).await.unwrap();
     assert_eq!(failed.kind, Kind::Error);
+    // The compaction went with the turn, and the warnings say so, not that it was made.
+    assert!(
+        !failed
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("the session was compacted:")),
+        "{:?}",
+        failed.warnings
+    );
+    assert!(
+        failed
+            .warnings
+            .iter()
+            .any(|w| w.contains("the compaction was not kept")),
+        "{:?}",
+        failed.warnings
+    );
     assert_eq!(
         failed.error_code.as_deref(),
         Some("context_length_exceeded")

@@ -389,6 +389,26 @@ async fn the_request_sent_again_gets_the_clients_own_retries() {
 }
 
 #[tokio::test]
+async fn giving_up_counts_every_request_sent_the_clients_retries_included() {
+    let busy = || Reply::status(503, "text/plain", "overloaded");
+    // Cut; the request sent again meets three 503s, the client's three sends of it: four
+    // requests, as the notes counted them ("attempt 3 of 3"), not two streams.
+    let script = vec![cut_after(5, "resp_a"), busy(), busy(), busy()];
+    let rig = rig_with_retries(script, config(), client_retries()).await;
+    let (envelope, _) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error, "{envelope:?}");
+    let message = envelope.error_message.unwrap();
+    assert!(message.contains("gave up after 4 attempts"), "{message}");
+    assert_eq!(rig.server.requests().len(), 4);
+    // No cut at all: the client's three sends are three attempts, and the error says so.
+    let rig = rig_with_retries(vec![busy(), busy(), busy()], config(), client_retries()).await;
+    let (envelope, _) = run(&rig, turn("s-1", "t-1")).await;
+    let message = envelope.error_message.unwrap();
+    assert!(message.contains("gave up after 3 attempts"), "{message}");
+    assert_eq!(rig.server.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn the_request_sent_again_honours_x_should_retry_false() {
     let script = vec![
         cut_after(5, "resp_a"),
