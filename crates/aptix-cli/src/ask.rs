@@ -446,7 +446,7 @@ fn report(
                 &mut std::io::stderr().lock(),
                 format_args!("error: {message} ({code})\n"),
             );
-            crate::output::note_for_error_code(code);
+            crate::output::note_for_error_code(code, message);
             if text_shown {
                 note(format_args!("the answer text above is incomplete"));
             }

@@ -45,11 +45,16 @@ pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> 
 
 /// What to do about a failure of this error code, on stderr: the notes `ask` and
 /// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
-pub(crate) fn note_for_error_code(code: &str) {
+/// `message` is the error's: a connection that broke after the server began its reply
+/// reached the server, and is told to check the network rather than base_url.
+pub(crate) fn note_for_error_code(code: &str, message: &str) {
     match code {
         "invalid_api_key" => note(format_args!("check OPENAI_API_KEY")),
         "timeout" => note(format_args!(
             "if the server is slow rather than gone, raise --request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+        )),
+        "transport_error" if broke_during_reply(message) => note(format_args!(
+            "the server answered, but the connection broke while its reply arrived: try again; if it goes on, check the network (a proxy, a VPN) between here and the server"
         )),
         "transport_error" => note(format_args!(
             "check that the server runs and that base_url (--base-url, OPENAI_BASE_URL, aptix.toml) names it"
@@ -59,6 +64,14 @@ pub(crate) fn note_for_error_code(code: &str) {
         )),
         _ => {}
     }
+}
+
+/// Whether a transport error's message is that of a reply already arriving: the
+/// client's `TransportPhase::ReadBody` ("transport error while reading the reply body:
+/// ..."), said in its own words.
+fn broke_during_reply(message: &str) -> bool {
+    let phase = aptix_client::TransportPhase::ReadBody;
+    message.contains(&format!("while {phase}:"))
 }
 
 /// Writes `warning: ...` on stderr.
@@ -383,6 +396,16 @@ impl AnswerPrinter {
 #[cfg(test)]
 mod tests {
     use super::for_terminal;
+
+    #[test]
+    fn a_connection_broken_mid_reply_is_told_apart_from_a_server_not_reached() {
+        assert!(super::broke_during_reply(
+            "transport error while reading the reply body: the connection was lost after 7 event(s) (reset) (gave up after 5 attempts)"
+        ));
+        assert!(!super::broke_during_reply(
+            "transport error while connecting: connection refused"
+        ));
+    }
 
     #[test]
     fn a_terminal_is_shown_control_characters_not_told_to_obey_them() {

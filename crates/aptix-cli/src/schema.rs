@@ -230,7 +230,7 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
         &mut std::io::stderr().lock(),
         format_args!("error: {error:#}\n"),
     );
-    crate::output::note_for_error_code(&code);
+    crate::output::note_for_error_code(&code, &format!("{error:#}"));
     if let Some(SchemaError::Stopped {
         reason: StopReason::Incomplete { reason },
         ..

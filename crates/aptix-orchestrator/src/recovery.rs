@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use aptix_client::{ClientError, ResponsesProvider, TimeoutKind, TransportPhase, requested_wait};
 use aptix_mapping::{
-    Mapped, RetryCause, StreamDelta, StreamFold, TurnContext, map_folded, map_mapping_error,
+    Mapped, MappingWarning, RetryCause, StreamDelta, StreamFold, TurnContext, map_folded,
+    map_mapping_error,
 };
 use aptix_model::contract::AgentExecuteResponse;
 use aptix_model::wire::{CreateResponseRequest, Response};
@@ -268,7 +269,18 @@ pub(crate) async fn stream_with_recovery(
         let safe = resumable || !seen.hosted_tool;
         if !(recoverable(&cut, &seen) || cannot_resume) || !safe || attempt >= max_attempts {
             let mut envelope = give_up(&cut, fold, &context);
-            let hosted = (!safe && recoverable(&cut, &seen))
+            if cannot_resume {
+                // The status is the resume route's, not base_url's: the hint to check
+                // base_url a 404 brings would send the reader after the wrong thing.
+                let no_such_endpoint = MappingWarning::NoSuchEndpoint.to_string();
+                envelope
+                    .warnings
+                    .retain(|warning| *warning != no_such_endpoint);
+                let message = envelope.error_message.take().unwrap_or_default();
+                envelope.error_message =
+                    Some(format!("the server cannot resume the response: {message}"));
+            }
+            let hosted = (!safe && (recoverable(&cut, &seen) || cannot_resume))
                 .then_some("not sent again: a hosted tool had already run in this model call");
             note_attempts(&mut envelope, sent, hosted);
             return Err(envelope);

@@ -356,6 +356,42 @@ async fn a_server_that_cannot_resume_gets_the_request_again_from_the_start() {
     );
 }
 
+#[tokio::test]
+async fn a_hosted_tool_that_ran_is_not_sent_again_when_the_server_cannot_resume() {
+    let config = OrchestratorConfig {
+        background: true,
+        ..config()
+    };
+    let mut cut = events("resp_bg")[..2].to_vec();
+    cut.push(
+        json!({"type": "response.output_item.added", "sequence_number": 2, "output_index": 1,
+        "item": {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}}),
+    );
+    let script = vec![
+        Reply::sse_steps(vec![Step::Send(sse_text(&cut).into_bytes()), Step::Reset]),
+        Reply::status(404, "text/plain", "Not Found"),
+        whole("resp_again"),
+    ];
+    let rig = rig(script, config).await;
+    let (envelope, _) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error, "{envelope:?}");
+    let requests = rig.server.requests();
+    let methods: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(methods, ["POST", "GET"], "not sent again");
+    let message = envelope.error_message.unwrap();
+    assert!(
+        message.starts_with("the server cannot resume the response")
+            && message.contains("a hosted tool had already run"),
+        "{message}"
+    );
+    // The 404 was the resume route's: base_url is not in question.
+    assert!(
+        !envelope.warnings.iter().any(|w| w.contains("base_url")),
+        "{:?}",
+        envelope.warnings
+    );
+}
+
 fn client_retries() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,
