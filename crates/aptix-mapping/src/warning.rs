@@ -98,8 +98,10 @@ pub enum MappingWarning {
         /// The error's message.
         message: String,
     },
-    /// A non-2xx body that is not a JSON `{"error": {...}}` object; the envelope's
-    /// message is an excerpt of it.
+    /// A non-2xx body that is empty, or meant to be JSON (it opens with `{` or `[`) but is
+    /// not a `{"error": {...}}` object; the envelope's message is an excerpt of it. A
+    /// plain-text body (`Not Found`, a proxy's page) is the message as it stands, without
+    /// this warning.
     UnreadableErrorBody {
         /// Why it could not be read.
         reason: String,

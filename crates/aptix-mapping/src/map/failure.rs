@@ -65,12 +65,21 @@ pub(crate) fn error_body(http_status: Option<u16>, body: &[u8], turn: &TurnConte
             found.message.unwrap_or_else(|| excerpt(body)),
         ),
         Err(reason) => {
-            let message = if body.iter().all(u8::is_ascii_whitespace) {
+            let empty = body.iter().all(u8::is_ascii_whitespace);
+            let message = if empty {
                 "empty response body".to_owned()
             } else {
                 excerpt(body)
             };
-            warnings.push(MappingWarning::UnreadableErrorBody { reason });
+            // Plain text ("Not Found", a proxy's page the client summed up) is a message
+            // as it stands; only a body that meant to be JSON, or none, is worth a word.
+            let meant_json = body
+                .iter()
+                .find(|byte| !byte.is_ascii_whitespace())
+                .is_some_and(|first| matches!(first, b'{' | b'['));
+            if empty || meant_json {
+                warnings.push(MappingWarning::UnreadableErrorBody { reason });
+            }
             (status_code(), message)
         }
     };
