@@ -407,10 +407,13 @@ fn give_up(cut: &Cut, fold: StreamFold, context: &TurnContext) -> AgentExecuteRe
 /// `retry-after` the client did not obey) in the message.
 pub(crate) fn error_envelope(error: &ClientError, context: &TurnContext) -> AgentExecuteResponse {
     let mut envelope = client_error_envelope(error, context);
+    // A wait the server asked for is news only where waiting helps: not for an account
+    // out of quota, nor a request it refused.
     if let ClientError::Status {
         retry_after: Some(wait),
         ..
     } = error
+        && error.is_retryable()
     {
         let message = envelope.error_message.take().unwrap_or_default();
         envelope.error_message = Some(format!("{message}{}", requested_wait(Some(*wait))));

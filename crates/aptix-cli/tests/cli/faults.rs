@@ -408,7 +408,10 @@ async fn out_of_quota_is_said_once_and_a_rate_limit_is_retried_with_its_wait() {
         429,
         "application/json",
         aptix_testkit::read_fixture("error_429_insufficient_quota.json"),
-    );
+    )
+    // A wait the server asks for does not make quota come back: not repeated to the
+    // user beside "retrying will not help".
+    .header("retry-after", "1");
     let server = FaultServer::start(vec![quota]).await;
     let sandbox = Sandbox::new();
     let output = ask(&sandbox, &server, &[]).await;
@@ -416,6 +419,11 @@ async fn out_of_quota_is_said_once_and_a_rate_limit_is_retried_with_its_wait() {
     assert_eq!(server.requests().len(), 1, "quota is not retried");
     assert!(
         stderr(&output).contains("out of quota"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !stderr(&output).contains("asked to wait"),
         "{}",
         stderr(&output)
     );
