@@ -947,6 +947,17 @@ mod postgres {
         let text = aptix_model::error_chain(&error);
         assert!(text.contains("percent-encoded"), "{text}");
         assert!(!text.contains("w#rd"), "{text}");
+        // An `@` alone parses, as a host the driver would look up and not find.
+        let error = PgSessionStore::connect("postgres://aptixpw:p@ss@word@127.0.0.1:1/aptix", 1)
+            .await
+            .err()
+            .unwrap();
+        let text = aptix_model::error_chain(&error);
+        assert!(text.contains("percent-encoded"), "{text}");
+        assert!(
+            !text.contains("ss@word") && !text.contains("lookup"),
+            "{text}"
+        );
         // A URL that is wrong otherwise is not sent looking at its password.
         let error = PgSessionStore::connect("postgres://aptix@127.0.0.1:1/aptix?bogus", 1)
             .await

@@ -416,18 +416,32 @@ impl PgStore {
         if lower.contains("sslmode=verify-ca") || lower.contains("sslmode=verify-full") {
             return Err(no_tls(target));
         }
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|error| {
-            // The usual cause: a password written with a character a URL gives a
-            // meaning to, left unescaped.
-            let unescaped = url.split_once("://").is_some_and(|(_, rest)| {
+        // The usual cause of a URL that does not parse, or parses wrong: a password
+        // written with a character a URL gives a meaning to, left unescaped. An `@` in
+        // it even parses, as a host name the driver then cannot look up.
+        let unescaped = |marks: &[char]| {
+            url.split_once("://").is_some_and(|(_, rest)| {
                 rest.rsplit_once('@')
-                    .is_some_and(|(userinfo, _)| userinfo.contains(['@', '/', '?', '#']))
-            });
+                    .is_some_and(|(userinfo, _)| userinfo.contains(marks))
+            })
+        };
+        const ESCAPING: &str = "invalid PostgreSQL URL (a password holding @, /, ? or # is written percent-encoded: %40, %2F, %3F, %23)";
+        if unescaped(&['@']) {
+            return Err(OrchestratorError::store(
+                "open",
+                AtTarget {
+                    what: ESCAPING,
+                    target,
+                    source: "an unescaped @ before the host".into(),
+                },
+            ));
+        }
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|error| {
             OrchestratorError::store(
                 "open",
                 AtTarget {
-                    what: if unescaped {
-                        "invalid PostgreSQL URL (a password holding @, /, ? or # is written percent-encoded: %40, %2F, %3F, %23)"
+                    what: if unescaped(&['/', '?', '#']) {
+                        ESCAPING
                     } else {
                         "invalid PostgreSQL URL"
                     },
