@@ -116,13 +116,7 @@ pub(crate) fn print_json(value: &impl Serialize) -> Result<(), anyhow::Error> {
 /// digits, `-` and `_`, so JSON text holds it as it is). The one rule for text the
 /// command sends or prints: a question, an attachment, an envelope.
 pub(crate) fn without_key(text: &str, key: Option<&str>) -> String {
-    match key
-        .map(str::trim)
-        .filter(|key| !key.is_empty() && text.contains(key))
-    {
-        Some(key) => text.replace(key, "[redacted]"),
-        None => text.to_owned(),
-    }
+    aptix_client::scrub_key(text, key.map(str::trim))
 }
 
 /// Prints one line of text on stdout.

@@ -202,11 +202,15 @@ impl OpenAiConfig {
         headers
     }
 
-    /// The key, for scrubbing it out of anything the server echoes back.
+    /// The key, for scrubbing it out of anything the server echoes back; `None` for a
+    /// placeholder too short to be a secret ([`is_scrubbed_key`]).
     // Only the HTTP providers need it.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn secret(&self) -> Option<&str> {
-        self.api_key.as_ref().map(|key| key.expose_secret())
+        self.api_key
+            .as_ref()
+            .map(|key| key.expose_secret())
+            .filter(|key| is_scrubbed_key(key))
     }
 }
 
@@ -451,6 +455,18 @@ fn needs_a_key(host: &str) -> bool {
     HOSTS_NEEDING_A_KEY
         .iter()
         .any(|suffix| host == suffix.trim_start_matches('.') || host.ends_with(suffix))
+}
+
+/// Keys shorter than this are placeholders, not secrets.
+const MIN_SCRUBBED_KEY: usize = 12;
+
+/// Whether `key` is scrubbed from text: a key of at least 12 characters. Local servers
+/// take placeholders (`ollama`, `EMPTY`, `x`); scrubbed, such a "key" would rewrite
+/// ordinary words in the question sent and the answer read (a `red` in an answer, the
+/// `x` of `text`), while no real API key is that short. The `Authorization` header is
+/// never logged, whatever its length.
+pub(crate) fn is_scrubbed_key(key: &str) -> bool {
+    key.trim().len() >= MIN_SCRUBBED_KEY
 }
 
 #[cfg(test)]

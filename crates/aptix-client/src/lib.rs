@@ -116,6 +116,25 @@ mod sse_body;
 #[cfg(feature = "http")]
 mod transport;
 
+/// `text` with the API `key` in it replaced by `[redacted]`, and the masked forms a
+/// server echoes (`sk-...abcd`, `***abcd`) too: the rule the HTTP providers apply to
+/// everything they read, for a caller's own output. A key under 12 characters is a
+/// placeholder (`ollama`, `EMPTY`), left alone, so that it cannot rewrite ordinary
+/// words.
+///
+/// ```
+/// let key = "sk-test-0123456789abcdef";
+/// assert_eq!(
+///     aptix_client::scrub_key("sent sk-test-0123456789abcdef", Some(key)),
+///     "sent [redacted]"
+/// );
+/// assert_eq!(aptix_client::scrub_key("ollama runs", Some("ollama")), "ollama runs");
+/// ```
+#[cfg(feature = "http")]
+pub fn scrub_key(text: &str, key: Option<&str>) -> String {
+    transport::scrub(text, key)
+}
+
 #[cfg(feature = "http")]
 pub use chat::ChatCompletionsProvider;
 pub use config::{AuthScheme, DEFAULT_BASE_URL, OpenAiConfig, OpenAiConfigBuilder, Timeouts};

@@ -63,7 +63,8 @@ impl DeltaGuard {
     /// A guard for `secret`; `None` for a secret it cannot mean (empty, or not ASCII,
     /// as no API key is).
     pub(crate) fn new(secret: Option<&str>) -> Option<DeltaGuard> {
-        let secret = secret.filter(|secret| !secret.is_empty() && secret.is_ascii())?;
+        let secret =
+            secret.filter(|secret| crate::config::is_scrubbed_key(secret) && secret.is_ascii())?;
         Some(DeltaGuard {
             secret: secret.to_owned(),
             held: None,

@@ -109,7 +109,7 @@ impl HttpTransport {
     /// The scrubbed text, or `None` when `text` holds no form of the key (the common
     /// case, which costs a substring search and no copy).
     pub(crate) fn scrub_if_needed(&self, text: &str) -> Option<String> {
-        let secret = self.config.secret().filter(|secret| !secret.is_empty())?;
+        let secret = self.config.secret()?;
         let needle = key_tail(secret).unwrap_or(secret);
         text.contains(needle).then(|| scrub(text, Some(secret)))
     }
@@ -556,7 +556,7 @@ fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
 /// server may echo (`sk-...abcd`, `***abcd`, `sk-proj-****abcd`: a word that ends with
 /// the key's last four characters after mask characters) replaced as well.
 pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
-    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
+    let Some(secret) = secret.filter(|secret| crate::config::is_scrubbed_key(secret)) else {
         return text.to_owned();
     };
     let mut text = if text.contains(secret) {
@@ -575,7 +575,7 @@ pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
 /// `bytes` scrubbed as [`scrub`] does, untouched (not copied) when there is nothing to
 /// scrub.
 pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
-    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
+    let Some(secret) = secret.filter(|secret| crate::config::is_scrubbed_key(secret)) else {
         return bytes;
     };
     let needle = key_tail(secret).unwrap_or(secret);
@@ -711,9 +711,18 @@ mod tests {
 
     #[test]
     fn scrub_removes_the_secret() {
-        assert_eq!(scrub("key sk-1 here", Some("sk-1")), "key [redacted] here");
+        assert_eq!(
+            scrub("key sk-1234567890ab here", Some("sk-1234567890ab")),
+            "key [redacted] here"
+        );
         assert_eq!(scrub("nothing", None), "nothing");
         assert_eq!(scrub("x", Some("")), "x");
+        // A local server's placeholder is no secret: scrubbed, it rewrote words of the
+        // question and the answer (`red`, the `x` of `text`).
+        for placeholder in ["ollama", "EMPTY", "x", "red", "sk-1234"] {
+            let text = format!("the text: {placeholder} is red, ollama says");
+            assert_eq!(scrub(&text, Some(placeholder)), text);
+        }
     }
 
     #[test]

@@ -243,3 +243,29 @@ fn the_default_dry_run_offers_the_built_in_tools_with_their_usage_block() {
         .unwrap();
     assert!(stdout_json(&without).get("tools").is_none());
 }
+
+#[test]
+fn a_placeholder_key_rewrites_nothing_sent_or_shown() {
+    // Local servers take any key (`ollama`, `x`): redacted as if secret, it rewrote the
+    // question ("Which runtime is [redacted]?") and the body's own words (`te[redacted]t`).
+    let sandbox = Sandbox::new();
+    for key in ["ollama", "x"] {
+        let output = sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", key)
+            .args([
+                "ask",
+                "--dry-run",
+                "--no-tools",
+                "--workspace",
+                &sandbox.workspace_arg(),
+            ])
+            .arg("Which runtime is ollama?")
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let text = stdout(&output);
+        assert!(text.contains("Which runtime is ollama?"), "{key}: {text}");
+        assert!(!text.contains("[redacted]"), "{key}: {text}");
+    }
+}
