@@ -736,15 +736,7 @@ impl Orchestrator {
                     || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
             })
             .map(OutputItem::into_input_item)
-            .map(|item| match item {
-                // Replayed without state, a server item id names nothing the provider
-                // kept (`Item with id rs_... not found`): the encrypted content carries it.
-                InputItem::Reasoning(mut reasoning) if stateless => {
-                    reasoning.id = None;
-                    InputItem::Reasoning(reasoning)
-                }
-                other => other,
-            })
+            .map(|item| if stateless { without_item_id(item) } else { item })
             .collect();
         // A reasoning item must be followed by the item it preceded.
         while matches!(outputs.last(), Some(InputItem::Reasoning(_))) {
@@ -753,6 +745,38 @@ impl Orchestrator {
         state.history.extend(outputs);
         state.last_response_id = Some(id);
         remember_usage(state, usage.as_ref());
+    }
+}
+
+/// `item` without the id the provider gave it, for a history replayed without server
+/// state. Such an id names nothing the provider kept (`Item with id rs_... not found`),
+/// and an item whose id pairs it with a reasoning item that is not replayed (one without
+/// encrypted content, from a reasoning model asked for none) is refused: `Item 'fc_...'
+/// of type 'function_call' was provided without its required 'reasoning' item`. Items
+/// without ids stand alone; the call ids that pair calls with their outputs are kept.
+fn without_item_id(item: InputItem) -> InputItem {
+    match item {
+        InputItem::Reasoning(mut reasoning) => {
+            reasoning.id = None;
+            InputItem::Reasoning(reasoning)
+        }
+        InputItem::FunctionCall(mut call) => {
+            call.id = None;
+            InputItem::FunctionCall(call)
+        }
+        InputItem::Message(mut message) => {
+            message.id = None;
+            InputItem::Message(message)
+        }
+        InputItem::EasyMessage(mut message) => {
+            message.id = None;
+            InputItem::EasyMessage(message)
+        }
+        InputItem::Other(serde_json::Value::Object(mut fields)) => {
+            fields.remove("id");
+            InputItem::Other(serde_json::Value::Object(fields))
+        }
+        other => other,
     }
 }
 

@@ -218,6 +218,13 @@ async fn stateless_sessions_replay_the_history_instead_of_chaining() {
     assert!(users[0].contains("What is Aptix?"));
     assert!(users[1].contains("And sessions?"));
     assert_eq!(texts_with_role(replay, "assistant"), [STREAMED_TEXT]);
+    // Without server state no replayed item carries the id the server gave it: such an
+    // id names nothing kept, and a call's id pairs it with a reasoning item that a
+    // reasoning model asked for no encrypted content does not give to replay (`Item
+    // 'fc_...' was provided without its required 'reasoning' item`).
+    for item in replay["input"].as_array().unwrap() {
+        assert!(item.get("id").is_none(), "{item}");
+    }
 }
 
 /// A Chat Completions SSE body saying `text` in two pieces.
