@@ -59,8 +59,9 @@ pub enum ClientError {
         status: u16,
         /// The decoded `{"error": {...}}` body, when the body was one.
         api_error: Option<Box<ApiError>>,
-        /// The body as text (truncated to [`MAX_RAW_BODY`]) when it was not an error
-        /// object; `None` when it was, or was empty.
+        /// The body as text, the key scrubbed: truncated to [`MAX_RAW_BODY`] when it was
+        /// not an error object (an HTML page as its title and size); whole when it was
+        /// one and fits in [`MAX_RAW_BODY`] (`None` when it does not, or was empty).
         raw_body: Option<String>,
         /// The reply's `x-request-id`, for support requests.
         request_id: Option<String>,

@@ -341,7 +341,12 @@ impl HttpTransport {
                 {
                     *text = self.scrub(text);
                 }
-                (Some(Box::new(error)), None)
+                // The body as sent too, scrubbed, when it is short enough to keep whole:
+                // a caller that records it (`rawResponseJson`) gets every member, not
+                // only those `ApiError` knows.
+                let text = self.scrub(String::from_utf8_lossy(&body).trim());
+                let raw = (!text.is_empty() && text.len() <= MAX_RAW_BODY).then_some(text);
+                (Some(Box::new(error)), raw)
             }
             None => {
                 let text = self.scrub(String::from_utf8_lossy(&body).trim());

@@ -736,7 +736,13 @@ impl Orchestrator {
                     || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
             })
             .map(OutputItem::into_input_item)
-            .map(|item| if stateless { without_item_id(item) } else { item })
+            .map(|item| {
+                if stateless {
+                    without_item_id(item)
+                } else {
+                    item
+                }
+            })
             .collect();
         // A reasoning item must be followed by the item it preceded.
         while matches!(outputs.last(), Some(InputItem::Reasoning(_))) {
@@ -877,11 +883,13 @@ pub(crate) fn client_error_envelope(
             ..
         } => {
             let body = match (api_error, raw_body) {
-                (Some(api_error), _) => serde_json::to_vec(&ErrorBody {
+                // The body as received (`rawResponseJson` keeps every member of it),
+                // else the error decoded from it.
+                (_, Some(raw)) => raw.clone().into_bytes(),
+                (Some(api_error), None) => serde_json::to_vec(&ErrorBody {
                     error: (**api_error).clone(),
                 })
                 .unwrap_or_default(),
-                (None, Some(raw)) => raw.clone().into_bytes(),
                 (None, None) => Vec::new(),
             };
             map_error_body(*status, &body, &context).envelope

@@ -693,3 +693,17 @@ async fn a_key_the_model_streams_in_pieces_is_never_printed() {
     // Printed once, as streamed: the final answer agrees with what was shown.
     assert_eq!(shown.matches("You sent me").count(), 1, "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_envelope_keeps_the_error_body_as_the_server_sent_it() {
+    // AGN-004: rawResponseJson is the raw error payload. It was the decoded error
+    // encoded again, without the members Aptix does not model.
+    let body = r#"{"error":{"message":"Invalid 'input'.","type":"invalid_request_error","param":"input","code":null},"x_extra":{"trace":"t-1"}}"#;
+    let server = FaultServer::start(vec![Reply::status(400, "application/json", body)]).await;
+    let sandbox = Sandbox::new();
+    let output = ask(&sandbox, &server, &["--json"]).await;
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let envelope = stdout_json(&output);
+    assert_eq!(envelope["errorMessage"], "Invalid 'input'.", "{envelope:#}");
+    assert_eq!(envelope["rawResponseJson"], body, "{envelope:#}");
+}

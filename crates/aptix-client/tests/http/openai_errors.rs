@@ -73,7 +73,11 @@ async fn each_error_fixture_maps_to_a_status_error() {
                 assert_eq!(api_error, &recorded.error, "{fixture}");
                 assert_eq!(api_error.code.as_deref(), code, "{fixture}");
                 assert_eq!(api_error.kind.as_deref(), Some(kind), "{fixture}");
-                assert_eq!(raw_body, &None);
+                // The body as sent, every member of it, for `rawResponseJson`.
+                let sent = String::from_utf8_lossy(&aptix_testkit::read_fixture(fixture))
+                    .trim()
+                    .to_owned();
+                assert_eq!(raw_body.as_deref(), Some(sent.as_str()), "{fixture}");
                 assert_eq!(request_id.as_deref(), Some("req_err_1"));
             }
             other => panic!("{fixture}: unexpected {other:?}"),
