@@ -124,11 +124,22 @@ impl Prepared {
                 Vec::new(),
             )
         };
-        let validator = jsonschema::validator_for(&validation_schema).map_err(|error| {
-            SchemaError::InvalidSchema {
-                reason: error.to_string(),
-            }
-        })?;
+        // Formats are checked (`uri`, `email`, ...): strict mode drops the ones it does
+        // not know from what is sent, and the answer is still held to them here. A
+        // schema the validator refuses is named where it is wrong.
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&validation_schema)
+            .map_err(|error| {
+                let at = error.instance_path().to_string();
+                SchemaError::InvalidSchema {
+                    reason: if at.is_empty() {
+                        error.to_string()
+                    } else {
+                        format!("at {at}: {error}")
+                    },
+                }
+            })?;
         let body = assemble(processed, strategy, strict, wire_schema)?;
         Ok(Prepared {
             body,

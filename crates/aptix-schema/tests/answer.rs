@@ -344,3 +344,68 @@ fn violations_read_as_sentences() {
     };
     assert_eq!(violation.to_string(), "at /: \"a\" is a required property");
 }
+
+#[test]
+fn an_answer_is_held_to_the_formats_of_its_schema_in_every_strategy() {
+    // Strict mode does not take `uri`, so it is not sent; the answer is still checked
+    // against it, as the docs say (it was read as an annotation and let through).
+    for strategy in [Strategy::NativeSchema, Strategy::JsonObject] {
+        let request = SchemaRequest::new(
+            "m",
+            json!({
+                "type": "object",
+                "properties": {
+                    "site": {"type": "string", "format": "uri"},
+                    "mail": {"type": "string", "format": "email"}
+                },
+                "required": ["site", "mail"]
+            }),
+        )
+        .user("Where?");
+        let prepared = prepare(
+            request,
+            &HandlerRegistry::default(),
+            &SchemaSupport::full(),
+            Some(strategy),
+        )
+        .expect("prepares");
+        let good = r#"{"site": "https://example.com/", "mail": "a@example.com"}"#;
+        assert!(
+            matches!(
+                prepared.evaluate(&response(message(good)), 1),
+                Verdict::Accepted(_)
+            ),
+            "{strategy:?}"
+        );
+        let bad = r#"{"site": "zz", "mail": "not-an-email"}"#;
+        let errors = errors_of(&prepared.evaluate(&response(message(bad)), 1));
+        assert_eq!(errors.len(), 2, "{strategy:?}: {errors:?}");
+        assert!(errors.iter().any(|e| e.contains("/site")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("/mail")), "{errors:?}");
+    }
+}
+
+#[test]
+fn a_schema_the_validator_refuses_is_named_where_it_is_wrong() {
+    let request = SchemaRequest::new(
+        "m",
+        json!({
+            "type": "object",
+            "properties": {"a": {"type": "object", "properties": {"b": {"type": "string", "maxLength": -1}}}},
+            "required": ["a"]
+        }),
+    )
+    .user("?");
+    let error = prepare(
+        request,
+        &HandlerRegistry::default(),
+        &SchemaSupport::full(),
+        Some(Strategy::JsonObject),
+    )
+    .expect_err("refused");
+    let text = error.to_string();
+    assert!(
+        text.contains("/properties/a/properties/b/maxLength"),
+        "{text}"
+    );
+}

@@ -277,6 +277,15 @@ fn what_strict_mode_cannot_express_is_rejected_at_its_pointer() {
             "map",
         ),
         (
+            // Closing it would refuse answers the schema allows.
+            object(
+                json!({"type": "object", "properties": {"a": {"type": "string"}},
+                          "additionalProperties": true}),
+            ),
+            "/properties/p/additionalProperties",
+            "does not name",
+        ),
+        (
             object(json!({"type": "object"})),
             "/properties/p",
             "without \"properties\"",

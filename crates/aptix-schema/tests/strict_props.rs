@@ -169,10 +169,21 @@ fn schema_of(node: &Node) -> Value {
 
 fn instance(node: &Node, defs: &[Node]) -> BoxedStrategy<Inst> {
     match node {
-        Node::Str { min_length, .. } => {
+        Node::Str { min_length, format } => {
             let min = usize::from(min_length.unwrap_or(0));
+            // A string of its format, as answers are held to formats (the minimum
+            // length, at most 3, is met by every one of them).
+            let format = *format;
             prop::collection::vec(prop::char::range('a', 'z'), min..min + 4)
-                .prop_map(|chars| Inst::Leaf(json!(chars.into_iter().collect::<String>())))
+                .prop_map(move |chars| {
+                    let word: String = chars.into_iter().collect();
+                    Inst::Leaf(json!(match format {
+                        Some("uri") => format!("https://{word}.example/"),
+                        Some("email") => format!("{word}x@example.com"),
+                        Some("date-time") => "2026-11-29T12:00:00Z".to_owned(),
+                        _ => word,
+                    }))
+                })
                 .boxed()
         }
         Node::Int { minimum, .. } => {

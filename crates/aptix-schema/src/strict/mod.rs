@@ -6,7 +6,9 @@
 //! one-element `allOf`, `$defs` and `definitions`:
 //!
 //! - **Objects are closed.** Every object gets `"additionalProperties": false`. An
-//!   `additionalProperties` *schema* (a map) is rejected; so is an object without
+//!   `additionalProperties` *schema* (a map) is rejected, and so is an explicit
+//!   `additionalProperties: true` (closing it would refuse what the schema allows); so
+//!   is an object without
 //!   `properties` (it could only ever be `{}`) unless it already says
 //!   `additionalProperties: false`.
 //! - **Every property is required; optional ones become nullable.** A property that
@@ -308,7 +310,15 @@ impl<'r> Walker<'r> {
                 Value::Array(normalised)
             }
             "additionalProperties" => match value {
-                Value::Bool(_) => Value::Bool(false),
+                Value::Bool(false) => Value::Bool(false),
+                // Closed, the object would refuse what the caller's schema allows: an
+                // answer with more properties passed or failed by the strategy used.
+                Value::Bool(true) => {
+                    return Err(not_strict(
+                        &here,
+                        "\"additionalProperties\": true lets the object hold properties it does not name, which strict mode cannot express: name them in \"properties\", set it to false, or use the json_object strategy",
+                    ));
+                }
                 _ => {
                     return Err(not_strict(
                         &here,
