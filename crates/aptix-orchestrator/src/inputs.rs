@@ -265,7 +265,10 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
                 prepared.parts.push(ContentPart::InputImage(InputImage {
                     image_url: Some(format!("data:{media};base64,{}", data.as_str())),
                     file_id: None,
-                    detail: None,
+                    // The spec lists `detail` among an input image's required members
+                    // (`auto` is OpenAI's default when it is left out): sent, so that a
+                    // server that checks the schema strictly takes the image too.
+                    detail: Some("auto".to_owned()),
                 }));
             }
             ImageSource::Reference => prepared.warnings.push(format!(

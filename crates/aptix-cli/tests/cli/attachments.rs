@@ -67,6 +67,8 @@ fn files_images_and_scope_reach_the_body() {
         .filter(|part| part["type"] == "input_image")
         .collect();
     assert_eq!(images.len(), 1, "{body:#}");
+    // `detail` is among the spec's required members of an input image.
+    assert_eq!(images[0]["detail"], "auto", "{}", images[0]);
     assert!(
         images[0]["image_url"]
             .as_str()
