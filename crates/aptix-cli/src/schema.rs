@@ -231,6 +231,23 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
         format_args!("error: {error:#}\n"),
     );
     crate::output::note_for_error_code(&code, &format!("{error:#}"));
+    // What `ask` says of the same reply (a 404 naming no model: the base URL is wrong),
+    // by the mapping's one rule for error bodies.
+    if let Some(SchemaError::Provider {
+        source: aptix_client::ClientError::Status {
+            status, raw_body, ..
+        },
+        ..
+    }) = schema_error
+    {
+        let body = raw_body.as_deref().unwrap_or_default().as_bytes();
+        let turn = aptix_mapping::TurnContext::new("", "");
+        for warning in aptix_mapping::map_error_body(*status, body, &turn).warnings {
+            if matches!(warning, aptix_mapping::MappingWarning::NoSuchEndpoint) {
+                crate::output::warn(&warning.to_string());
+            }
+        }
+    }
     if let Some(SchemaError::Stopped {
         reason: StopReason::Incomplete { reason },
         ..

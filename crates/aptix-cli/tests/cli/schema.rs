@@ -519,3 +519,17 @@ fn a_schema_request_runs_in_the_home_folder_which_it_does_not_index() {
         .unwrap();
     assert_eq!(code(&output), 2, "{}", stderr(&output));
 }
+
+#[tokio::test]
+async fn a_404_from_a_server_without_the_route_says_to_check_base_url_as_ask_does() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("404 page not found"))
+        .mount(&server)
+        .await;
+    let output = ask_schema(&server, &animal_schema(), &[]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("base_url"), "{text}");
+}
