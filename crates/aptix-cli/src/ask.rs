@@ -190,6 +190,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
                 configured.context_token_budget.is_some(),
                 "context_token_budget",
             ),
+            (configured.background == Some(true), "background"),
         ] {
             if set {
                 warn(&format!(

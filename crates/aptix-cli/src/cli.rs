@@ -203,9 +203,11 @@ pub(crate) struct AskArgs {
 
     /// Answer with JSON valid against this JSON Schema file (`-`: stdin) and print it
     /// (a self-contained schema Request: no session, no attachments, no scope, no
-    /// tools, no mode or extra system prompt; those flags are refused with it)
+    /// tools, no mode or extra system prompt, not streamed nor in the background; those
+    /// flags are refused with it)
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "session", "continue_last", "files", "images", "scopes", "no_tools", "tools", "mode", "system_prompt",
+        "background",
     ])]
     pub(crate) schema: Option<PathBuf>,
 }

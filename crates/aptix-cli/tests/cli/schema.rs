@@ -165,6 +165,7 @@ async fn a_failed_schema_request_is_an_error_and_flags_it_cannot_use_are_refused
         &["--scope", "kind == source"],
         &["--system-prompt", "BE TERSE"],
         &["--no-tools"],
+        &["--background"],
     ] {
         let output = sandbox
             .aptix()
@@ -478,7 +479,11 @@ fn the_schema_and_the_instruction_cannot_both_come_from_stdin() {
 fn settings_a_schema_request_does_not_use_are_said_to_be_unused() {
     let sandbox = Sandbox::new();
     sandbox.write_workspace_file("aptix.toml", "system_prompt = \"Be terse.\"\n");
-    let output = schema_dry_run(&sandbox, &[("APTIX_MODE", "CODE_EDIT")], &[]);
+    let output = schema_dry_run(
+        &sandbox,
+        &[("APTIX_MODE", "CODE_EDIT"), ("APTIX_BACKGROUND", "true")],
+        &[],
+    );
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let text = stderr(&output);
     assert!(
@@ -486,6 +491,9 @@ fn settings_a_schema_request_does_not_use_are_said_to_be_unused() {
         "{text}"
     );
     assert!(text.contains("warning: mode ("), "{text}");
+    // A schema request is one plain call: background mode does not apply to it.
+    assert!(text.contains("warning: background ("), "{text}");
+    assert!(stdout_json(&output).get("background").is_none());
     assert!(!stdout_json(&output).to_string().contains("Be terse"));
 }
 
