@@ -120,8 +120,9 @@ pub(crate) fn run(
             );
             for refused in &solution.refused_strategies {
                 warn(&format!(
-                    "the server refused the {} strategy; the answer was asked for the next way",
-                    refused.as_str()
+                    "the server refused the {} strategy ({}); the answer was asked for the next way",
+                    refused.strategy.as_str(),
+                    refused.reason
                 ));
             }
             for removed in &solution.removed_keywords {
@@ -148,7 +149,7 @@ pub(crate) fn run(
                     "refusedStrategies": solution
                         .refused_strategies
                         .iter()
-                        .map(|strategy| strategy.as_str())
+                        .map(|refused| refused.strategy.as_str())
                         .collect::<Vec<_>>(),
                     "removedKeywords": solution
                         .removed_keywords
@@ -221,7 +222,7 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
             "attempts": log.map_or(0, |log| log.attempts),
             "usage": log.map(|log| &log.usage),
             "refusedStrategies": log
-                .map(|log| log.refused_strategies.iter().map(|strategy| strategy.as_str()).collect::<Vec<_>>())
+                .map(|log| log.refused_strategies.iter().map(|refused| refused.strategy.as_str()).collect::<Vec<_>>())
                 .unwrap_or_default(),
         }))?;
     }

@@ -121,6 +121,6 @@ pub use solve::{
     AttemptLog, DEFAULT_MAX_ATTEMPTS, Solution, SolveOptions, TypedSolution, schema_support, solve,
     solve_typed_with, solve_value, solve_value_with,
 };
-pub use strategy::{SchemaSupport, Strategy};
+pub use strategy::{RefusedStrategy, SchemaSupport, Strategy};
 pub use strict::{RemovedKeyword, StrictSchema, normalize_strict};
 pub use typed::schema_for_type;

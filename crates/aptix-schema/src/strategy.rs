@@ -157,3 +157,14 @@ mod tests {
         ));
     }
 }
+
+/// A strategy the server refused (a 400 naming the structured-output format or the
+/// tools it sends), and what the server said: a schema the API finds too deep or too
+/// large is refused this way too, and its message is the one place that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedStrategy {
+    /// The strategy refused.
+    pub strategy: Strategy,
+    /// The server's error, as the provider reported it.
+    pub reason: String,
+}

@@ -306,9 +306,19 @@ async fn a_server_that_refuses_the_chosen_strategy_is_asked_the_next_way() {
     let solution = solve_value(&provider, request()).await.unwrap();
     assert_eq!(solution.value, json!({"capital": "Paris"}));
     assert_eq!(solution.strategy, Strategy::JsonObject);
-    assert_eq!(
-        solution.refused_strategies,
-        [Strategy::NativeSchema, Strategy::ToolCall]
+    let refused: Vec<Strategy> = solution
+        .refused_strategies
+        .iter()
+        .map(|refused| refused.strategy)
+        .collect();
+    assert_eq!(refused, [Strategy::NativeSchema, Strategy::ToolCall]);
+    // What the server said is kept: a schema too deep for the API is refused this way.
+    assert!(
+        solution.refused_strategies[0]
+            .reason
+            .contains("'text.format' of type 'json_schema' is not supported"),
+        "{:?}",
+        solution.refused_strategies
     );
     assert_eq!(solution.attempts, 1);
     let sent = provider.requests();
@@ -388,7 +398,8 @@ async fn a_refusal_of_something_else_or_of_a_strategy_the_caller_chose_is_an_err
         source.to_string().contains("tools are not supported"),
         "{source}"
     );
-    assert_eq!(log.refused_strategies, [Strategy::NativeSchema]);
+    assert_eq!(log.refused_strategies.len(), 1);
+    assert_eq!(log.refused_strategies[0].strategy, Strategy::NativeSchema);
     assert_eq!(provider.requests().len(), 2);
 
     // The caller's own choice is kept, refused or not.

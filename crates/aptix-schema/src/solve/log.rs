@@ -4,7 +4,7 @@
 use aptix_model::contract::LlmUsage;
 
 use crate::answer::AttemptFailure;
-use crate::strategy::Strategy;
+use crate::strategy::RefusedStrategy;
 
 /// What the attempts of one Request did: how many were sent, what was wrong with each
 /// rejected one, and the tokens they used together.
@@ -17,8 +17,8 @@ pub struct AttemptLog {
     /// Token usage summed over every attempt that got a reply.
     pub usage: LlmUsage,
     /// The strategies the server refused (a 400 naming the format or the tools they
-    /// send), in order, before the one the attempts above used.
-    pub refused_strategies: Vec<Strategy>,
+    /// send), in order, before the one the attempts above used, with what it said.
+    pub refused_strategies: Vec<RefusedStrategy>,
 }
 
 impl AttemptLog {

@@ -77,8 +77,8 @@ pub struct Solution {
     /// How the schema was applied.
     pub strategy: Strategy,
     /// The strategies chosen before it that the server refused (a 400 naming the
-    /// structured-output format or the tools they send), in order.
-    pub refused_strategies: Vec<Strategy>,
+    /// structured-output format or the tools they send), in order, with what it said.
+    pub refused_strategies: Vec<crate::RefusedStrategy>,
     /// The id of the response that was accepted.
     pub response_id: String,
     /// Keywords the strict normaliser left out of the wire schema (still validated).

@@ -69,7 +69,10 @@ pub(super) async fn run(
                     error = %source,
                     "the server refused the schema request's strategy; asking the next way"
                 );
-                log.refused_strategies.push(strategy);
+                log.refused_strategies.push(crate::RefusedStrategy {
+                    strategy,
+                    reason: source.to_string(),
+                });
                 support = less;
                 prepared = next;
                 strategy = prepared.strategy();
