@@ -150,12 +150,12 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.instance_path.is_empty() {
-            "/"
+        // The empty pointer is the whole document; `/` would be the member named "".
+        if self.instance_path.is_empty() {
+            write!(f, "at the root: {}", self.message)
         } else {
-            &self.instance_path
-        };
-        write!(f, "at {at}: {}", self.message)
+            write!(f, "at {}: {}", self.instance_path, self.message)
+        }
     }
 }
 

@@ -299,4 +299,14 @@ async fn a_re_ask_counts_every_error_it_does_not_list() {
     ));
     let said = Value::Array(sent_texts(&provider, 1)).to_string();
     assert!(said.contains("- and 60 more errors"), "{said}");
+    // An error's lines (what `aptix ask --schema` prints when the attempts run out) say
+    // how many more there were than were kept, too.
+    let log = aptix_schema::AttemptLog {
+        attempts: 1,
+        failures: vec![failure.clone()],
+        ..aptix_schema::AttemptLog::default()
+    };
+    let lines = log.error_lines();
+    assert_eq!(lines.len(), 51);
+    assert_eq!(lines[50], "attempt 1: and 30 more errors");
 }

@@ -22,14 +22,22 @@ pub struct AttemptLog {
 }
 
 impl AttemptLog {
-    /// Every error of every rejected attempt, one line each, prefixed with the attempt.
+    /// Every error of every rejected attempt, one line each, prefixed with the attempt;
+    /// an attempt with more violations than were kept ends with how many more.
     pub fn error_lines(&self) -> Vec<String> {
         self.failures
             .iter()
             .flat_map(|failure| {
+                let more = match &failure.problem {
+                    crate::AttemptProblem::Invalid { unlisted, .. } if *unlisted > 0 => {
+                        Some(format!("and {unlisted} more errors"))
+                    }
+                    _ => None,
+                };
                 failure
                     .errors()
                     .into_iter()
+                    .chain(more)
                     .map(move |error| format!("attempt {}: {error}", failure.attempt))
             })
             .collect()
