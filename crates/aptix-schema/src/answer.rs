@@ -206,7 +206,11 @@ impl Prepared {
             });
         } else {
             let text = message_text(response);
-            let expected = if self.strategy == Strategy::ToolCall {
+            // A server that ignores the forced tool choice answers in text, as a
+            // JSON-mode model does: JSON there is read as the call's arguments would be.
+            let text_answers_for_the_call =
+                self.strategy == Strategy::ToolCall && parse_lenient(&text).is_ok();
+            let expected = if self.strategy == Strategy::ToolCall && !text_answers_for_the_call {
                 Some(format!("a call of {GENERATE_RESPONSE}"))
             } else if text.trim().is_empty() {
                 Some("a JSON answer".to_owned())
@@ -311,38 +315,70 @@ fn message_text(response: &Response) -> String {
 }
 
 /// JSON from a text reply (every text strategy's: a server that ignores the native
-/// format answers as a JSON-mode model does): the whole text, or else the first fenced
-/// code block
-/// (```` ```json ```` or a bare fence). The error is the whole text's, which says what
-/// a caller expects to hear.
+/// format answers as a JSON-mode model does, and small local models wrap their JSON in
+/// words): the whole text; else the first fenced code block (```` ```json ```` or a
+/// bare fence) that holds JSON, a `bash` block before it notwithstanding; else the
+/// first object or array written inside the prose (`Sure! {...} Let me know.`). The
+/// error says what a caller expects to hear: the whole text's JSON error when it looked
+/// like JSON, else that no JSON was found and how the reply begins.
 pub(crate) fn parse_lenient(text: &str) -> Result<Value, String> {
-    let whole = serde_json::from_str::<Value>(text.trim());
+    let trimmed = text.trim();
+    let whole = serde_json::from_str::<Value>(trimmed);
     match whole {
         Ok(value) => Ok(value),
-        Err(error) => fenced_block(text)
-            .and_then(|inner| serde_json::from_str::<Value>(inner).ok())
-            .ok_or_else(|| error.to_string()),
+        Err(error) => fenced_blocks(text)
+            .find_map(|inner| serde_json::from_str::<Value>(inner).ok())
+            .or_else(|| embedded_json(text))
+            .ok_or_else(|| {
+                if trimmed.starts_with(['{', '[', '"']) {
+                    error.to_string()
+                } else {
+                    let start: String = trimmed.chars().take(60).collect();
+                    format!("no JSON object or array in the reply, which begins {start:?}")
+                }
+            }),
     }
 }
 
-/// The content of the first fenced code block: from the line after an opening run of
-/// three or more backticks to the next line that is a run at least as long.
-fn fenced_block(text: &str) -> Option<&str> {
+/// The contents of the fenced code blocks, in order: each from the line after an
+/// opening run of three or more backticks to the next line that is a run at least as
+/// long.
+fn fenced_blocks(text: &str) -> impl Iterator<Item = &str> {
     let mut offset = 0;
     let mut opening: Option<(usize, usize)> = None;
+    let mut blocks = Vec::new();
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim();
         let ticks = trimmed.bytes().take_while(|&byte| byte == b'`').count();
         match opening {
             None if ticks >= 3 => opening = Some((ticks, offset + line.len())),
             Some((open, start)) if ticks >= open && ticks == trimmed.len() => {
-                return text.get(start..offset);
+                blocks.extend(text.get(start..offset));
+                opening = None;
             }
             _ => {}
         }
         offset += line.len();
     }
-    None
+    blocks.into_iter()
+}
+
+/// How many `{` or `[` of a reply's prose are tried as the start of its JSON.
+const EMBEDDED_TRIES: usize = 32;
+
+/// The first JSON object or array that starts at a `{` or `[` of `text` and parses
+/// there, whatever follows it.
+fn embedded_json(text: &str) -> Option<Value> {
+    text.match_indices(['{', '['])
+        .take(EMBEDDED_TRIES)
+        .find_map(|(at, _)| {
+            let rest = text.get(at..)?;
+            let value = serde_json::Deserializer::from_str(rest)
+                .into_iter::<Value>()
+                .next()?
+                .ok()?;
+            (value.is_object() || value.is_array()).then_some(value)
+        })
 }
 
 #[cfg(test)]
@@ -365,9 +401,28 @@ mod tests {
             ),
             ("```json\n{\"a\":\n", None),
             ("no json here", None),
+            // Small models wrap their JSON in words, or put it after another block.
+            (
+                "Sure! {\"a\": 1} Let me know.",
+                Some(serde_json::json!({"a": 1})),
+            ),
+            (
+                "Run:\n```bash\nls\n```\nThen:\n```json\n{\"a\": 2}\n```\n",
+                Some(serde_json::json!({"a": 2})),
+            ),
+            (
+                "The set {x | x > 1} and [1, 2]",
+                Some(serde_json::json!([1, 2])),
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_lenient(text).ok(), expected, "text {text:?}");
         }
+        // Prose without JSON is told as such, not as a parser's column number.
+        let error = parse_lenient("Paris is the capital.").unwrap_err();
+        assert!(
+            error.starts_with("no JSON object or array in the reply, which begins \"Paris"),
+            "{error}"
+        );
     }
 }

@@ -414,3 +414,20 @@ fn a_schema_the_validator_refuses_is_named_where_it_is_wrong() {
         "{text}"
     );
 }
+
+#[test]
+fn a_server_that_ignores_the_forced_call_and_answers_json_in_text_is_read() {
+    // Servers that do not honour a forced `tool_choice` answer as a JSON-mode model
+    // does; the answer is judged as the call's arguments would be.
+    let verdict = prepared(Strategy::ToolCall).evaluate(
+        &response(message("Here it is: {\"capital\": \"Paris\"}")),
+        1,
+    );
+    assert_eq!(verdict, Verdict::Accepted(json!({"capital": "Paris"})));
+    // Words without JSON are still no call.
+    let errors = errors_of(&prepared(Strategy::ToolCall).evaluate(&response(message("Paris")), 1));
+    assert!(
+        errors[0].contains("expected a call of generate_response"),
+        "{errors:?}"
+    );
+}
