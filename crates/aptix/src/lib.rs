@@ -196,13 +196,21 @@
 //! provider.push_events([
 //!     r#"{"type": "response.created", "sequence_number": 0,
 //!         "response": {"id": "resp_1", "status": "in_progress", "output": []}}"#,
-//!     r#"{"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1",
-//!         "output_index": 0, "content_index": 0, "delta": "Hel"}"#,
+//!     r#"{"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+//!         "item": {"type": "message", "id": "msg_1", "role": "assistant",
+//!                  "status": "in_progress", "content": []}}"#,
 //!     r#"{"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_1",
+//!         "output_index": 0, "content_index": 0, "delta": "Hel"}"#,
+//!     r#"{"type": "response.output_text.delta", "sequence_number": 3, "item_id": "msg_1",
 //!         "output_index": 0, "content_index": 0, "delta": "lo."}"#,
-//!     r#"{"type": "response.completed", "sequence_number": 3,
+//!     r#"{"type": "response.output_item.done", "sequence_number": 4, "output_index": 0,
+//!         "item": {"type": "message", "id": "msg_1", "role": "assistant",
+//!                  "status": "completed",
+//!                  "content": [{"type": "output_text", "text": "Hello."}]}}"#,
+//!     r#"{"type": "response.completed", "sequence_number": 5,
 //!         "response": {"id": "resp_1", "status": "completed", "model": "gpt-test",
 //!                      "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+//!                                  "status": "completed",
 //!                                  "content": [{"type": "output_text", "text": "Hello."}]}]}}"#,
 //! ]
 //! .into_iter()
@@ -224,6 +232,8 @@
 //! assert_eq!(text, "Hello.");
 //! assert_eq!(envelope.kind, Kind::Ok);
 //! assert_eq!(envelope.text.as_deref(), Some("Hello."));
+//! // The stream, as a server sends it, agrees with its final response.
+//! assert!(envelope.warnings.is_empty(), "{:?}", envelope.warnings);
 //! # Ok(())
 //! # }
 //! ```
@@ -240,7 +250,14 @@ pub use aptix_model::contract::{
 };
 pub use aptix_model::wire;
 
+/// Mapping replies into the AGN-004 envelope (`aptix-mapping`), with no network: a
+/// response body, a recorded stream or capture ([`map_capture`](aptix_mapping::map_capture)),
+/// an error body.
+pub use aptix_mapping as mapping;
 pub use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
+/// Building a `/v1/responses` body (`aptix-request`): the `[CONTEXT]` block, tools,
+/// continuations, as the orchestrator builds them.
+pub use aptix_request as request;
 
 pub use aptix_client::{
     AuthScheme, CallKind, Capabilities, ClientError, EventStream, FakeProvider, FakeReply,
@@ -268,9 +285,9 @@ pub use aptix_orchestrator::{
     ClientTool, CompactionMethod, CompactionReason, CompactionRecord, CompletedCall, ContextUsage,
     DeltaSink, InMemorySessionStore, LeaseInfo, MemoryStoreLimits, Mode, ModelSettings,
     Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, PendingCall,
-    PendingToolCalls, Scenario, ServerTool, SessionPage, SessionState, SessionStore,
-    SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey, Typed, TypedTool,
-    Versioned, delete_session, retry_delta,
+    PendingToolCalls, ReferenceReader, ReferencedFile, Scenario, ServerTool, SessionPage,
+    SessionState, SessionStore, SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey,
+    Typed, TypedTool, Versioned, delete_session, retry_delta,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
