@@ -202,15 +202,15 @@ impl OpenAiConfig {
         headers
     }
 
-    /// The key, for scrubbing it out of anything the server echoes back; `None` for a
-    /// placeholder too short to be a secret ([`is_scrubbed_key`]).
+    /// The key, for scrubbing it out of anything the server echoes back (error texts
+    /// are scrubbed of any key; content only of one [`is_scrubbed_key`] accepts).
     // Only the HTTP providers need it.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn secret(&self) -> Option<&str> {
         self.api_key
             .as_ref()
             .map(|key| key.expose_secret())
-            .filter(|key| is_scrubbed_key(key))
+            .filter(|key| !key.is_empty())
     }
 }
 
@@ -460,11 +460,13 @@ fn needs_a_key(host: &str) -> bool {
 /// Keys shorter than this are placeholders, not secrets.
 const MIN_SCRUBBED_KEY: usize = 12;
 
-/// Whether `key` is scrubbed from text: a key of at least 12 characters. Local servers
-/// take placeholders (`ollama`, `EMPTY`, `x`); scrubbed, such a "key" would rewrite
-/// ordinary words in the question sent and the answer read (a `red` in an answer, the
-/// `x` of `text`), while no real API key is that short. The `Authorization` header is
-/// never logged, whatever its length.
+/// Whether `key` is scrubbed from content (reply bodies, streamed text, what the
+/// command sends and prints): a key of at least 12 characters. Local servers take
+/// placeholders (`ollama`, `EMPTY`, `x`); scrubbed, such a "key" would rewrite ordinary
+/// words in the question sent and the answer read (a `red` in an answer, the `x` of
+/// `text`), while no real API key is that short. Error texts (an error body, a failure
+/// message) are scrubbed of any key, where a word is worth less than a secret, and the
+/// `Authorization` header is never logged, whatever its length.
 pub(crate) fn is_scrubbed_key(key: &str) -> bool {
     key.trim().len() >= MIN_SCRUBBED_KEY
 }

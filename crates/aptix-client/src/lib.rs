@@ -132,7 +132,7 @@ mod transport;
 /// ```
 #[cfg(feature = "http")]
 pub fn scrub_key(text: &str, key: Option<&str>) -> String {
-    transport::scrub(text, key)
+    transport::scrub(text, key.filter(|key| config::is_scrubbed_key(key)))
 }
 
 #[cfg(feature = "http")]

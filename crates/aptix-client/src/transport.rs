@@ -109,7 +109,11 @@ impl HttpTransport {
     /// The scrubbed text, or `None` when `text` holds no form of the key (the common
     /// case, which costs a substring search and no copy).
     pub(crate) fn scrub_if_needed(&self, text: &str) -> Option<String> {
-        let secret = self.config.secret()?;
+        // Streamed content: a placeholder key is left alone (see `is_scrubbed_key`).
+        let secret = self
+            .config
+            .secret()
+            .filter(|secret| crate::config::is_scrubbed_key(secret))?;
         let needle = key_tail(secret).unwrap_or(secret);
         text.contains(needle).then(|| scrub(text, Some(secret)))
     }
@@ -561,7 +565,7 @@ fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
 /// server may echo (`sk-...abcd`, `***abcd`, `sk-proj-****abcd`: a word that ends with
 /// the key's last four characters after mask characters) replaced as well.
 pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
-    let Some(secret) = secret.filter(|secret| crate::config::is_scrubbed_key(secret)) else {
+    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
         return text.to_owned();
     };
     let mut text = if text.contains(secret) {
@@ -577,8 +581,8 @@ pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
     text
 }
 
-/// `bytes` scrubbed as [`scrub`] does, untouched (not copied) when there is nothing to
-/// scrub.
+/// A reply's content scrubbed as [`scrub`] does, untouched (not copied) when there is
+/// nothing to scrub, or the key is a placeholder `is_scrubbed_key` leaves alone.
 pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
     let Some(secret) = secret.filter(|secret| crate::config::is_scrubbed_key(secret)) else {
         return bytes;
@@ -722,12 +726,19 @@ mod tests {
         );
         assert_eq!(scrub("nothing", None), "nothing");
         assert_eq!(scrub("x", Some("")), "x");
-        // A local server's placeholder is no secret: scrubbed, it rewrote words of the
-        // question and the answer (`red`, the `x` of `text`).
+        // A local server's placeholder is no secret: scrubbed from content, it rewrote
+        // words of the question and the answer (`red`, the `x` of `text`).
         for placeholder in ["ollama", "EMPTY", "x", "red", "sk-1234"] {
             let text = format!("the text: {placeholder} is red, ollama says");
-            assert_eq!(scrub(&text, Some(placeholder)), text);
+            let body = Bytes::from(text.clone());
+            assert_eq!(scrub_bytes(body.clone(), Some(placeholder)), body);
+            assert_eq!(crate::scrub_key(&text, Some(placeholder)), text);
         }
+        // An error text is scrubbed of any key: a word is worth less than a secret.
+        assert_eq!(
+            scrub("Incorrect API key provided: ollama.", Some("ollama")),
+            "Incorrect API key provided: [redacted]."
+        );
     }
 
     #[test]

@@ -707,3 +707,26 @@ async fn an_error_envelope_keeps_the_error_body_as_the_server_sent_it() {
     assert_eq!(envelope["errorMessage"], "Invalid 'input'.", "{envelope:#}");
     assert_eq!(envelope["rawResponseJson"], body, "{envelope:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_key_echoed_in_an_error_is_still_redacted() {
+    // A placeholder key is left in content (it would rewrite words), but an error that
+    // echoes the key is an error text, scrubbed of any key.
+    let body = r#"{"error":{"message":"Incorrect API key provided: hunter2.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+    let server = FaultServer::start(vec![Reply::status(401, "application/json", body)]).await;
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", "hunter2")
+        .args(["ask", "--json", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Hello?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    for text in [stdout(&output), stderr(&output)] {
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+    assert!(stdout(&output).contains("Incorrect API key provided: [redacted]."));
+}
