@@ -76,13 +76,21 @@ fn turn_json(
     if !args.images.is_empty() {
         let mut images = Vec::new();
         for path in &args.images {
-            let media_type = MediaType::of_image(&path.to_string_lossy()).ok_or_else(|| {
+            MediaType::of_image(&path.to_string_lossy()).ok_or_else(|| {
                 usage(format!(
                     "--image {} is not a PNG, JPEG, GIF or WebP file (by its extension)",
                     path.display()
                 ))
             })?;
             let bytes = read_attached("--image", path)?;
+            // What the file holds decides: a JPEG named `.png` goes as a JPEG, and a file
+            // that is no image is refused here, not by the API with a 400.
+            let media_type = MediaType::of_image_bytes(&bytes).ok_or_else(|| {
+                usage(format!(
+                    "--image {} does not hold a PNG, JPEG, GIF or WebP image (its first bytes are not one)",
+                    path.display()
+                ))
+            })?;
             images.push(json!({
                 "path": shown_path(path, workspace),
                 "contentBase64": base64::engine::general_purpose::STANDARD.encode(bytes),

@@ -86,10 +86,16 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
         [0xff, 0xfe, 0x00],
     )
     .unwrap();
+    std::fs::write(sandbox.workspace.path().join("fake.png"), "not an image\n").unwrap();
     for (args, expected) in [
         (vec!["--file", "missing.md"], "--file missing.md"),
         (vec!["--file", "blob.bin"], "is not text (a binary file)"),
         (vec!["--image", "blob.bin"], "--image blob.bin"),
+        // Named as an image, holding text: refused here rather than by the API.
+        (
+            vec!["--image", "fake.png"],
+            "does not hold a PNG, JPEG, GIF or WebP image",
+        ),
         (vec!["--scope", "path resembles src"], "--scope"),
         // A mistyped key or kind: the context would widen, or empty, without a word.
         (

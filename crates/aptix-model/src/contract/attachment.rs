@@ -336,6 +336,34 @@ impl MediaType {
         })
     }
 
+    /// The image media type its first bytes say (`image/png`, `image/jpeg`,
+    /// `image/gif`, `image/webp`), for what a file holds whatever its name; `None` for
+    /// anything else.
+    ///
+    /// ```
+    /// use aptix_model::contract::MediaType;
+    ///
+    /// assert_eq!(MediaType::of_image_bytes(b"\x89PNG\r\n\x1a\n"), Some("image/png"));
+    /// assert_eq!(MediaType::of_image_bytes(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+    /// assert_eq!(MediaType::of_image_bytes(b"not an image"), None);
+    /// ```
+    pub fn of_image_bytes(bytes: &[u8]) -> Option<&'static str> {
+        if bytes.starts_with(b"\x89PNG") {
+            Some("image/png")
+        } else if bytes.starts_with(b"\xff\xd8\xff") {
+            Some("image/jpeg")
+        } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+            Some("image/gif")
+        } else if bytes.len() >= 12
+            && bytes.starts_with(b"RIFF")
+            && bytes.get(8..12) == Some(b"WEBP")
+        {
+            Some("image/webp")
+        } else {
+            None
+        }
+    }
+
     /// The media type as given.
     pub fn as_str(&self) -> &str {
         &self.0
