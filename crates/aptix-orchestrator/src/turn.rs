@@ -938,3 +938,31 @@ fn fit_attachments(
     }
     fitted
 }
+
+#[cfg(test)]
+mod replay_tests {
+    use super::without_item_id;
+    use aptix_model::wire::InputItem;
+
+    #[test]
+    fn a_replayed_item_keeps_its_call_id_and_loses_the_server_id() {
+        // The shape `gpt-5-mini` answers a tool turn with: the call's `fc_` id ties it to a
+        // reasoning item that is not replayed without encrypted content.
+        let items: Vec<InputItem> = serde_json::from_value(serde_json::json!([
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file",
+             "arguments": "{}", "status": "completed"},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Hi", "annotations": []}]},
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "x",
+             "input": "y"}
+        ]))
+        .unwrap();
+        let replayed: Vec<InputItem> = items.into_iter().map(without_item_id).collect();
+        let json = serde_json::to_value(&replayed).unwrap();
+        for item in json.as_array().unwrap() {
+            assert!(item.get("id").is_none(), "{item}");
+        }
+        assert_eq!(json[0]["call_id"], "call_1");
+        assert_eq!(json[2]["call_id"], "call_2");
+    }
+}
