@@ -109,14 +109,15 @@ impl DeltaGuard {
         let alone = events.is_empty();
         let whole = before + &delta;
         let text = scrub(&whole, Some(&self.secret));
-        if alone && !self.may_end_in_the_key(&text) && text == whole {
+        let may_end_in_the_key = self.may_end_in_the_key(&text);
+        if alone && !may_end_in_the_key && text == whole {
             // Nothing held before it, nothing scrubbed: as it came.
             out.push(Ok(event));
             return;
         }
         events.push(event);
         let held = Held { part, events, text };
-        if self.may_end_in_the_key(&held.text) {
+        if may_end_in_the_key {
             self.held = Some(held);
         } else {
             held.release(out);

@@ -64,16 +64,13 @@ pub(crate) fn finish(mut hits: Vec<ScoredChunk>, limit: usize) -> Vec<ScoredChun
     for hit in hits {
         absorb(&mut kept, hit);
     }
-    let mut per_file: HashMap<&str, usize> = HashMap::new();
     let mut first = Vec::with_capacity(kept.len());
     let mut later = Vec::new();
-    for (position, hit) in kept.iter().enumerate() {
-        let count = per_file.entry(hit.chunk.path.as_str()).or_insert(0);
-        *count += 1;
-        if *count <= MAX_CHUNKS_PER_FILE {
-            first.push(position);
-        } else {
+    for (position, past) in past_the_cap(&kept).into_iter().enumerate() {
+        if past {
             later.push(position);
+        } else {
+            first.push(position);
         }
     }
     let order: Vec<usize> = first.into_iter().chain(later).take(limit).collect();
@@ -82,6 +79,40 @@ pub(crate) fn finish(mut hits: Vec<ScoredChunk>, limit: usize) -> Vec<ScoredChun
         .into_iter()
         .filter_map(|position| slots.get_mut(position).and_then(Option::take))
         .collect()
+}
+
+/// For each of `hits`, in order, whether its file already had
+/// [`MAX_CHUNKS_PER_FILE`] chunks before it: the cap's one count.
+fn past_the_cap(hits: &[ScoredChunk]) -> Vec<bool> {
+    let mut per_file: HashMap<&str, usize> = HashMap::new();
+    hits.iter()
+        .map(|hit| {
+            let count = per_file.entry(hit.chunk.path.as_str()).or_insert(0);
+            *count += 1;
+            *count > MAX_CHUNKS_PER_FILE
+        })
+        .collect()
+}
+
+/// Drops the chunks of `hits` (ranked by [`finish`]) past the per-file cap of files
+/// that are not code: for a turn's context, a changelog, a long doc or a config file
+/// gives at most [`MAX_CHUNKS_PER_FILE`] chunks, so that when little else matches, its
+/// windows do not fill the token budget. More of a source, test or example file is
+/// still worth its tokens. (A search lists them all, behind the other files'.)
+pub(crate) fn drop_past_the_cap_but_code(hits: &mut Vec<ScoredChunk>) {
+    let past = past_the_cap(hits);
+    *hits = std::mem::take(hits)
+        .into_iter()
+        .zip(past)
+        .filter(|(hit, past)| {
+            !past
+                || matches!(
+                    crate::kind::classify(&hit.chunk.path),
+                    crate::FileKind::Source | crate::FileKind::Test | crate::FileKind::Example
+                )
+        })
+        .map(|(hit, _)| hit)
+        .collect();
 }
 
 /// Adds to each chunk's score [`FILE_EVIDENCE`] times the scores of the best

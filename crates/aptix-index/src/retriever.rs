@@ -21,7 +21,7 @@ impl WorkspaceIndex {
             limit: query.max_chunks.max(1).saturating_mul(OVERFETCH),
         };
         let mut results = self.search(&search)?;
-        keep_the_cap(&mut results.hits);
+        crate::rank::drop_past_the_cap_but_code(&mut results.hits);
         let counter =
             TokenCounter::o200k().map_err(|source| IndexError::TokenCounter { source })?;
         let packed = select_context(Vec::new(), results.hits, query, &counter);
@@ -38,24 +38,6 @@ impl WorkspaceIndex {
             left_out: packed.dropped.len(),
         })
     }
-}
-
-/// Drops the chunks past the per-file cap (the search moved them behind every other
-/// file's) of files that are not code: a changelog, a long doc or a config file gives a
-/// context at most [`MAX_CHUNKS_PER_FILE`](crate::rank::MAX_CHUNKS_PER_FILE) chunks, so
-/// that when little else matches, its windows do not fill the token budget. More of a
-/// source, test or example file is still worth its tokens.
-fn keep_the_cap(hits: &mut Vec<aptix_rag::ScoredChunk>) {
-    let mut per_file: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    hits.retain(|hit| {
-        let count = per_file.entry(hit.chunk.path.clone()).or_insert(0);
-        *count += 1;
-        *count <= crate::rank::MAX_CHUNKS_PER_FILE
-            || matches!(
-                crate::kind::classify(&hit.chunk.path),
-                crate::FileKind::Source | crate::FileKind::Test | crate::FileKind::Example
-            )
-    });
 }
 
 #[async_trait]
