@@ -301,10 +301,37 @@ fn run(command: &mut Command) -> Result<()> {
         .status()
         .with_context(|| format!("starting {command:?}"))?;
     if !status.success() {
-        bail!("{command:?} failed with {status}");
+        bail!("{command:?} failed with {status}{}", low_disk_hint());
     }
     eprintln!("xtask: done in {:.0?}", started.elapsed());
     Ok(())
+}
+
+/// What to add to a failure when the disk under `target/` is nearly full: a linker that
+/// runs out of space dies of SIGBUS ("ld terminated with signal 7") or an I/O error
+/// that does not say why.
+fn low_disk_hint() -> String {
+    const LOW_MB: u64 = 2048;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let Ok(output) = Command::new("df").arg("-Pk").arg(&target).output() else {
+        return String::new();
+    };
+    let free_mb = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().nth(3)?.parse::<u64>().ok())
+        .map(|kb| kb / 1024);
+    match free_mb {
+        Some(mb) if mb < LOW_MB => format!(
+            "\n  only {mb} MB are free on the disk under {}: the build has likely run out of \
+             space (a linker that does dies of SIGBUS, \"signal 7\"); the suite's build \
+             needs about 5 GB",
+            target.display()
+        ),
+        _ => String::new(),
+    }
 }
 
 fn cargo_bin() -> String {
