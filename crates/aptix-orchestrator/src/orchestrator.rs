@@ -162,6 +162,7 @@ impl OrchestratorBuilder {
             temperature: model.temperature,
             top_p: None,
             max_output_tokens: model.max_output_tokens,
+            reasoning_effort: model.reasoning_effort.as_deref(),
         })
         .map_err(|error| OrchestratorError::Config(format!("the model settings: {error}")))?;
         let mut names = HashSet::new();

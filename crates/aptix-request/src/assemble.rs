@@ -182,6 +182,8 @@ impl RequestBuilder {
             temperature: self.temperature,
             top_p: self.top_p,
             max_output_tokens: self.max_output_tokens,
+            reasoning_effort: Some(self.reasoning_effort.as_str())
+                .filter(|effort| !is_blank(effort)),
         })?;
         if self.messages.is_none() {
             check_mode(&self.mode)?;

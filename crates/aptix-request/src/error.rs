@@ -43,6 +43,16 @@ pub enum RequestError {
         /// The smallest value the API accepts.
         minimum: u64,
     },
+    /// The reasoning effort is not one the API names (see
+    /// [`REASONING_EFFORTS`](crate::REASONING_EFFORTS)).
+    #[error(
+        "reasoning effort {value:?} is not one the API takes (known: {})",
+        crate::REASONING_EFFORTS.join(", ")
+    )]
+    UnknownReasoningEffort {
+        /// The value given.
+        value: String,
+    },
     /// More metadata pairs than the API accepts.
     #[error("{count} metadata pairs given, at most {max} are accepted")]
     TooManyMetadataPairs {

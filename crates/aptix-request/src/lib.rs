@@ -18,8 +18,9 @@
 //!   ([`render_tool_results_block`]).
 //! - [`parse_tools_json`]: AGN-003's `ToolsJson`, checked element by element.
 //! - [`ToolUsageBlock`]: the AGN-005 delimited usage block for the system message.
-//! - [`check_model_settings`]: the one rule for model, temperature, `top_p` and
-//!   `max_output_tokens`, shared by the builder, `aptix-schema` and the CLI.
+//! - [`check_model_settings`]: the one rule for model, temperature, `top_p`,
+//!   `max_output_tokens` and reasoning effort, shared by the builder, `aptix-schema`
+//!   and the CLI.
 //!
 //! # Design decisions
 //!
@@ -97,7 +98,7 @@ pub use assemble::instruction_of;
 pub use builder::{Continuation, RequestBuilder};
 pub use error::{RequestError, ToolProblem};
 pub use history::{ABORTED_OUTPUT, HistoryRepair, normalize_history, safe_split};
-pub use settings::{MIN_MAX_OUTPUT_TOKENS, ModelParams, check_model_settings};
+pub use settings::{MIN_MAX_OUTPUT_TOKENS, ModelParams, REASONING_EFFORTS, check_model_settings};
 pub use tool_output::{MAX_OUTPUT_BYTES, ToolOutput, ToolReply};
 pub use tool_results::render_tool_results_block;
 pub use tools::{is_valid_name, parse_tools_json};

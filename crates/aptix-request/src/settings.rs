@@ -12,6 +12,11 @@ use crate::text::is_blank;
 /// The API's smallest `max_output_tokens`.
 pub const MIN_MAX_OUTPUT_TOKENS: u64 = 16;
 
+/// The reasoning efforts the API names (`ReasoningEffort` in its OpenAPI description),
+/// from least to most.
+pub const REASONING_EFFORTS: &[&str] =
+    &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
 /// Model settings as a request would send them, for [`check_model_settings`]. Each one
 /// is checked only when present, so a caller holding part of them (one layer of a
 /// configuration) checks that part.
@@ -25,6 +30,8 @@ pub struct ModelParams<'a> {
     pub top_p: Option<f64>,
     /// Upper bound on generated tokens: at least [`MIN_MAX_OUTPUT_TOKENS`].
     pub max_output_tokens: Option<u64>,
+    /// Reasoning effort: one of [`REASONING_EFFORTS`], as the API spells it.
+    pub reasoning_effort: Option<&'a str>,
 }
 
 /// Checks model settings against the API's rules, in the order of [`ModelParams`]'
@@ -33,8 +40,8 @@ pub struct ModelParams<'a> {
 /// # Errors
 ///
 /// [`RequestError::BlankModel`], [`RequestError::InvalidTemperature`] (outside `0..=2`
-/// or not a number), [`RequestError::InvalidTopP`] (outside `0..=1` or not a number) or
-/// [`RequestError::MaxOutputTokensTooSmall`].
+/// or not a number), [`RequestError::InvalidTopP`] (outside `0..=1` or not a number),
+/// [`RequestError::MaxOutputTokensTooSmall`] or [`RequestError::UnknownReasoningEffort`].
 ///
 /// # Example
 ///
@@ -66,6 +73,13 @@ pub fn check_model_settings(settings: &ModelParams<'_>) -> Result<(), RequestErr
         return Err(RequestError::MaxOutputTokensTooSmall {
             value,
             minimum: MIN_MAX_OUTPUT_TOKENS,
+        });
+    }
+    if let Some(value) = settings.reasoning_effort
+        && !REASONING_EFFORTS.contains(&value)
+    {
+        return Err(RequestError::UnknownReasoningEffort {
+            value: value.to_owned(),
         });
     }
     Ok(())
@@ -102,10 +116,20 @@ mod tests {
             ),
             (
                 ModelParams {
+                    reasoning_effort: Some("High"),
+                    ..ModelParams::default()
+                },
+                Err(RequestError::UnknownReasoningEffort {
+                    value: "High".into(),
+                }),
+            ),
+            (
+                ModelParams {
                     model: Some("m"),
                     temperature: Some(2.0),
                     top_p: Some(0.0),
                     max_output_tokens: Some(MIN_MAX_OUTPUT_TOKENS),
+                    reasoning_effort: Some("xhigh"),
                 },
                 Ok(()),
             ),

@@ -180,6 +180,10 @@ fn check_config(config: &LlmConfig) -> Result<(), SchemaError> {
         temperature: config.temperature,
         top_p: config.top_p,
         max_output_tokens: config.max_output_tokens,
+        reasoning_effort: config
+            .reasoning_effort
+            .as_deref()
+            .filter(|effort| !effort.trim().is_empty()),
     })?;
     if let Some(key) = config
         .options

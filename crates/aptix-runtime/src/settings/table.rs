@@ -143,8 +143,8 @@ settings! {
     /// Upper bound on generated tokens [config: max_output_tokens, env:
     /// APTIX_MAX_OUTPUT_TOKENS]
     max_output_tokens: u64, arg(value_name = "N");
-    /// Reasoning effort, e.g. low, medium, high [config: reasoning_effort, env:
-    /// APTIX_REASONING_EFFORT]
+    /// Reasoning effort: none, minimal, low, medium, high, xhigh or max [config:
+    /// reasoning_effort, env: APTIX_REASONING_EFFORT]
     reasoning_effort: String, arg(value_name = "EFFORT");
     /// Token budget of the retrieved CONTEXT block [config: context_token_budget,
     /// env: APTIX_CONTEXT_TOKEN_BUDGET]
@@ -310,6 +310,13 @@ impl SettingsLayer {
                 "max_output_tokens",
                 ModelParams {
                     max_output_tokens: self.max_output_tokens,
+                    ..ModelParams::default()
+                },
+            ),
+            (
+                "reasoning_effort",
+                ModelParams {
+                    reasoning_effort: self.reasoning_effort.as_deref(),
                     ..ModelParams::default()
                 },
             ),

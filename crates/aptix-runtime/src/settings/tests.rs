@@ -156,6 +156,18 @@ fn bad_values_name_their_source() {
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
     assert!(text.contains("APTIX_API"), "{text}");
 
+    // A misspelt effort is refused here, not by the API after the context was gathered.
+    let env = env_of(&[("APTIX_REASONING_EFFORT", "hihg")]);
+    let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
+    assert!(
+        text.contains("APTIX_REASONING_EFFORT")
+            && text.contains("\"hihg\"")
+            && text.contains("low, medium, high"),
+        "{text}"
+    );
+    let env = env_of(&[("APTIX_REASONING_EFFORT", "minimal")]);
+    assert!(SettingsLayer::from_env(&env).is_ok());
+
     let env = env_of(&[("APTIX_MODE", "poetry")]);
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
     assert!(text.contains("APTIX_MODE") && text.contains("QA"), "{text}");
