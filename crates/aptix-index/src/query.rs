@@ -362,6 +362,35 @@ fn line_code_spans<'a>(line: &'a str, spans: &mut Vec<&'a str>) {
     }
 }
 
+/// The qualified definition names a quoted span may name, as the chunker writes them
+/// (`Type::method` in Rust, `Class.method` elsewhere): the span without a call's
+/// arguments, and each shorter tail that is still qualified, since the chunker
+/// qualifies a definition by its container only (`axum::Router::route()` names
+/// `axum::Router::route` and `Router::route`). A bare name is none: it would single out
+/// every definition of that name.
+pub(crate) fn named_definitions(span: &str) -> Vec<&str> {
+    let name = span.split('(').next().unwrap_or_default().trim();
+    let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let qualified = |name: &str| name.contains("::") || name.contains('.');
+    if !qualified(name)
+        || name.starts_with(['.', ':'])
+        || name.ends_with(['.', ':'])
+        || !name.chars().all(|c| is_part(c) || c == ':' || c == '.')
+    {
+        return Vec::new();
+    }
+    let mut names = vec![name];
+    let mut rest = name;
+    while let Some(at) = rest.find(['.', ':']) {
+        rest = rest[at..].trim_start_matches(['.', ':']);
+        if !qualified(rest) {
+            break;
+        }
+        names.push(rest);
+    }
+    names
+}
+
 /// Conventional-commit types, which are not areas: `fix(sse):` names the area `sse`.
 const CHANGE_TYPES: &[&str] = &[
     "fix", "feat", "feature", "chore", "docs", "doc", "refactor", "perf", "test", "tests", "build",
@@ -843,6 +872,31 @@ mod tests {
 
     fn terms(text: &str) -> Vec<String> {
         analyse(text).terms.into_iter().map(|t| t.term).collect()
+    }
+
+    #[test]
+    fn a_quoted_qualified_name_names_each_qualified_tail() {
+        assert_eq!(
+            named_definitions("axum::Router::route()"),
+            ["axum::Router::route", "Router::route"]
+        );
+        assert_eq!(
+            named_definitions("self.client.send(request)"),
+            ["self.client.send", "client.send"]
+        );
+        assert_eq!(named_definitions("Router::route"), ["Router::route"]);
+        for none in [
+            "route()",
+            "route",
+            "Vec<u8>::new",
+            "a b::c",
+            "::",
+            "a::",
+            ".b",
+            "",
+        ] {
+            assert!(named_definitions(none).is_empty(), "{none:?}");
+        }
     }
 
     #[test]

@@ -57,8 +57,9 @@ const PATH_BOOST: f32 = 1.5;
 /// it (`axum-core/macros: ...`, `fix(sse): ...`, `routing/mod.rs`).
 const PATH_LIKE_BOOST: f32 = 3.0;
 /// The factor for a chunk that contains, verbatim, code the question quotes in
-/// backticks (`map_response(IntoResponse::into_response)`): quoted code names the
-/// places to change more surely than any of its words alone.
+/// backticks (`map_response(IntoResponse::into_response)`), or defines the qualified
+/// name it quotes (`Router::route`): quoted code names the places to change more surely
+/// than any of its words alone.
 const CODE_SPAN_BOOST: f32 = 2.0;
 /// How many chunks holding every term of a quoted span are read to check it verbatim.
 const CODE_SPAN_CANDIDATES: usize = 200;
@@ -307,7 +308,9 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
 /// them ("add a test for ...").
 /// The chunks that contain one of `spans` verbatim: among the chunks holding every
 /// term of a span (at most [`CODE_SPAN_CANDIDATES`] of them, read from the store), those
-/// whose text has the span itself.
+/// whose text has the span itself; and the chunks that define a qualified name a span
+/// quotes (see [`query::named_definitions`]), whose text seldom holds the name as
+/// written (`fn route` inside `impl Router` for `Router::route`).
 fn code_span_chunks(
     searcher: &Searcher,
     fields: &Fields,
@@ -347,6 +350,29 @@ fn code_span_chunks(
                 let segment = searcher.segment_reader(address.segment_ord).segment_id();
                 found.insert((segment, address.doc_id));
             }
+        }
+        let definitions: Vec<(Occur, Box<dyn Query>)> = query::named_definitions(span)
+            .into_iter()
+            .map(|name| -> (Occur, Box<dyn Query>) {
+                (
+                    Occur::Should,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(fields.symbol, name),
+                        IndexRecordOption::Basic,
+                    )),
+                )
+            })
+            .collect();
+        if definitions.is_empty() {
+            continue;
+        }
+        let defining = searcher.search(
+            &BooleanQuery::new(definitions),
+            &TopDocs::with_limit(CODE_SPAN_CANDIDATES).order_by_score(),
+        )?;
+        for (_, address) in defining {
+            let segment = searcher.segment_reader(address.segment_ord).segment_id();
+            found.insert((segment, address.doc_id));
         }
     }
     Ok(found)

@@ -267,6 +267,47 @@ fn code_quoted_in_the_question_finds_the_chunks_holding_it_verbatim() {
 }
 
 #[test]
+fn a_quoted_qualified_name_finds_its_definition_before_the_type_and_namesakes() {
+    let root = TempDir::new().unwrap();
+    // The type, whose docs say "route" and "router" more than anything else ...
+    let mut docs = String::new();
+    for _ in 0..6 {
+        docs.push_str("/// A router: each route of the router is a route to a handler.\n");
+    }
+    write(
+        root.path(),
+        "src/router.rs",
+        &format!("{docs}pub struct Router {{\n    routes: Vec<u32>,\n}}\n"),
+    );
+    // ... a method of the same name on another type, which says them too ...
+    write(
+        root.path(),
+        "src/path_router.rs",
+        "impl PathRouter {\n    /// Adds a route to the path router.\n    pub fn route(&mut self, path: &str) -> u32 {\n        self.router.route(path)\n    }\n}\n",
+    );
+    // ... and the method the question names, whose text never spells `Router::route`.
+    write(
+        root.path(),
+        "src/methods.rs",
+        "impl Router {\n    /// Adds a handler at a path.\n    pub fn route(self, path: &str) -> Self {\n        let _ = path;\n        self\n    }\n}\n",
+    );
+    let index = indexed(root.path());
+    let results = index
+        .search(&SearchQuery::new("Router::route panics when called twice").with_limit(5))
+        .unwrap();
+    assert_eq!(
+        results.hits[0].chunk.path,
+        "src/methods.rs",
+        "{:?}",
+        results
+            .hits
+            .iter()
+            .map(|hit| (&hit.chunk.path, hit.score))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_section_heading_names_what_its_section_is_about() {
     let root = TempDir::new().unwrap();
     // The crate doc's feature table, under its heading ...
