@@ -326,15 +326,7 @@ fn code_span_chunks(
         }
         let all: Vec<(Occur, Box<dyn Query>)> = terms
             .iter()
-            .map(|term| -> (Occur, Box<dyn Query>) {
-                (
-                    Occur::Must,
-                    Box::new(TermQuery::new(
-                        Term::from_field_text(fields.text, term),
-                        IndexRecordOption::Basic,
-                    )),
-                )
-            })
+            .map(|term| exact_term(Occur::Must, fields.text, term))
             .collect();
         let candidates = searcher.search(
             &BooleanQuery::new(all),
@@ -353,15 +345,7 @@ fn code_span_chunks(
         }
         let definitions: Vec<(Occur, Box<dyn Query>)> = query::named_definitions(span)
             .into_iter()
-            .map(|name| -> (Occur, Box<dyn Query>) {
-                (
-                    Occur::Should,
-                    Box::new(TermQuery::new(
-                        Term::from_field_text(fields.symbol, name),
-                        IndexRecordOption::Basic,
-                    )),
-                )
-            })
+            .map(|name| exact_term(Occur::Should, fields.symbol, name))
             .collect();
         if definitions.is_empty() {
             continue;
@@ -376,6 +360,17 @@ fn code_span_chunks(
         }
     }
     Ok(found)
+}
+
+/// A clause matching the documents whose `field` holds `text` as a term.
+fn exact_term(occur: Occur, field: Field, text: &str) -> (Occur, Box<dyn Query>) {
+    (
+        occur,
+        Box::new(TermQuery::new(
+            Term::from_field_text(field, text),
+            IndexRecordOption::Basic,
+        )),
+    )
 }
 
 fn kind_weights(wanted: &[FileKind]) -> [f32; FileKind::ALL.len()] {
