@@ -115,7 +115,7 @@ impl WorkspaceFiles {
 
     /// Whether a one-level walk of `dir` yields the entry `name`.
     fn listed_in(&self, dir: &Path, name: &str) -> bool {
-        let mut walk = builder(&self.root, dir, &self.config);
+        let mut walk = builder(&self.root, dir, &self.config, None);
         walk.max_depth(Some(1));
         walk.build().flatten().any(|entry| {
             entry.depth() == 1 && entry.file_name().to_str().is_some_and(|n| n == name)
@@ -131,7 +131,7 @@ impl WorkspaceFiles {
         } else {
             self.root.join(dir)
         };
-        let mut walk = builder(&self.root, &start, &self.config);
+        let mut walk = builder(&self.root, &start, &self.config, None);
         walk.sort_by_file_name(|a, b| a.cmp(b));
         let mut listing = FileListing::default();
         for entry in walk.build().flatten() {

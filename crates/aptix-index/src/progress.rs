@@ -57,10 +57,11 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// A file the refresh did not chunk, and why.
+/// A file the refresh did not chunk, or a folder it did not enter, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedFile {
-    /// Relative path, `/`-separated (lossy for non-UTF-8 names).
+    /// Relative path, `/`-separated (lossy for non-UTF-8 names); a folder's ends in `/`
+    /// (one that may hold secrets, whose files are not listed one by one).
     pub path: String,
     /// Why.
     pub reason: SkipReason,
@@ -111,7 +112,8 @@ impl IndexProgress for NoProgress {}
 /// What a refresh did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexStats {
-    /// Files the walk found (after ignore rules), skipped ones included.
+    /// Files the walk found (after ignore rules), skipped ones included, and the secret
+    /// folders it did not enter (each counted once, as listed in `skipped`).
     pub files_seen: u64,
     /// Files chunked in this refresh (new or changed content).
     pub files_indexed: u64,

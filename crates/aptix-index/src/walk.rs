@@ -2,7 +2,7 @@
 //! and `.aptixignore` honoured even outside a git repository.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -34,7 +34,8 @@ pub(crate) struct Walk {
 
 /// Walks `root` on `threads` threads.
 pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
-    let mut builder = builder(root, root, config);
+    let pruned: Pruned = Arc::default();
+    let mut builder = builder(root, root, config, Some(Arc::clone(&pruned)));
     builder.threads(threads);
     let found = Mutex::new(Walk::default());
     builder.build_parallel().run(|| {
@@ -62,6 +63,10 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
     let mut walk = found
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut pruned = pruned
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    walk.skipped.append(&mut pruned);
     walk.candidates.sort_by(|a, b| a.path.cmp(&b.path));
     walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     walk
@@ -71,9 +76,17 @@ pub(crate) fn walk(root: &Path, config: &IndexConfig, threads: usize) -> Walk {
 /// rules: hidden entries (unless configured), `.gitignore`, `.ignore` and
 /// `.aptixignore` (in `start` and its parents), the excluded folders below `start`
 /// ([`ExcludedFolders`]), and folders whose name looks like it holds secrets (`.ssh`,
-/// `.aws`, `secrets`). Symbolic links are not followed.
-pub(crate) fn builder(root: &Path, start: &Path, config: &IndexConfig) -> WalkBuilder {
+/// `.aws`, `secrets`), each of which is added to `pruned` when given (as `path/`), so
+/// that `aptix index -v` says why nothing in it is searched. Symbolic links are not
+/// followed.
+pub(crate) fn builder(
+    root: &Path,
+    start: &Path,
+    config: &IndexConfig,
+    pruned: Option<Pruned>,
+) -> WalkBuilder {
     let excluded = ExcludedFolders::new(root, config);
+    let owned_root = root.to_path_buf();
     let mut builder = WalkBuilder::new(start);
     builder
         .hidden(!config.include_hidden)
@@ -90,13 +103,35 @@ pub(crate) fn builder(root: &Path, start: &Path, config: &IndexConfig) -> WalkBu
         .add_custom_ignore_filename(APTIX_IGNORE_FILE)
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && entry.depth() > 0
-                && (excluded.skips(entry.path())
-                    || entry.file_name().to_str().is_some_and(is_secret_path)))
+            if !is_dir || entry.depth() == 0 {
+                return true;
+            }
+            if excluded.skips(entry.path()) {
+                return false;
+            }
+            if !entry.file_name().to_str().is_some_and(is_secret_path) {
+                return true;
+            }
+            if let Some(pruned) = &pruned
+                && let Some(path) = entry
+                    .path()
+                    .strip_prefix(&owned_root)
+                    .ok()
+                    .and_then(relative_path)
+                && let Ok(mut pruned) = pruned.lock()
+            {
+                pruned.push(SkippedFile {
+                    path: format!("{path}/"),
+                    reason: SkipReason::MayHoldSecrets,
+                });
+            }
+            false
         });
     builder
 }
+
+/// The secret folders a walk did not enter.
+pub(crate) type Pruned = Arc<Mutex<Vec<SkippedFile>>>;
 
 /// Folder names that are build output beside a project's manifest (or at the root),
 /// and often source elsewhere: pip's `operations/build`, a `dist` module, an `out`
