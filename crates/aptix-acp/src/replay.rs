@@ -1,5 +1,5 @@
-//! A stored session as the updates `session/load` replays: each user instruction as
-//! `user_message_chunk`, the model's answers as `agent_message_chunk`, reasoning
+//! A stored session as the updates `session/load` replays: each user instruction, and
+//! each image sent inline with it, as `user_message_chunk`, the model's answers as `agent_message_chunk`, reasoning
 //! summaries as `agent_thought_chunk`, and each tool call as `tool_call` with its
 //! outcome as `tool_call_update` (`completed` or `failed`).
 //!
@@ -12,8 +12,8 @@
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, ImageContent, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use aptix_model::wire::{
     ContentPart, FunctionOutput, InputItem, InputMessage, MessageContent, Role, SummaryPart,
@@ -140,10 +140,23 @@ fn message_updates(message: &InputMessage, updates: &mut Vec<SessionUpdate>) {
     match message.role {
         Role::User => {
             // A tool continuation's message carries no instruction: nothing the user said.
-            if let Some(instruction) = instruction_of(message) {
-                updates.push(SessionUpdate::UserMessageChunk(chunk(
-                    instruction.to_owned(),
-                )));
+            let Some(instruction) = instruction_of(message) else {
+                return;
+            };
+            updates.push(SessionUpdate::UserMessageChunk(chunk(
+                instruction.to_owned(),
+            )));
+            // The images the user attached, as the editor sent them.
+            if let MessageContent::Parts(parts) = &message.content {
+                for part in parts {
+                    if let ContentPart::InputImage(image) = part
+                        && let Some((media_type, base64)) = image.inline_data()
+                    {
+                        updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                            ContentBlock::Image(ImageContent::new(base64, media_type)),
+                        )));
+                    }
+                }
             }
         }
         Role::Assistant => {
@@ -219,6 +232,37 @@ mod tests {
         assert_eq!(json[2]["status"], "failed");
         assert_eq!(json[3]["sessionUpdate"], "agent_message_chunk");
         assert_eq!(json[3]["content"]["text"], "In src/main.rs.");
+    }
+
+    #[test]
+    fn the_images_a_user_sent_are_replayed_after_the_instruction() {
+        let mut session = SessionState::new("s", "QA", Default::default());
+        session.history = vec![InputItem::Message(InputMessage::new(
+            Role::User,
+            vec![
+                ContentPart::input_text("[MODE: QA]\n\n[INSTRUCTION]\nWhat is in this picture?"),
+                ContentPart::InputImage(aptix_model::wire::InputImage::inline(
+                    "image/jpeg",
+                    "/9j/4AAQ",
+                )),
+                // One given by a web URL has no bytes to show: not replayed.
+                ContentPart::InputImage(aptix_model::wire::InputImage {
+                    image_url: Some("https://example.com/a.png".into()),
+                    file_id: None,
+                    detail: None,
+                }),
+            ],
+        ))];
+        let json: Vec<serde_json::Value> = updates(&session, Path::new("/w"))
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect();
+        assert_eq!(json.len(), 2, "{json:#?}");
+        assert_eq!(json[0]["content"]["text"], "What is in this picture?");
+        assert_eq!(json[1]["sessionUpdate"], "user_message_chunk");
+        assert_eq!(json[1]["content"]["type"], "image");
+        assert_eq!(json[1]["content"]["data"], "/9j/4AAQ");
+        assert_eq!(json[1]["content"]["mimeType"], "image/jpeg");
     }
 
     #[test]

@@ -242,12 +242,13 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
                     .media_type
                     .as_ref()
                     .map_or("application/octet-stream", |m| m.as_str());
-                prepared.parts.push(ContentPart::InputFile(InputFile {
-                    file_id: None,
-                    file_data: Some(format!("data:{media};base64,{}", data.as_str())),
-                    file_url: None,
-                    filename: Some(path.to_owned()),
-                }));
+                prepared
+                    .parts
+                    .push(ContentPart::InputFile(InputFile::inline(
+                        path,
+                        media,
+                        data.as_str(),
+                    )));
             }
             FileSource::Reference => prepared.warnings.push(format!(
                 "file reference {path} was not resolved: send its content inline"
@@ -262,14 +263,12 @@ pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> Prep
                     .media_type
                     .as_ref()
                     .map_or("image/png", |m| m.as_str());
-                prepared.parts.push(ContentPart::InputImage(InputImage {
-                    image_url: Some(format!("data:{media};base64,{}", data.as_str())),
-                    file_id: None,
-                    // The spec lists `detail` among an input image's required members
-                    // (`auto` is OpenAI's default when it is left out): sent, so that a
-                    // server that checks the schema strictly takes the image too.
-                    detail: Some("auto".to_owned()),
-                }));
+                prepared
+                    .parts
+                    .push(ContentPart::InputImage(InputImage::inline(
+                        media,
+                        data.as_str(),
+                    )));
             }
             ImageSource::Reference => prepared.warnings.push(format!(
                 "image reference {path} was not resolved: send its content inline"

@@ -64,6 +64,43 @@ pub struct InputImage {
     pub detail: Option<String>,
 }
 
+impl InputImage {
+    /// An image sent inline: its bytes, base64-encoded, in a `data:` URL of its media
+    /// type, with `detail` `auto` (OpenAI's default, which the spec lists among an input
+    /// image's required members, so a server checking the schema strictly takes it).
+    ///
+    /// ```
+    /// use aptix_model::wire::InputImage;
+    ///
+    /// let image = InputImage::inline("image/png", "iVBORw0KGgo=");
+    /// assert_eq!(image.image_url.as_deref(), Some("data:image/png;base64,iVBORw0KGgo="));
+    /// assert_eq!(image.inline_data(), Some(("image/png", "iVBORw0KGgo=")));
+    /// ```
+    pub fn inline(media_type: &str, base64: &str) -> InputImage {
+        InputImage {
+            image_url: Some(data_url(media_type, base64)),
+            file_id: None,
+            detail: Some("auto".to_owned()),
+        }
+    }
+
+    /// The media type and base64 bytes of an image sent inline ([`InputImage::inline`]);
+    /// `None` for an image given by a web URL or a file id.
+    pub fn inline_data(&self) -> Option<(&str, &str)> {
+        let (media_type, base64) = self
+            .image_url
+            .as_deref()?
+            .strip_prefix("data:")?
+            .split_once(";base64,")?;
+        Some((media_type, base64))
+    }
+}
+
+/// The `data:` URL of base64-encoded bytes, as inline images and files are sent.
+fn data_url(media_type: &str, base64: &str) -> String {
+    format!("data:{media_type};base64,{base64}")
+}
+
 /// An `input_file` part: inline data, a URL or an uploaded file id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputFile {
@@ -79,6 +116,19 @@ pub struct InputFile {
     /// The file's name, which tells the model its type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
+}
+
+impl InputFile {
+    /// A file sent inline under `filename`: its bytes, base64-encoded, in a `data:` URL
+    /// of its media type.
+    pub fn inline(filename: &str, media_type: &str, base64: &str) -> InputFile {
+        InputFile {
+            file_id: None,
+            file_data: Some(data_url(media_type, base64)),
+            file_url: None,
+            filename: Some(filename.to_owned()),
+        }
+    }
 }
 
 /// An `output_text` part.
