@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from acp import RequestError, text_block
+from acp import RequestError, image_block, text_block
 from acp.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
@@ -83,9 +83,15 @@ def failure(error):
     return {"code": error.code, "message": str(error), "data": error.data}
 
 
-async def prompt(conn, editor, session_id, text):
+# A 1x1 PNG, sent with the second prompt and replayed by session/load.
+PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+async def prompt(conn, editor, session_id, text, *blocks):
     started = time.monotonic()
-    response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+    response = await conn.prompt(session_id=session_id, prompt=[text_block(text), *blocks])
     answered = time.monotonic()
     events = editor.take()
     return {
@@ -136,7 +142,9 @@ async def first_process(results):
 
             # A streamed answer, then a second prompt in the same session.
             results["first"] = await prompt(conn, editor, session_id, "Hello")
-            results["second"] = await prompt(conn, editor, session_id, "And again")
+            results["second"] = await prompt(
+                conn, editor, session_id, "And again", image_block(PIXEL_PNG, "image/png")
+            )
 
             # Two server tool runs: search_code, then read_file served by this editor.
             results["tools"] = await prompt(conn, editor, session_id, "Where is greet?")
@@ -208,7 +216,15 @@ async def second_process(results):
             results["load"] = {
                 "updates": updates(events),
                 "user": [
-                    update["content"]["text"]
+                    update["content"].get("text")
+                    or "[%s %s, %s]"
+                    % (
+                        update["content"]["type"],
+                        update["content"].get("mimeType"),
+                        "the bytes sent"
+                        if update["content"].get("data") == PIXEL_PNG
+                        else "other bytes",
+                    )
                     for update in updates(events)
                     if update.get("sessionUpdate") == "user_message_chunk"
                 ],

@@ -346,7 +346,13 @@ async fn an_editor_drives_aptix_acp_through_the_python_sdk() {
     let load = &results["load"];
     assert_eq!(
         load["user"],
-        json!(["Hello", "And again", "Where is greet?", "After the cancel"]),
+        json!([
+            "Hello",
+            "And again",
+            "[image image/png, the bytes sent]",
+            "Where is greet?",
+            "After the cancel"
+        ]),
         "{load:#}"
     );
     assert_eq!(
