@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, Meta,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionCapabilities, SessionInfo, SessionListCapabilities, SessionNotification, StopReason,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, Meta, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionInfo, SessionListCapabilities,
+    SessionNotification, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error as RpcError, ErrorCode, Lines};
@@ -380,7 +381,9 @@ impl Shared {
                 // Text and resource links always; embedded resources and images become the
                 // turn's attachments (AGN-034 files and images). No audio.
                 PromptCapabilities::new().image(true).embedded_context(true),
-            );
+            )
+            // The editor's MCP servers over stdio (every agent's) and streamable HTTP.
+            .mcp_capabilities(McpCapabilities::new().http(true));
         responder.respond(
             InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)

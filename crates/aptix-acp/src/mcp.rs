@@ -1,6 +1,6 @@
 //! The editor's MCP servers (`mcpServers` of `session/new` and `session/load`): every
-//! stdio server is started for the session (ACP asks every agent to support stdio), its
-//! tools listed, and each offered to the model as a server tool named
+//! stdio server is started for the session (ACP asks every agent to support stdio), and
+//! every streamable HTTP one connected to with the editor's headers; its tools listed, and each offered to the model as a server tool named
 //! `mcp__<server>__<tool>`. The servers stop when the session is loaded again, when it
 //! has no provider, and when the editor closes the agent (stdin closed, then killed).
 //!
@@ -18,9 +18,9 @@ use std::time::Duration;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    McpServer, McpServerStdio, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields,
+    McpServer, McpServerHttp, McpServerStdio, PermissionOption, PermissionOptionKind,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use aptix_orchestrator::ServerTool;
 use async_trait::async_trait;
@@ -30,7 +30,8 @@ use rmcp::model::{
     ResourceContents, Tool,
 };
 use rmcp::service::{RunningService, ServiceExt as _};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 use crate::tools::lock;
@@ -316,56 +317,67 @@ pub(crate) async fn connect(
     timeouts: Timeouts,
 ) -> Connected {
     let mut connected = Connected::default();
-    let mut stdio_servers: Vec<&McpServerStdio> = Vec::new();
+    let mut endpoints: Vec<Endpoint<'_>> = Vec::new();
     for server in servers {
-        match server {
-            McpServer::Stdio(stdio) if stdio.name.trim().is_empty() => connected.notices.push(format!(
-                "an MCP server ({}) has no name, which its tools' names need; it was not started",
-                stdio.command.display()
-            )),
-            McpServer::Stdio(stdio) => {
-                if stdio_servers.iter().any(|other| other.name == stdio.name) {
-                    connected.notices.push(format!(
-                        "two MCP servers are named `{}`: the tools of the second are numbered (mcp__{}__<tool>_2)",
-                        stdio.name, stdio.name
-                    ));
-                }
-                stdio_servers.push(stdio);
+        let endpoint = match server {
+            McpServer::Stdio(stdio) => Endpoint::Stdio(stdio),
+            McpServer::Http(http) => Endpoint::Http(http),
+            McpServer::Sse(sse) => {
+                connected.notices.push(format!(
+                    "the MCP server `{}` is served over SSE, which Aptix does not connect to (streamable HTTP and stdio it does); its tools are not available",
+                    sse.name
+                ));
+                continue;
             }
-            McpServer::Http(http) => connected.notices.push(format!(
-                "the MCP server `{}` is served over HTTP, which Aptix does not connect to; its tools are not available",
-                http.name
-            )),
-            McpServer::Sse(sse) => connected.notices.push(format!(
-                "the MCP server `{}` is served over SSE, which Aptix does not connect to; its tools are not available",
-                sse.name
-            )),
-            _ => connected.notices.push(
-                "an MCP server of a transport Aptix does not know was skipped".to_owned(),
-            ),
+            _ => {
+                connected.notices.push(
+                    "an MCP server of a transport Aptix does not know was skipped".to_owned(),
+                );
+                continue;
+            }
+        };
+        if endpoint.name().trim().is_empty() {
+            connected.notices.push(format!(
+                "an MCP server ({}) has no name, which its tools' names need; it was not started",
+                endpoint.place()
+            ));
+            continue;
         }
+        if endpoints
+            .iter()
+            .any(|other| other.name() == endpoint.name())
+        {
+            connected.notices.push(format!(
+                "two MCP servers are named `{}`: the tools of the second are numbered (mcp__{}__<tool>_2)",
+                endpoint.name(),
+                endpoint.name()
+            ));
+        }
+        endpoints.push(endpoint);
     }
     let mut taken: HashSet<String> = HashSet::new();
-    let starting = stdio_servers
-        .iter()
-        .map(|stdio| start(stdio, cwd, timeouts.startup));
-    for (stdio, started) in stdio_servers
+    let starting = endpoints.iter().map(|endpoint| match endpoint {
+        Endpoint::Stdio(stdio) => {
+            futures_util::future::Either::Left(start(stdio, cwd, timeouts.startup))
+        }
+        Endpoint::Http(http) => {
+            futures_util::future::Either::Right(connect_http(http, timeouts.startup))
+        }
+    });
+    for (endpoint, started) in endpoints
         .iter()
         .zip(futures_util::future::join_all(starting).await)
     {
+        let server = endpoint.name();
         match started {
             Ok((service, group, tools)) => {
                 let service = Arc::new(service);
-                tracing::info!(
-                    server = %stdio.name,
-                    tools = tools.len(),
-                    "MCP server started"
-                );
+                tracing::info!(server = %server, tools = tools.len(), "MCP server started");
                 for tool in tools {
-                    let name = model_name(&stdio.name, &tool.name, &mut taken);
+                    let name = model_name(server, &tool.name, &mut taken);
                     connected.tools.push(Arc::new(McpTool::new(
                         name,
-                        &stdio.name,
+                        server,
                         tool,
                         Arc::downgrade(&service),
                         Arc::clone(permission),
@@ -379,9 +391,8 @@ pub(crate) async fn connect(
             }
             Err(reason) => {
                 let notice = format!(
-                    "the MCP server `{}` ({}) could not be started: {reason}; its tools are not available",
-                    stdio.name,
-                    stdio.command.display()
+                    "the MCP server `{server}` ({}) could not be started: {reason}; its tools are not available",
+                    endpoint.place()
                 );
                 tracing::warn!("{notice}");
                 connected.notices.push(notice);
@@ -427,27 +438,80 @@ async fn start(
     if let Some(stderr) = stderr {
         tokio::spawn(log_stderr(server.name.clone(), stderr));
     }
+    // rmcp says a server that exited at once as a transport failure to send ("Broken
+    // pipe") or a closed connection: say what happened.
+    let closed = "it exited (or closed its output) before the MCP handshake; what it wrote on stderr is in the agent's log (aptix acp -v)";
+    let (service, tools) = handshake(transport, startup, closed).await?;
+    starting.0 = None;
+    Ok((service, group, tools))
+}
+
+/// Connects to one server over streamable HTTP, with the headers the editor gave
+/// (an `Authorization` header among them is sent as given and never logged), and
+/// lists its tools, within `startup`.
+async fn connect_http(
+    server: &McpServerHttp,
+    startup: Duration,
+) -> Result<(Service, Option<u32>, Vec<Tool>), String> {
+    let lower = server.url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "its url {:?} is not an http or https url",
+            server.url
+        ));
+    }
+    let mut headers = HashMap::new();
+    for header in &server.headers {
+        let name = http::HeaderName::from_bytes(header.name.as_bytes()).map_err(|_| {
+            format!(
+                "its header name {:?} is not a valid HTTP header name",
+                header.name
+            )
+        })?;
+        let mut value = http::HeaderValue::from_str(&header.value).map_err(|_| {
+            format!(
+                "the value of its header {:?} is not a valid HTTP header value",
+                header.name
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).custom_headers(headers);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let closed = "it closed the connection before the MCP handshake";
+    let (service, tools) = handshake(transport, startup, closed).await?;
+    Ok((service, None, tools))
+}
+
+/// The MCP handshake over `transport`, then the server's tools, within `startup`;
+/// `closed` says what a connection closed at once means.
+async fn handshake<T, E, A>(
+    transport: T,
+    startup: Duration,
+    closed: &str,
+) -> Result<(Service, Vec<Tool>), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("aptix", env!("CARGO_PKG_VERSION")),
     );
     let started = async {
-        let service = client
-            .serve(transport)
-            .await
-            .map_err(|error| {
-                // rmcp says a server that exited at once as a transport failure to send
-                // ("Broken pipe") or a closed connection: say what happened.
-                let said = error.to_string();
-                if said.contains("Broken pipe")
-                    || said.contains("closed")
-                    || said.contains("TransportClosed")
-                {
-                    "it exited (or closed its output) before the MCP handshake; what it wrote on stderr is in the agent's log (aptix acp -v)".to_owned()
-                } else {
-                    format!("it did not complete the MCP handshake: {said}")
-                }
-            })?;
+        let service = client.serve(transport).await.map_err(|error| {
+            let said = error.to_string();
+            if said.contains("Broken pipe")
+                || said.contains("closed")
+                || said.contains("TransportClosed")
+            {
+                closed.to_owned()
+            } else {
+                format!("it did not complete the MCP handshake: {said}")
+            }
+        })?;
         // A server of resources or prompts only has no tools to list.
         let has_tools = service
             .peer_info()
@@ -461,7 +525,7 @@ async fn start(
             .map_err(|error| format!("it did not list its tools: {error}"))?;
         Ok::<_, String>((service, tools))
     };
-    let started = tokio::time::timeout(startup, started)
+    tokio::time::timeout(startup, started)
         .await
         .map_err(|_| {
             format!(
@@ -469,14 +533,35 @@ async fn start(
                 humantime::format_duration(startup)
             )
         })
-        .and_then(|started| started);
-    match started {
-        Ok((service, tools)) => {
-            starting.0 = None;
-            Ok((service, group, tools))
+        .and_then(|started| started)
+}
+
+/// An MCP server the editor offers, by the transport Aptix connects to it over.
+enum Endpoint<'a> {
+    Stdio(&'a McpServerStdio),
+    Http(&'a McpServerHttp),
+}
+
+impl Endpoint<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Endpoint::Stdio(stdio) => &stdio.name,
+            Endpoint::Http(http) => &http.name,
         }
-        // `starting` kills the server and its children.
-        Err(reason) => Err(reason),
+    }
+
+    /// Where it runs, for a notice: its command, or its url without a query (which
+    /// may carry a token).
+    fn place(&self) -> String {
+        match self {
+            Endpoint::Stdio(stdio) => stdio.command.display().to_string(),
+            Endpoint::Http(http) => http
+                .url
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 """An MCP server for the `aptix acp` tests, built with the official Python MCP SDK
 (`mcp` on PyPI, installed by scripts/acp-test-env.sh), served over stdio as an editor's
-`mcpServers` entry starts it.
+`mcpServers` entry starts it, or over streamable HTTP (`mcp_server.py http`: on a free
+loopback port, printed as `port N` on stdout, at `/mcp`, answering only requests that
+carry `Authorization: Bearer $TICKETS_TOKEN`).
 
 Run by crates/aptix-cli/tests/cli/acp.rs through `aptix acp`: its tools show what the
 server was given (its folder, its environment, its process id), add two numbers, and
@@ -73,7 +75,32 @@ def close_ticket(ticket: str) -> str:
     raise ToolError(f"no ticket {ticket}")
 
 
+def serve_http():
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app()
+    expected = ("Bearer " + os.environ["TICKETS_TOKEN"]).encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    print("port", listener.getsockname()[1], flush=True)
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve, [listener])
+
+
 if __name__ == "__main__":
-    # A line on stderr, which the agent logs with the server's name.
-    print("tickets: serving on stdio", file=sys.stderr, flush=True)
-    server.run("stdio")
+    if sys.argv[1:] == ["http"]:
+        serve_http()
+    else:
+        # A line on stderr, which the agent logs with the server's name.
+        print("tickets: serving on stdio", file=sys.stderr, flush=True)
+        server.run("stdio")

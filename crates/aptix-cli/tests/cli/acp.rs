@@ -1386,6 +1386,152 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
     );
 }
 
+/// The test MCP server over streamable HTTP, killed when dropped.
+struct HttpMcpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpMcpServer {
+    fn start(python: &Path, token: &str) -> HttpMcpServer {
+        let script = repo_root().join("crates/aptix-cli/tests/acp/mcp_server.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg("http")
+            .env("TICKETS_TOKEN", token)
+            .env("TICKETS_OFFSET", "10")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("port ")
+            .unwrap_or_else(|| panic!("the MCP server said {line:?}, not its port"));
+        HttpMcpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpMcpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editors_mcp_server_over_http_is_connected_with_its_headers() {
+    let Some(python) = acp_python("an_editors_mcp_server_over_http_is_connected_with_its_headers")
+    else {
+        return;
+    };
+    const TOKEN: &str = "tok-http-secret-3";
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![
+        tool_call(
+            "resp_1",
+            "call_add",
+            "mcp__web__add",
+            &json!({"a": 2, "b": 3}),
+        ),
+        text("resp_2", &["Done."]),
+    ])
+    .await;
+    let mcp = HttpMcpServer::start(&python, TOKEN);
+    let url = mcp.url.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut agent = Agent::start(&sandbox, &server);
+        let init = agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let servers = json!([
+            {"type": "http", "name": "web", "url": url,
+             "headers": [{"name": "Authorization", "value": format!("Bearer {TOKEN}")}]},
+            // The same server without the token: it refuses, the session opens anyway.
+            {"type": "http", "name": "locked", "url": format!("{url}?key=query-secret-5"),
+             "headers": []},
+        ]);
+        let created = agent.request(
+            2,
+            "session/new",
+            json!({"cwd": sandbox.workspace_arg(), "mcpServers": servers}),
+        );
+        let session_id = created[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created:?}"))
+            .to_owned();
+        let prompt = agent.prompt(3, &session_id, "Add 2 and 3");
+        let requests: Vec<Value> = server
+            .requests()
+            .iter()
+            .filter_map(aptix_testkit::fault_server::Received::json)
+            .collect();
+        (init, prompt, requests, agent.finish())
+    })
+    .await;
+    let (init, prompt, requests, (_status, _stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    // The agent says it connects to MCP servers over HTTP, so an editor offers them.
+    assert_eq!(
+        init[0]["result"]["agentCapabilities"]["mcpCapabilities"]["http"], true,
+        "{init:?}"
+    );
+    assert_eq!(requests.len(), 2, "{prompt:#?}\n{stderr}");
+    let tools = requests[0]["tools"].as_array().unwrap();
+    assert!(
+        tools.iter().any(|tool| tool["name"] == "mcp__web__add"),
+        "{tools:#?}"
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|tool| tool["name"].as_str().unwrap().contains("locked")),
+        "{tools:#?}"
+    );
+    // The call ran on the server, over HTTP, and its result went back to the model.
+    assert_eq!(output_for(&requests[1], "call_add"), "15");
+    assert_eq!(
+        prompt.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{prompt:#?}"
+    );
+    // The refused one is told once, by name and address, without its query.
+    let updates = updates_of(&prompt);
+    let told = thoughts_about(&updates, "the MCP server `locked`");
+    assert_eq!(told.len(), 1, "{updates:#?}");
+    assert!(
+        told[0].contains("could not be started") && told[0].contains("/mcp"),
+        "{told:?}"
+    );
+    // The editor's token reaches no log line, even at -vvv.
+    assert!(!stderr.contains(TOKEN), "the token in the log:\n{stderr}");
+    // Aptix's own words leave out a url's query, which may carry a key. (The ACP
+    // library's trace of each message it receives, at -vvv only, shows the url whole.)
+    assert!(
+        !serde_json::to_string(&prompt)
+            .unwrap()
+            .contains("query-secret-5"),
+        "a url's query shown to the editor"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .filter(|line| line.contains("aptix_acp"))
+            .any(|line| line.contains("query-secret-5")),
+        "a url's query in Aptix's log lines:\n{stderr}"
+    );
+    drop(mcp);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_ends_the_agent_and_the_mcp_servers_it_started() {
     let Some(python) = acp_python("a_signal_ends_the_agent_and_the_mcp_servers_it_started") else {
