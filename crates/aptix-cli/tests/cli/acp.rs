@@ -526,10 +526,15 @@ impl Agent {
 
     /// `session/new` for `workspace` (request id 2, after `initialize`); its id.
     fn new_session(&mut self, workspace: &str) -> String {
+        self.new_session_with(workspace, json!([]))
+    }
+
+    /// `session/new` (id 2) in `workspace` with the editor's MCP `servers`; its id.
+    fn new_session_with(&mut self, workspace: &str, servers: Value) -> String {
         let created = self.request(
             2,
             "session/new",
-            json!({"cwd": workspace, "mcpServers": []}),
+            json!({"cwd": workspace, "mcpServers": servers}),
         );
         created[0]["result"]["sessionId"]
             .as_str()
@@ -564,6 +569,15 @@ impl Agent {
         let stderr = self.stderr.join().unwrap();
         (status, self.stdout, stderr)
     }
+}
+
+/// The JSON bodies the fake provider received, in order.
+fn received_json(server: &FaultServer) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .filter_map(aptix_testkit::fault_server::Received::json)
+        .collect()
 }
 
 fn error_code(message: &Value) -> i64 {
@@ -1142,15 +1156,7 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
             {"name": "tickets", "command": python, "args": [script],
              "env": [{"name": "TICKETS_OFFSET", "value": "10"}]},
         ]);
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": servers}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created:?}"))
-            .to_owned();
+        let session_id = agent.new_session_with(&workspace, servers);
         // `close_ticket` is not read-only: the editor is asked, and allows it once.
         agent.permission_answers.push_back("allow_once");
         let prompt = agent.prompt(3, &session_id, "Add 2 and 3, then close T-9");
@@ -1183,11 +1189,7 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         let after_load = agent.prompt(5, &session_id, "Where are you? Close T-10");
         let asked = std::mem::take(&mut agent.permission_requests);
         let asked_at = std::mem::take(&mut agent.permission_positions);
-        let requests: Vec<Value> = server
-            .requests()
-            .iter()
-            .filter_map(aptix_testkit::fault_server::Received::json)
-            .collect();
+        let requests = received_json(&server);
         (
             prompt,
             after_load,
@@ -1458,21 +1460,9 @@ async fn an_editors_mcp_server_over_http_is_connected_with_its_headers() {
             {"type": "http", "name": "locked", "url": format!("{url}?key=query-secret-5"),
              "headers": []},
         ]);
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": sandbox.workspace_arg(), "mcpServers": servers}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created:?}"))
-            .to_owned();
+        let session_id = agent.new_session_with(&sandbox.workspace_arg(), servers);
         let prompt = agent.prompt(3, &session_id, "Add 2 and 3");
-        let requests: Vec<Value> = server
-            .requests()
-            .iter()
-            .filter_map(aptix_testkit::fault_server::Received::json)
-            .collect();
+        let requests = received_json(&server);
         (init, prompt, requests, agent.finish())
     })
     .await;
@@ -1609,21 +1599,9 @@ async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
         // And one that exits at once: said as what happened.
         let servers = json!([{"name": "tickets", "command": python, "args": [script], "env": []},
                              {"name": "quitter", "command": "/bin/sh", "args": ["-c", "exit 0"], "env": []}]);
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": servers}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created:?}"))
-            .to_owned();
+        let session_id = agent.new_session_with(&workspace, servers);
         let prompt = agent.prompt(3, &session_id, "Wait for it");
-        let requests: Vec<Value> = server
-            .requests()
-            .iter()
-            .filter_map(aptix_testkit::fault_server::Received::json)
-            .collect();
+        let requests = received_json(&server);
         (prompt, requests, agent.finish())
     })
     .await;
@@ -1707,15 +1685,7 @@ async fn a_server_that_does_not_start_in_its_time_is_stopped_and_the_session_ope
         let servers = json!([{"name": "slow", "command": "/bin/sh",
                               "args": ["-c", "echo $$ > \"$0\"; exec sleep 1000", pid_arg],
                               "env": []}]);
-        let created = agent.request(
-            2,
-            "session/new",
-            json!({"cwd": workspace, "mcpServers": servers}),
-        );
-        let session_id = created[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created:?}"))
-            .to_owned();
+        let session_id = agent.new_session_with(&workspace, servers);
         let pid = std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|text| text.trim().parse::<u64>().ok())
