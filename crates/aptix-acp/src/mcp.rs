@@ -509,6 +509,12 @@ where
             {
                 closed.to_owned()
             } else {
+                // rmcp names its transport's type first ("Send message error Transport
+                // [rmcp::transport::worker::WorkerTransport<...>] error: ..."): what
+                // follows is what the server did.
+                let said = said
+                    .split_once("] error: ")
+                    .map_or(said.as_str(), |(_, what)| what);
                 format!("it did not complete the MCP handshake: {said}")
             }
         })?;
@@ -894,6 +900,46 @@ fn cap(text: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_http_server_the_editor_describes_badly_is_refused_saying_why() {
+        use agent_client_protocol::v1::schema::HttpHeader;
+        let second = Duration::from_secs(5);
+        let refused = |server: McpServerHttp| async move {
+            match connect_http(&server, second).await {
+                Ok(_) => panic!("{server:?} was connected"),
+                Err(reason) => reason,
+            }
+        };
+        let reason = refused(McpServerHttp::new("x", "ftp://127.0.0.1/mcp")).await;
+        assert!(reason.contains("not an http or https url"), "{reason}");
+        let reason = refused(
+            McpServerHttp::new("x", "http://127.0.0.1:9/mcp")
+                .headers(vec![HttpHeader::new("bad name", "v")]),
+        )
+        .await;
+        assert!(
+            reason.contains("\"bad name\" is not a valid HTTP header name"),
+            "{reason}"
+        );
+        let reason = refused(
+            McpServerHttp::new("x", "http://127.0.0.1:9/mcp")
+                .headers(vec![HttpHeader::new("Authorization", "Bearer a\nb")]),
+        )
+        .await;
+        assert!(
+            reason.contains("header \"Authorization\" is not a valid HTTP header value")
+                && !reason.contains("Bearer"),
+            "{reason}"
+        );
+        // Nothing listens on the discard port: said without rmcp's type names.
+        let reason = refused(McpServerHttp::new("x", "http://127.0.0.1:9/mcp")).await;
+        assert!(
+            reason.starts_with("it did not complete the MCP handshake: ")
+                && !reason.contains("rmcp::"),
+            "{reason}"
+        );
+    }
 
     #[test]
     fn model_names_are_valid_tool_names_and_unique() {

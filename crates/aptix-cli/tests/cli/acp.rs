@@ -1499,7 +1499,10 @@ async fn an_editors_mcp_server_over_http_is_connected_with_its_headers() {
     let told = thoughts_about(&updates, "the MCP server `locked`");
     assert_eq!(told.len(), 1, "{updates:#?}");
     assert!(
-        told[0].contains("could not be started") && told[0].contains("/mcp"),
+        told[0].contains("could not be started")
+            && told[0].contains("/mcp")
+            && told[0].contains("401")
+            && !told[0].contains("rmcp::"),
         "{told:?}"
     );
     // The editor's token reaches no log line, even at -vvv.
