@@ -556,18 +556,29 @@ impl Endpoint<'_> {
         }
     }
 
-    /// Where it runs, for a notice: its command, or its url without a query (which
-    /// may carry a token).
+    /// Where it runs, for a notice: its command, or its url without what may carry a
+    /// secret (a `user:password@`, the query).
     fn place(&self) -> String {
         match self {
             Endpoint::Stdio(stdio) => stdio.command.display().to_string(),
-            Endpoint::Http(http) => http
-                .url
-                .split(['?', '#'])
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
+            Endpoint::Http(http) => shown_url(&http.url),
         }
+    }
+}
+
+/// `url` without its user information, query and fragment.
+fn shown_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let host_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(host_end);
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
     }
 }
 
@@ -900,6 +911,22 @@ fn cap(text: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_what_may_carry_a_secret() {
+        for (url, shown) in [
+            (
+                "https://u:p@mcp.example.com/mcp?key=k#x",
+                "https://mcp.example.com/mcp",
+            ),
+            ("http://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp"),
+            ("http://tok@host", "http://host"),
+            ("http://host/a@b", "http://host/a@b"),
+            ("not a url?x", "not a url"),
+        ] {
+            assert_eq!(shown_url(url), shown, "{url}");
+        }
+    }
 
     #[tokio::test]
     async fn an_http_server_the_editor_describes_badly_is_refused_saying_why() {
