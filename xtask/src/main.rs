@@ -73,6 +73,14 @@ fn ci() -> Result<()> {
     // features off: lint it, and run its doc examples, with all of them on, so a
     // re-export or a feature that reaches no further cannot rot unseen.
     clippy(&["--package", "aptix", "--all-features", "--all-targets"])?;
+    // A provider of one's own depends on aptix-client without its HTTP providers: that
+    // build must stay free of warnings too (the workspace build turns `http` on).
+    clippy(&[
+        "--package",
+        "aptix-client",
+        "--no-default-features",
+        "--all-targets",
+    ])?;
     layering()?;
     unused_dependencies()?;
     acp_test_env()?;

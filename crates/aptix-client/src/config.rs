@@ -458,6 +458,7 @@ fn needs_a_key(host: &str) -> bool {
 }
 
 /// Keys shorter than this are placeholders, not secrets.
+#[cfg(feature = "http")]
 const MIN_SCRUBBED_KEY: usize = 12;
 
 /// Whether `key` is scrubbed from content (reply bodies, streamed text, what the
@@ -467,6 +468,7 @@ const MIN_SCRUBBED_KEY: usize = 12;
 /// `text`), while no real API key is that short. Error texts (an error body, a failure
 /// message) are scrubbed of any key, where a word is worth less than a secret, and the
 /// `Authorization` header is never logged, whatever its length.
+#[cfg(feature = "http")]
 pub(crate) fn is_scrubbed_key(key: &str) -> bool {
     key.trim().len() >= MIN_SCRUBBED_KEY
 }
