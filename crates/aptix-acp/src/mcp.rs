@@ -1,8 +1,10 @@
 //! The editor's MCP servers (`mcpServers` of `session/new` and `session/load`): every
 //! stdio server is started for the session (ACP asks every agent to support stdio), and
-//! every streamable HTTP one connected to with the editor's headers; its tools listed, and each offered to the model as a server tool named
-//! `mcp__<server>__<tool>`. The servers stop when the session is loaded again, when it
-//! has no provider, and when the editor closes the agent (stdin closed, then killed).
+//! every streamable HTTP one connected to with the editor's headers; its tools are
+//! listed, and each offered to the model as a server tool named `mcp__<server>__<tool>`.
+//! The servers stop when the session is loaded again, when it has no provider, and when
+//! the editor closes the agent (stdin closed, then killed; an HTTP one's MCP session is
+//! ended).
 //!
 //! A server that cannot be started, or does not answer within [`STARTUP`], leaves the
 //! session without its tools, never without the session: the reason is logged, and told

@@ -1,7 +1,7 @@
 //! A stored session as the updates `session/load` replays: each user instruction, and
-//! each image sent inline with it, as `user_message_chunk`, the model's answers as `agent_message_chunk`, reasoning
-//! summaries as `agent_thought_chunk`, and each tool call as `tool_call` with its
-//! outcome as `tool_call_update` (`completed` or `failed`).
+//! each image sent inline with it, as `user_message_chunk`, the model's answers as
+//! `agent_message_chunk`, reasoning summaries as `agent_thought_chunk`, and each tool
+//! call as `tool_call` with its outcome as `tool_call_update` (`completed` or `failed`).
 //!
 //! The history is the orchestrator's replayable conversation (`SessionState::history`);
 //! what a stored user message says is read back with `aptix_request::instruction_of`,
