@@ -76,15 +76,10 @@ fn turn_json(
     if !args.images.is_empty() {
         let mut images = Vec::new();
         for path in &args.images {
-            MediaType::of_image(&path.to_string_lossy()).ok_or_else(|| {
-                usage(format!(
-                    "--image {} is not a PNG, JPEG, GIF or WebP file (by its extension)",
-                    path.display()
-                ))
-            })?;
             let bytes = read_attached("--image", path)?;
-            // What the file holds decides: a JPEG named `.png` goes as a JPEG, and a file
-            // that is no image is refused here, not by the API with a 400.
+            // What the file holds decides, whatever its name: a JPEG named `.png` goes
+            // as a JPEG, a screenshot without an extension goes, and a file that is no
+            // image is refused here, not by the API with a 400.
             let media_type = MediaType::of_image_bytes(&bytes).ok_or_else(|| {
                 usage(format!(
                     "--image {} does not hold a PNG, JPEG, GIF or WebP image (its first bytes are not one)",
