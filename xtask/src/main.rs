@@ -43,23 +43,27 @@ fn main() -> Result<()> {
         Some("soak") => soak(&args[1..]),
         #[cfg(feature = "soak")]
         Some("soak-run") => soak::run(&args[1..]),
+        Some("help" | "-h" | "--help") => {
+            println!("{}", usage());
+            Ok(())
+        }
         _ => {
-            eprintln!(
-                "usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse] [1|16|64]|soak [turns] [stateless|stateful] [seed] [window told]>"
-            );
-            eprintln!(
-                "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc"
-            );
-            eprintln!("  layering  check that core crates pull in no network stack or runtime");
-            eprintln!(
-                "  serve-bench  load on the HTTP service beside a fake answering the same bytes (release build)"
-            );
-            eprintln!(
-                "  soak  one long session with cut streams and a small context window against a fake"
-            );
+            eprintln!("{}", usage());
             bail!("unknown or missing task")
         }
     }
+}
+
+/// What `cargo xtask help` prints, and what a wrong task is answered with.
+fn usage() -> String {
+    [
+        "usage: cargo xtask <ci|layering|serve-bench [seconds per run] [json|sse] [1|16|64]|soak [turns] [stateless|stateful] [seed] [window told]>",
+        "  ci        formatting, clippy, layering, unused dependencies, tests, doc tests, rustdoc",
+        "  layering  check that core crates pull in no network stack or runtime",
+        "  serve-bench  load on the HTTP service beside a fake answering the same bytes (release build)",
+        "  soak  one long session with cut streams and a small context window against a fake",
+    ]
+    .join("\n")
 }
 
 fn ci() -> Result<()> {

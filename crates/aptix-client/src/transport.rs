@@ -106,6 +106,12 @@ impl HttpTransport {
         scrub(text, self.config.secret())
     }
 
+    /// The reply's `x-request-id`, scrubbed: it is copied into envelopes, errors and
+    /// logs, and a proxy that echoes what it was sent could put the key in it.
+    fn request_id(&self, reply_headers: &HeaderMap) -> Option<String> {
+        headers::request_id(reply_headers).map(|id| self.scrub(&id))
+    }
+
     /// The scrubbed text, or `None` when `text` holds no form of the key (the common
     /// case, which costs a substring search and no copy).
     pub(crate) fn scrub_if_needed(&self, text: &str) -> Option<String> {
@@ -313,7 +319,7 @@ impl HttpTransport {
     ) -> Result<ReplyMeta, HeaderMap> {
         let span = tracing::Span::current();
         span.record("status", status.as_u16());
-        let request_id = headers::request_id(reply_headers);
+        let request_id = self.request_id(reply_headers);
         if let Some(id) = &request_id {
             span.record("request_id", id.as_str());
         }
@@ -369,7 +375,7 @@ impl HttpTransport {
             status,
             api_error,
             raw_body,
-            request_id: headers::request_id(&headers),
+            request_id: self.request_id(&headers),
             retry_after: headers::retry_after(&headers, SystemTime::now()),
         };
         AttemptError {

@@ -97,6 +97,24 @@ async fn an_error_body_echoing_the_key_in_any_member_is_scrubbed() {
 }
 
 #[tokio::test]
+async fn a_request_id_echoing_the_key_is_scrubbed_on_success_and_failure() {
+    // The reply's `x-request-id` ends up in envelopes (`requestId`), errors and logs.
+    let body = json!({"id": "resp_r", "object": "response", "status": "completed", "output": []});
+    let replies = vec![
+        Reply::json(200, &body).header("x-request-id", TEST_KEY),
+        Reply::json(400, &json!({"error": {"message": "bad"}}))
+            .header("x-request-id", &format!("req {}", masked_key())),
+    ];
+    let server = FaultServer::start(replies).await;
+    let reply = provider(&server).create(&request()).await.unwrap();
+    assert_eq!(reply.meta.request_id.as_deref(), Some("[redacted]"));
+    let error = provider(&server).create(&request()).await.unwrap_err();
+    assert_eq!(error.request_id(), Some("req [redacted]"));
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(&TEST_KEY[TEST_KEY.len() - 4..]), "{shown}");
+}
+
+#[tokio::test]
 async fn an_html_502_is_its_status_and_title_not_the_page() {
     let page = format!(
         "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
