@@ -82,7 +82,9 @@ mod tests {
 
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
-        let error = aptix_runtime::open_index(&file).unwrap_err();
+        let settings = aptix_runtime::Settings::load(dir.path(), &Default::default(), &|_| None);
+        let workspace = aptix_runtime::Workspace::new(&file, settings.unwrap());
+        let error = workspace.open_index().unwrap_err();
         assert!(!error.is_config());
         assert_eq!(code_of(&anyhow::Error::new(error)), FAILURE);
     }

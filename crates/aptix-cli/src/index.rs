@@ -1,7 +1,7 @@
 //! `aptix index`: builds or refreshes the workspace index (`aptix-index`) under
 //! `<workspace>/.aptix/index/`, with a progress bar on stderr and a summary on stdout.
 //!
-//! The same refresh runs before every turn retrieves (`aptix_runtime::fresh_index`),
+//! The same refresh runs before every turn retrieves (`aptix_runtime::Workspace::index`),
 //! when the index is stale, so an explicit `aptix index` is only needed to pay the cost
 //! up front. A refresh is incremental (only changed files are read again) and publishes
 //! everything in one commit: an interrupted run leaves the previous index intact.
@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aptix_index::{FileOutcome, IndexProgress, IndexStats};
+use aptix_runtime::{Env, SettingsLayer, Workspace};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit::SUCCESS;
@@ -18,7 +19,7 @@ use crate::output::{StderrReporter, note, print_line};
 use crate::workspace;
 
 /// Runs `aptix index`; returns the exit code.
-pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
+pub(crate) fn run(path: Option<&Path>, env: Env<'_>) -> Result<u8, anyhow::Error> {
     let workspace = workspace::resolve(path)?;
     // A folder inside a project gets an index of its own, which the project's commands
     // do not use: say so, for someone who meant the project.
@@ -34,7 +35,9 @@ pub(crate) fn run(path: Option<&Path>) -> Result<u8, anyhow::Error> {
             ));
         }
     }
-    let index = aptix_runtime::open_index(&workspace)?;
+    // Loaded with its settings, which may name files the index must never hold
+    // (`aptix serve`'s tokens file).
+    let index = Workspace::load(&workspace, &SettingsLayer::default(), env)?.open_index()?;
     let stats = aptix_runtime::refresh_index(&index, &StderrReporter)?;
     print_line(&summary(&stats))?;
     for skipped in &stats.skipped {

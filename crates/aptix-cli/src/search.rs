@@ -3,12 +3,13 @@
 //! Shows what `aptix ask` would retrieve and why: the ranked chunks with their scores,
 //! kinds and the query terms each matched in its text, definitions and path, then the
 //! files in the order of their best chunk. The index is refreshed first when stale, as
-//! for every turn (`aptix_runtime::fresh_index`: it is a cache of the workspace).
+//! for every turn (`aptix_runtime::Workspace::index`: it is a cache of the workspace).
 
 use std::fmt::Write as _;
 
 use aptix_index::{HitMatch, SearchQuery, SearchResults};
 use aptix_model::contract::ScopeCondition;
+use aptix_runtime::{Env, SettingsLayer, Workspace};
 use serde_json::json;
 
 use crate::cli::SearchArgs;
@@ -17,7 +18,7 @@ use crate::output::{StderrReporter, print_json, print_stored, warn};
 use crate::workspace;
 
 /// Runs `aptix search`; returns the exit code.
-pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
+pub(crate) fn run(args: &SearchArgs, env: Env<'_>) -> Result<u8, anyhow::Error> {
     if args.query.trim().is_empty() {
         return Err(usage("the query is empty"));
     }
@@ -27,7 +28,8 @@ pub(crate) fn run(args: &SearchArgs) -> Result<u8, anyhow::Error> {
         .map(|text| parse_scope(text))
         .collect::<Result<Vec<_>, _>>()?;
     let workspace = workspace::resolve(args.workspace.as_deref())?;
-    let index = aptix_runtime::fresh_index(&workspace, &StderrReporter)?;
+    let index =
+        Workspace::load(&workspace, &SettingsLayer::default(), env)?.index(&StderrReporter)?;
     let results = index.search(
         &SearchQuery::new(args.query.clone())
             .with_scope(scope)

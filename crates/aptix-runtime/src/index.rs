@@ -35,13 +35,16 @@ pub trait Reporter: Send + Sync {
     }
 }
 
-/// Opens the index of `workspace`, creating it when missing (it lives under `.aptix/`).
-pub fn open_index(workspace: &Path) -> Result<WorkspaceIndex, Error> {
-    open_index_with(workspace, IndexConfig::default())
-}
-
-/// [`open_index`] with `config`.
-fn open_index_with(workspace: &Path, config: IndexConfig) -> Result<WorkspaceIndex, Error> {
+/// Opens the index of `workspace`, creating it when missing (it lives under `.aptix/`),
+/// with `secret_files` kept out of it.
+pub(crate) fn open_index(
+    workspace: &Path,
+    secret_files: &[std::path::PathBuf],
+) -> Result<WorkspaceIndex, Error> {
+    let config = IndexConfig {
+        secret_files: secret_files.to_vec(),
+        ..IndexConfig::default()
+    };
     WorkspaceIndex::open(workspace, config).map_err(|source| Error::Index {
         action: "open the index of",
         path: workspace.to_path_buf(),
@@ -61,25 +64,6 @@ pub fn refresh_index(index: &WorkspaceIndex, reporter: &dyn Reporter) -> Result<
         path: index.root().to_path_buf(),
         source: Box::new(source),
     })
-}
-
-/// The index of `workspace`, opened (created when missing) and refreshed first when
-/// stale, as every front end retrieves from it: a first build is noted, and a refresh
-/// that fails is a warning, the index used as it is.
-pub fn fresh_index(workspace: &Path, reporter: &dyn Reporter) -> Result<WorkspaceIndex, Error> {
-    fresh_index_with(workspace, IndexConfig::default(), reporter)
-}
-
-/// [`fresh_index`] with `config`.
-fn fresh_index_with(
-    workspace: &Path,
-    config: IndexConfig,
-    reporter: &dyn Reporter,
-) -> Result<WorkspaceIndex, Error> {
-    let first = !exists(workspace);
-    let index = open_index_with(workspace, config)?;
-    refresh_if_stale(workspace, &index, first, reporter);
-    Ok(index)
 }
 
 /// Refreshes `index` when it is stale (or cannot tell); a failed refresh is a warning,
@@ -116,8 +100,7 @@ fn refresh_if_stale(
     }
 }
 
-/// The workspace's index as [`fresh_index`] gives it, opened once into `opened` and
-/// shared by every turn made from it after (a front end serving many sessions on one
+/// The workspace's index, opened once into `opened` and shared by every turn made from it after (a front end serving many sessions on one
 /// workspace, such as `aptix acp`, holds one index, not one per session); refreshed
 /// when stale each time. `secret_files` are kept out of it and of the tools.
 pub(crate) fn shared_index(
@@ -135,11 +118,12 @@ pub(crate) fn shared_index(
             Ok(index.clone())
         }
         None => {
-            let config = IndexConfig {
-                secret_files: secret_files.to_vec(),
-                ..IndexConfig::default()
-            };
-            let index = fresh_index_with(workspace, config, reporter)?;
+            // Opened (created when missing) and refreshed first when stale: a first
+            // build is noted, and a refresh that fails is a warning, the index used as
+            // it is.
+            let first = !exists(workspace);
+            let index = open_index(workspace, secret_files)?;
+            refresh_if_stale(workspace, &index, first, reporter);
             *opened = Some(index.clone());
             Ok(index)
         }

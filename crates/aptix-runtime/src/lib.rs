@@ -9,7 +9,7 @@
 //! | which provider and API (`/v1/responses` or the Chat Completions bridge), timeouts, retries, the key from the environment only | [`Workspace::provider`] |
 //! | which session store the `store` URL names (the workspace's SQLite file, another one, PostgreSQL), `.aptix/` created with its `.gitignore` | [`Workspace::open_store`], [`StoreLocation`] |
 //! | the configured mode and model applied to a continued session | the store [`Workspace::open_store`] returns |
-//! | the workspace index refreshed as the retriever, and the built-in tools the settings offer (`tools`, `disabled_tools`) | [`Workspace::orchestrator`], [`fresh_index`] |
+//! | the workspace index refreshed as the retriever, and the built-in tools the settings offer (`tools`, `disabled_tools`) | [`Workspace::orchestrator`], [`Workspace::index`] |
 //! | the tools a service's clients run, declared in a JSON file (`client_tools`): its format, and what every turn would be refused for refused once | [`read_client_tools`], [`Workspace::orchestrator_with`], [`FrontEndTools`] |
 //! | the orchestrator's configuration (lease TTL, compaction, stream recovery, system prompt) | [`Settings::orchestrator_config`] |
 //! | a dry run: a stand-in provider with the real one's capabilities, a store that writes nothing, the body exactly as it would be sent | [`Workspace::dry_run_orchestrator`], [`Workspace::wire_request`] |
@@ -109,7 +109,7 @@ use aptix_index::APTIX_DIR;
 pub use client_tools::read_client_tools;
 pub use error::Error;
 pub use ids::{new_session_id, new_turn_id};
-pub use index::{Reporter, fresh_index, open_index, refresh_index};
+pub use index::{Reporter, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{
     ApiKind, ByteSize, Env, HumanDuration, ListenAddr, SchemaStrategy, ServeLayer, Settings,

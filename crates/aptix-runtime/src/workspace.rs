@@ -11,7 +11,7 @@ use aptix_orchestrator::{
 };
 use aptix_tools::FileReader;
 
-use crate::index::{Reporter, turn_parts};
+use crate::index::{Reporter, open_index, shared_index, turn_parts};
 use crate::provider::{self, WireRequest};
 use crate::settings::{ApiKind, Env, ServeLayer, Settings, SettingsLayer, WORKSPACE_FILE};
 use crate::store::{self, ConfiguredStore, StoreLocation};
@@ -135,6 +135,23 @@ impl Workspace {
     /// What the configured provider reports about itself (without making it).
     pub fn capabilities(&self) -> Capabilities {
         provider::capabilities(&self.settings)
+    }
+
+    /// The workspace's index as turns retrieve from it: opened (created when missing,
+    /// under `.aptix/`) by the first call and shared by every later one and by the
+    /// workspace's orchestrators, and refreshed first when stale each time (a first
+    /// build is noted, and a refresh that fails is a warning, the index used as it is).
+    /// The secret files ([`with_secret_file`](Self::with_secret_file), and `aptix
+    /// serve`'s tokens file named in the settings) are never in it.
+    pub fn index(&self, reporter: &dyn Reporter) -> Result<aptix_index::WorkspaceIndex, Error> {
+        shared_index(&self.root, &self.secret_files, &self.opened.index, reporter)
+    }
+
+    /// The workspace's index opened as it is, not refreshed (`aptix index` refreshes it
+    /// with [`refresh_index`](crate::refresh_index), whether stale or not), with the
+    /// secret files kept out of it as [`index`](Self::index) does.
+    pub fn open_index(&self) -> Result<aptix_index::WorkspaceIndex, Error> {
+        open_index(&self.root, &self.secret_files)
     }
 
     /// Where the sessions are kept (`store`; the workspace's `.aptix/sessions.db` by

@@ -303,3 +303,76 @@ fn a_dry_run_says_what_the_turn_would_leave_out() {
         "{warned}"
     );
 }
+
+#[test]
+fn the_serve_tokens_file_is_never_indexed_or_searched_by_index_and_search() {
+    // `aptix serve` kept its tokens file out of the index, and `aptix index` put it
+    // back: every front end loads the workspace's settings, which name the file.
+    let sandbox = code_workspace();
+    let token = "qxvzjwkpfhgmbtrl";
+    // The tokens file alone holds `second`; another file holds `token` too, so that a
+    // search for it finds something.
+    let second = "mvkdlwzqprstnhgc";
+    sandbox.write_workspace_file(
+        "conf/team.txt",
+        &format!("# team token\n{token}\n{second}\n"),
+    );
+    sandbox.write_workspace_file("conf/env.txt", &format!("{token}\n"));
+    sandbox.write_workspace_file("aptix.toml", "tokens_file = \"conf/team.txt\"\n");
+    let indexed = index(&sandbox);
+    assert_eq!(code(&indexed), 0, "{}", stderr(&indexed));
+    // The same for a tokens file named by the environment only.
+    let search = |env_file: Option<&str>| {
+        let mut command = sandbox.aptix();
+        if let Some(file) = env_file {
+            command.env("APTIX_TOKENS_FILE", sandbox.workspace.path().join(file));
+        }
+        let output = command
+            .args(["search", "--json", "--workspace", &sandbox.workspace_arg()])
+            .arg(token)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let printed = stdout_json(&output);
+        printed["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| file["path"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(search(None), ["conf/env.txt"]);
+    let files = walk_files(&sandbox.workspace.path().join(".aptix/index"));
+    let texts: Vec<_> = files
+        .iter()
+        .map(|file| String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned())
+        .collect();
+    // The index keeps chunk text readable: what is not found in it is not there.
+    assert!(texts.iter().any(|text| text.contains(token)));
+    for (file, text) in files.iter().zip(&texts) {
+        assert!(
+            !text.contains(second),
+            "{} holds the tokens file's text",
+            file.display()
+        );
+    }
+    // Named by the environment alone, the same; and named by nothing, it is found.
+    sandbox.write_workspace_file("aptix.toml", "");
+    assert_eq!(search(Some("conf/team.txt")), ["conf/env.txt"]);
+    let mut found = search(None);
+    found.sort();
+    assert_eq!(found, ["conf/env.txt", "conf/team.txt"]);
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
