@@ -356,7 +356,10 @@ impl Orchestrator {
             tracing::debug!(session = %session_id, turn = %key.turn_id, "answered from the store");
             return Ok(envelope);
         }
-        let _active = self.enter(&session_id)?;
+        let _active = match self.enter(&session_id) {
+            Ok(active) => active,
+            Err(busy) => return Err(self.with_lease_expiry(busy, &session_id).await),
+        };
         self.take_lease(&session_id).await?;
         let result = self
             // The turn's state machine is large (~18 KB: the provider call, the stream
@@ -597,6 +600,29 @@ impl Orchestrator {
             return Ok(());
         }
         Err(crate::lease::busy(session_id, current))
+    }
+
+    /// `busy` (another turn of this process runs on the session) with when the
+    /// session's lease expires, as the store says: the answer says when the session
+    /// frees whoever holds it. (A store that cannot say leaves it out.)
+    async fn with_lease_expiry(
+        &self,
+        busy: OrchestratorError,
+        session_id: &str,
+    ) -> OrchestratorError {
+        match (busy, self.store.lease(session_id).await) {
+            (
+                OrchestratorError::SessionBusy {
+                    session_id, holder, ..
+                },
+                Ok(Some(lease)),
+            ) => OrchestratorError::SessionBusy {
+                session_id,
+                holder,
+                expires_in: Some(lease.expires_in),
+            },
+            (busy, _) => busy,
+        }
     }
 
     fn enter(&self, session_id: &str) -> Result<ActiveTurn<'_>, OrchestratorError> {

@@ -722,6 +722,10 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
         (status, body["error"]["code"].as_str()),
         (409, Some("session_busy"))
     );
+    // It says when the session frees, not who holds it (the log has that).
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("its lease expires in"), "{message}");
+    assert!(!message.contains("process"), "{message}");
     // A streamed request is refused with the same status, not a 200 and an error event.
     let (status, body) = error_of(server.stream(&turn("s1", "t3")).await).await;
     assert_eq!(
