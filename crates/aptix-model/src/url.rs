@@ -31,6 +31,62 @@ pub fn redact_url(url: &str) -> String {
     mask_password_parameters(&text)
 }
 
+/// Whether `name` (a host, without port or brackets) is this machine: `localhost` and
+/// its subdomains (which resolve to loopback by RFC 6761) or a loopback address.
+///
+/// ```
+/// assert!(aptix_model::is_loopback_host("127.0.0.1"));
+/// assert!(aptix_model::is_loopback_host("::1"));
+/// assert!(!aptix_model::is_loopback_host("localhost.evil.example"));
+/// ```
+pub fn is_loopback_host(name: &str) -> bool {
+    let name = name.trim_end_matches('.');
+    if name.eq_ignore_ascii_case("localhost")
+        || name
+            .get(name.len().saturating_sub(".localhost".len())..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"))
+    {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>()
+        .is_ok_and(|address| address.is_loopback())
+}
+
+/// Whether `url` (`scheme://[user@]host[:port][/path]`) names a server on this machine
+/// ([`is_loopback_host`]); `false` for anything that does not read as such a URL.
+///
+/// ```
+/// assert!(aptix_model::is_loopback_url("http://127.0.0.1:8080/v1"));
+/// assert!(aptix_model::is_loopback_url("http://[::1]:8080/v1"));
+/// assert!(!aptix_model::is_loopback_url("https://127.0.0.1.evil.example/v1"));
+/// assert!(!aptix_model::is_loopback_url("http://localhost@evil.example/v1"));
+/// ```
+pub fn is_loopback_url(url: &str) -> bool {
+    let Some((_, rest)) = url.trim().split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
+    // The host follows the user-info, which ends at the last `@`.
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let is_port = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        match bracketed.split_once(']') {
+            Some((name, "")) => name,
+            Some((name, port)) if port.strip_prefix(':').is_some_and(is_port) => name,
+            _ => return false,
+        }
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            Some(_) => return false,
+            None => host_port,
+        }
+    };
+    !host.is_empty() && is_loopback_host(host)
+}
+
 /// Masks the value of every `password=` parameter (URL query or key=value form; quoted
 /// values included).
 fn mask_password_parameters(text: &str) -> String {
@@ -144,6 +200,37 @@ mod tests {
             ("postgres://db:5432/aptix", "postgres://db:5432/aptix"),
         ] {
             assert_eq!(redact_url(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn loopback_urls_are_those_whose_host_is_this_machine() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost/v1",
+            "HTTP://LOCALHOST:1/v1",
+            "http://api.localhost:9/v1",
+            "http://[::1]/v1",
+            "http://user:pw@127.0.0.2:80/v1?x=1",
+            "http://localhost.:8080",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://localhost.evil.example/v1",
+            "http://127.0.0.1.nip.io/v1",
+            "http://localhost@evil.example/v1",
+            "http://evil.example#@localhost/v1",
+            "http://evil.example\\@localhost/v1",
+            "http://localhost:80x/v1",
+            "http://[::1]x/v1",
+            "http://10.0.0.1/v1",
+            "localhost:8080",
+            "http:///v1",
+            "",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
         }
     }
 

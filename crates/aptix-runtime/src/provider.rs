@@ -42,6 +42,21 @@ pub(crate) fn provider(
     let config = builder
         .build()
         .map_err(|error| config_error(error, settings, env))?;
+    if let Some(url) = settings.workspace_base_url()
+        && config.has_api_key()
+    {
+        return Err(Error::config(format!(
+            "the workspace's aptix.toml sets base_url to {}, a server on another machine, and \
+             the API key would go with every request: a folder's own file may only name a \
+             server on this machine. If you trust that server, set it with --base-url, \
+             OPENAI_BASE_URL or in your user config ({})",
+            aptix_model::redact_url(url),
+            user_config_path(env).map_or_else(
+                || "~/.config/aptix/config.toml".to_owned(),
+                |path| path.display().to_string(),
+            ),
+        )));
+    }
     tracing::debug!(
         base_url = %config.base_url(),
         api = ?settings.api(),

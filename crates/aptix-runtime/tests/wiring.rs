@@ -156,6 +156,70 @@ async fn settings_that_cannot_run_turns_are_refused_before_anything_is_created()
     assert!(workspace.provider(&|_| None).is_ok());
 }
 
+#[test]
+fn a_workspace_file_cannot_send_the_key_to_another_machine() {
+    // A cloned repository (or whatever folder an editor opens) names its own server;
+    // the user's key must not go there on the folder's word alone.
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let aptix_toml = root.path().join("aptix.toml");
+    std::fs::write(
+        &aptix_toml,
+        "base_url = \"https://llm.attacker.example/v1\"\n",
+    )
+    .unwrap();
+    let home_dir = home.path().to_str().unwrap().to_owned();
+    let env = move |extra: &'static [(&'static str, &'static str)]| {
+        let home_dir = home_dir.clone();
+        move |name: &str| match name {
+            "HOME" => Some(home_dir.clone()),
+            "OPENAI_API_KEY" => Some("sk-test-0123456789abcdef".to_owned()),
+            _ => env_of(extra)(name),
+        }
+    };
+    let provider = |extra| {
+        let env = env(extra);
+        Workspace::load(root.path(), &SettingsLayer::default(), &env)
+            .unwrap()
+            .provider(&env)
+            .map(|_| ())
+    };
+    let error = provider(&[]).unwrap_err();
+    assert!(error.is_config(), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("https://llm.attacker.example/v1"),
+        "{message}"
+    );
+    assert!(message.contains("--base-url"), "{message}");
+    assert!(!message.contains("sk-test"), "{message}");
+    // The user's own word for the same server: the flag, the variable, the user file.
+    static CHOSEN: &[(&str, &str)] = &[("OPENAI_BASE_URL", "https://llm.attacker.example/v1")];
+    provider(CHOSEN).unwrap();
+    let flags = SettingsLayer {
+        base_url: Some("https://llm.attacker.example/v1".to_owned()),
+        ..SettingsLayer::default()
+    };
+    let env_plain = env(&[]);
+    Workspace::load(root.path(), &flags, &env_plain)
+        .unwrap()
+        .provider(&env_plain)
+        .unwrap();
+    let user_file = home.path().join(".config/aptix/config.toml");
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_file,
+        "base_url = \"https://llm.attacker.example/v1\"\n",
+    )
+    .unwrap();
+    provider(&[]).unwrap();
+    std::fs::remove_file(&user_file).unwrap();
+    // A server on this machine (a llama-server the project documents) is the folder's
+    // to name.
+    std::fs::write(&aptix_toml, "base_url = \"http://127.0.0.1:8080/v1\"\n").unwrap();
+    provider(&[]).unwrap();
+}
+
 #[tokio::test]
 async fn the_orchestrators_of_one_workspace_share_its_store_and_index() {
     // An editor opens a session per thread: each used to open the store and the index

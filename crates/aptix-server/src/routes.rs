@@ -382,7 +382,7 @@ fn local_host(headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
         return Ok(());
     };
     let name = host.to_str().ok().and_then(host_name);
-    if name.is_some_and(is_loopback_name) {
+    if name.is_some_and(aptix_model::is_loopback_host) {
         return Ok(());
     }
     Err(ApiError::new(
@@ -427,21 +427,6 @@ fn single<'h>(
         ));
     }
     Ok(first)
-}
-
-/// `localhost` (and its subdomains, which resolve to loopback by RFC 6761) or a
-/// loopback address.
-fn is_loopback_name(name: &str) -> bool {
-    let name = name.trim_end_matches('.');
-    if name.eq_ignore_ascii_case("localhost")
-        || name
-            .get(name.len().saturating_sub(".localhost".len())..)
-            .is_some_and(|tail| tail.eq_ignore_ascii_case(".localhost"))
-    {
-        return true;
-    }
-    name.parse::<std::net::IpAddr>()
-        .is_ok_and(|address| address.is_loopback())
 }
 
 /// `Authorization: Bearer <token>` when tokens are configured.

@@ -19,6 +19,7 @@ mod values;
 
 use std::path::{Path, PathBuf};
 
+use aptix_model::is_loopback_url;
 use aptix_orchestrator::{ModelSettings, OrchestratorConfig};
 
 pub(crate) use file::user_config_path;
@@ -138,26 +139,48 @@ fn layered<T: Table>(
     flags: &T,
     env: Env<'_>,
 ) -> Result<(T, Vec<PathBuf>), Error> {
-    let mut layered = T::default();
+    layers(workspace, flags, env).map(|layers| (layers.merged, layers.files))
+}
+
+/// Every layer applied, and what the user's own layers (flags, environment, user file)
+/// say without the workspace's file.
+struct Layers<T> {
+    merged: T,
+    files: Vec<PathBuf>,
+    /// `flags` over `env` over the user file: what a workspace cannot choose.
+    users: T,
+}
+
+fn layers<T: Table>(workspace: &Path, flags: &T, env: Env<'_>) -> Result<Layers<T>, Error> {
+    let mut merged = T::default();
+    let mut users = T::default();
     let mut files = Vec::new();
     let workspace_file = workspace.join(WORKSPACE_FILE);
-    for path in user_config_path(env)
-        .iter()
-        .chain(std::iter::once(&workspace_file))
-    {
+    let user_file = user_config_path(env);
+    for path in user_file.iter().chain(std::iter::once(&workspace_file)) {
         if let Some(mut layer) = file::read::<T>(path)? {
             if let Some(folder) = path.parent() {
                 layer.relative_to(folder);
             }
-            layered = layer.over(layered);
+            if *path != workspace_file {
+                users = layer.clone().over(users);
+            }
+            merged = layer.over(merged);
             files.push(path.clone());
         }
     }
-    layered = T::from_env(env)?.over(layered);
+    let from_env = T::from_env(env)?;
+    users = from_env.clone().over(users);
+    merged = from_env.over(merged);
     let flags = flags
         .clone()
         .check(&|key| T::flag(key).unwrap_or_else(|| format!("--{}", key.replace('_', "-"))))?;
-    Ok((flags.over(layered), files))
+    users = flags.clone().over(users);
+    Ok(Layers {
+        merged: flags.over(merged),
+        files,
+        users,
+    })
 }
 
 /// The log format the config files set for `workspace` (`log_format = "json"`; the
@@ -211,14 +234,37 @@ impl ServeLayer {
 pub struct Settings {
     configured: SettingsLayer,
     files: Vec<PathBuf>,
+    workspace_base_url: Option<String>,
 }
 
 impl Settings {
     /// Reads every layer for `workspace`: `flags` over `env` over the workspace file
     /// over the user file, each checked.
     pub fn load(workspace: &Path, flags: &SettingsLayer, env: Env<'_>) -> Result<Settings, Error> {
-        let (configured, files) = layered(workspace, flags, env)?;
-        Ok(Settings { configured, files })
+        let Layers {
+            merged: configured,
+            files,
+            users,
+        } = layers(workspace, flags, env)?;
+        // A base URL only the workspace's file chose, of another machine: the API key
+        // is not sent there (see `provider`).
+        let workspace_base_url = configured
+            .base_url
+            .clone()
+            .filter(|url| users.base_url.as_ref() != Some(url) && !is_loopback_url(url));
+        Ok(Settings {
+            configured,
+            files,
+            workspace_base_url,
+        })
+    }
+
+    /// The base URL when the workspace's `aptix.toml` alone chose it and it names
+    /// another machine: a folder someone else wrote (a cloned repository, whatever an
+    /// editor opens) must not be able to send the user's API key to a host of its
+    /// choosing.
+    pub(crate) fn workspace_base_url(&self) -> Option<&str> {
+        self.workspace_base_url.as_deref()
     }
 
     /// Every value some layer set.
@@ -352,6 +398,7 @@ impl Settings {
         Settings {
             configured,
             files: Vec::new(),
+            workspace_base_url: None,
         }
     }
 }
