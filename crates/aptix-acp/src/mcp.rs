@@ -392,9 +392,12 @@ pub(crate) async fn connect(
                 });
             }
             Err(reason) => {
+                // The reason may quote the url whole (the HTTP client's "error sending
+                // request for url (...)"): shown as `place` shows it.
                 let notice = format!(
-                    "the MCP server `{server}` ({}) could not be started: {reason}; its tools are not available",
-                    endpoint.place()
+                    "the MCP server `{server}` ({}) could not be started: {}; its tools are not available",
+                    endpoint.place(),
+                    with_urls_shown(&reason)
                 );
                 tracing::warn!("{notice}");
                 connected.notices.push(notice);
@@ -582,6 +585,31 @@ fn shown_url(url: &str) -> String {
         }
         None => url.to_owned(),
     }
+}
+
+/// `text` with every `http://` or `https://` url in it as [`shown_url`] shows it.
+fn with_urls_shown(text: &str) -> String {
+    // ASCII lowercasing keeps every byte offset.
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut search = 0;
+    while let Some(found) = lower[search..].find("http") {
+        let start = search + found;
+        if !(lower[start..].starts_with("http://") || lower[start..].starts_with("https://")) {
+            search = start + "http".len();
+            continue;
+        }
+        let end = text[start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ']'))
+            .map_or(text.len(), |end| start + end);
+        out.push_str(&text[copied..start]);
+        out.push_str(&shown_url(&text[start..end]));
+        copied = end;
+        search = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// The process group of a server being started: killed when dropped, unless handed
@@ -928,6 +956,19 @@ mod tests {
         ] {
             assert_eq!(shown_url(url), shown, "{url}");
         }
+    }
+
+    #[test]
+    fn urls_quoted_in_a_reason_are_shown_without_their_secrets() {
+        let reason = "error sending request for url (HTTP://127.0.0.1:9/mcp?token=urltok-SECRET): \
+                      connection refused; see https://u:pw@docs.example/x#frag and http";
+        let shown = with_urls_shown(reason);
+        assert_eq!(
+            shown,
+            "error sending request for url (HTTP://127.0.0.1:9/mcp): connection refused; \
+             see https://docs.example/x and http"
+        );
+        assert_eq!(with_urls_shown("no url, ünïcode"), "no url, ünïcode");
     }
 
     #[tokio::test]

@@ -183,13 +183,16 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
                 // Where a request sent again is a note of the command's own (`aptix:
                 // rate limited (429); sending the request again in 2s ...`), the client's
                 // log line of it is for `-v`.
-                0 if notes_retries => "warn,aptix_client::transport=error".to_owned(),
-                0 => "warn".to_owned(),
+                // The MCP library's own errors quote an editor's server url whole (a
+                // token in its query): `aptix acp` says what failed itself, with the url
+                // shown safely, so the library's lines are for `-vvv`.
+                0 if notes_retries => "warn,rmcp=off,aptix_client::transport=error".to_owned(),
+                0 => "warn,rmcp=off".to_owned(),
                 1 | 2 => {
                     let level = if verbose == 1 { "info" } else { "debug" };
                     let crates: Vec<String> =
                         aptix.iter().map(|name| format!("{name}={level}")).collect();
-                    format!("warn,{}", crates.join(","))
+                    format!("warn,rmcp=off,{}", crates.join(","))
                 }
                 _ => "trace".to_owned(),
             };
