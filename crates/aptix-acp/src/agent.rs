@@ -240,7 +240,7 @@ impl AcpAgent {
         let outgoing = futures_util::sink::unfold(
             blocking::Unblock::new(std::io::stdout()),
             |mut stdout, line: String| async move {
-                let mut bytes = line.into_bytes();
+                let mut bytes = bounded_error_reply(line).into_bytes();
                 bytes.push(b'\n');
                 stdout.write_all(&bytes).await?;
                 stdout.flush().await?;
@@ -932,6 +932,58 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// is answered as one (`-32700`), and the connection goes on.
 const TOO_LONG: &str = "a message over the size limit, dropped unread";
 
+/// An outgoing line over this many bytes that is an error reply has its `data` cut.
+const MAX_ERROR_REPLY: usize = 64 << 10;
+
+/// The most of one text in an error reply's `data` that is sent back.
+const MAX_ERROR_ECHO: usize = 1024;
+
+/// `line` as sent, but when it is a long error reply: the protocol library echoes what
+/// it could not read in the error's `data` (the whole line for `-32700`, the whole
+/// params for `-32602`), which for a runaway message is megabytes sent back to the
+/// editor, and its log. Each long text of `data` is cut to its first
+/// [`MAX_ERROR_ECHO`] bytes, saying how long it was.
+fn bounded_error_reply(line: String) -> String {
+    let head = &line.as_bytes()[..line.len().min(256)];
+    if line.len() <= MAX_ERROR_REPLY || head.windows(8).any(|w| w == b"\"method\"") {
+        return line;
+    }
+    let Ok(mut reply) = serde_json::from_str::<serde_json::Value>(&line) else {
+        return line;
+    };
+    let Some(data) = reply
+        .get_mut("error")
+        .and_then(|error| error.get_mut("data"))
+    else {
+        return line;
+    };
+    cut_texts(data);
+    // Many short texts can be as long: then `data` is its own text, cut.
+    let text = data.to_string();
+    if text.len() > MAX_ERROR_REPLY {
+        *data = serde_json::Value::String(text);
+        cut_texts(data);
+    }
+    serde_json::to_string(&reply).unwrap_or(line)
+}
+
+/// Every string in `value` cut to [`MAX_ERROR_ECHO`] bytes (at a character boundary),
+/// with a note of its length.
+fn cut_texts(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) if text.len() > MAX_ERROR_ECHO => {
+            let mut end = MAX_ERROR_ECHO;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            *text = format!("{}... ({} bytes in all)", &text[..end], text.len());
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(cut_texts),
+        serde_json::Value::Object(members) => members.values_mut().for_each(cut_texts),
+        _ => {}
+    }
+}
+
 /// How reading one line went.
 #[derive(Debug, PartialEq)]
 enum Read {
@@ -1004,6 +1056,36 @@ fn line_text(mut line: Vec<u8>) -> String {
 mod tests {
     use super::*;
     use aptix_model::contract::AgentToolCall;
+
+    #[test]
+    fn a_long_error_reply_echoes_only_the_head_of_what_it_could_not_read() {
+        let huge = format!("{{\"broken\": {}", "x".repeat(1 << 20));
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": -32700, "message": "Parse error", "data": {"line": huge}}});
+        let sent = bounded_error_reply(reply.to_string());
+        assert!(sent.len() < 2 * MAX_ERROR_ECHO, "{} bytes", sent.len());
+        let sent: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(sent["error"]["code"], -32700);
+        let line = sent["error"]["data"]["line"].as_str().unwrap();
+        assert!(line.starts_with("{\"broken\": xxx"), "{line}");
+        assert!(
+            line.ends_with(&format!("... ({} bytes in all)", huge.len())),
+            "{line}"
+        );
+        // Many short texts: the data is cut whole.
+        let many: Vec<String> = (0..100_000).map(|n| format!("item {n}")).collect();
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": 3,
+            "error": {"code": -32602, "message": "Invalid params", "data": {"json": many}}});
+        let sent = bounded_error_reply(reply.to_string());
+        assert!(sent.len() < 2 * MAX_ERROR_ECHO, "{} bytes", sent.len());
+        // What is short, or not an error, goes as it is.
+        let short = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m", "data": "d"}}).to_string();
+        assert_eq!(bounded_error_reply(short.clone()), short);
+        let update = serde_json::json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"error": {"data": "y".repeat(1 << 17)}}})
+        .to_string();
+        assert_eq!(bounded_error_reply(update.clone()), update);
+    }
 
     async fn reads_of(input: Vec<u8>) -> Vec<(Read, Vec<u8>)> {
         let mut reader = futures_util::io::BufReader::new(&input[..]);
