@@ -153,6 +153,16 @@ pub(crate) async fn user_turn(
             _ => return Err(invalid_params("a content block of an unknown type")),
         }
     }
+    // The one limit an editor's user meets by pasting (a long log): said in their terms.
+    let limit = aptix_model::contract::limits::MAX_INSTRUCTION_BYTES;
+    if turn.instruction.len() > limit {
+        return Err(invalid_params(format!(
+            "the prompt's text is {} KiB, over the {} KiB a prompt's text may hold: attach a \
+             long text as a file (mention it, or add it as context) rather than pasting it",
+            turn.instruction.len().div_ceil(1024),
+            limit / 1024
+        )));
+    }
     let mut request = json!({"sessionId": session_id, "turnId": turn_id});
     if !turn.instruction.trim().is_empty() {
         request["instruction"] = Value::String(turn.instruction);
@@ -596,6 +606,19 @@ mod tests {
         assert!(!request.to_string().contains("SECRET=shh"));
         let error = run(vec![ContentBlock::Text(TextContent::new("   "))], &dir).unwrap_err();
         assert!(error.message.contains("not a valid turn"), "{error:?}");
+        // Pasted text over the instruction's limit: said in the user's terms.
+        let pasted = "log line\n".repeat(200_000);
+        let error = run(vec![ContentBlock::Text(TextContent::new(pasted))], &dir).unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("the prompt's text is 1758 KiB, over the 1024 KiB"),
+            "{error:?}"
+        );
+        assert!(
+            error.message.contains("attach a long text as a file"),
+            "{error:?}"
+        );
         let _ = std::fs::remove_dir_all(&outside);
     }
 
