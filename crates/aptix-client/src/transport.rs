@@ -106,6 +106,30 @@ impl HttpTransport {
         scrub(text, self.config.secret())
     }
 
+    /// `body` with the API key taken out: the key goes in the `Authorization` header
+    /// and nowhere else. A workspace file that holds it (a config committed with the
+    /// key, a script) reaches a request as retrieved context or a tool's output, which
+    /// the model's provider would then read and keep.
+    fn keyless(&self, body: Bytes) -> Bytes {
+        let Some(secret) = self
+            .config
+            .secret()
+            .filter(|secret| crate::config::is_scrubbed_key(secret))
+        else {
+            return body;
+        };
+        // A vectorised byte search: the common body holds no key and is sent as it is.
+        if memchr::memmem::find(&body, secret.as_bytes()).is_none() {
+            return body;
+        }
+        tracing::warn!(
+            "the request held the API key (a file of the workspace holds it?); it is sent as [redacted]"
+        );
+        // JSON text, and a key has no character JSON escapes: replaced as bytes.
+        let text = String::from_utf8_lossy(&body);
+        Bytes::from(text.replace(secret, "[redacted]"))
+    }
+
     /// The reply's `x-request-id`, scrubbed: it is copied into envelopes, errors and
     /// logs, and a proxy that echoes what it was sent could put the key in it.
     fn request_id(&self, reply_headers: &HeaderMap) -> Option<String> {
@@ -299,6 +323,7 @@ impl HttpTransport {
     }
 
     async fn send(&self, path: &str, body: Bytes) -> Result<reqwest::Response, AttemptError> {
+        let body = self.keyless(body);
         self.client
             .post(self.config.endpoint(path))
             .headers(self.headers.clone())

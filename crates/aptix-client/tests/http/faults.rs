@@ -115,6 +115,31 @@ async fn a_request_id_echoing_the_key_is_scrubbed_on_success_and_failure() {
 }
 
 #[tokio::test]
+async fn a_request_holding_the_key_sends_it_only_in_the_header() {
+    // A workspace file with the key in it, retrieved as context or read by a tool.
+    let body = json!({"id": "resp_k", "object": "response", "status": "completed", "output": []});
+    let server = FaultServer::start(vec![Reply::json(200, &body)]).await;
+    let mut asked = request();
+    asked.input = aptix_model::wire::Input::Text(format!(
+        "config.py:\nOPENAI_API_KEY = \"{TEST_KEY}\"\nWhy does it fail?"
+    ));
+    provider(&server).create(&asked).await.unwrap();
+    let received = &server.requests()[0];
+    let sent = String::from_utf8(received.body.clone()).unwrap();
+    assert!(!sent.contains(TEST_KEY), "{sent}");
+    assert!(
+        sent.contains(r#"OPENAI_API_KEY = \"[redacted]\""#),
+        "{sent}"
+    );
+    let authorization = received
+        .headers
+        .iter()
+        .find(|(name, _)| name == "authorization")
+        .map(|(_, value)| value.as_str());
+    assert_eq!(authorization, Some(format!("Bearer {TEST_KEY}").as_str()));
+}
+
+#[tokio::test]
 async fn an_html_502_is_its_status_and_title_not_the_page() {
     let page = format!(
         "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>{}</body></html>",
