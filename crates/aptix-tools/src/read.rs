@@ -53,15 +53,45 @@ impl FileReader for DiskReader {
                 expected: "is a folder; use list_files to see its files",
             });
         }
-        if metadata.len() > limit {
-            return Err(ToolError::TooLarge {
-                path: relative.to_owned(),
-                bytes: metadata.len(),
-                limit,
-            });
+        if !metadata.is_file() {
+            return Err(not_regular(relative));
         }
-        std::fs::read(absolute).map_err(io)
+        let too_large = |bytes: u64| ToolError::TooLarge {
+            path: relative.to_owned(),
+            bytes,
+            limit,
+        };
+        if metadata.len() > limit {
+            return Err(too_large(metadata.len()));
+        }
+        // At most one byte over the limit: a file that grew since is refused, not read
+        // whole.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::fs::File::open(absolute).map_err(io)?, limit + 1),
+            &mut bytes,
+        )
+        .map_err(io)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok(bytes)
     }
+}
+
+/// A path that is neither a folder nor a regular file: opening a named pipe waits for
+/// a writer that may never come (holding the turn, and its session, with it), and a
+/// device may never end. Refused before any reader (the disk, an editor) is asked.
+fn not_regular(path: &str) -> ToolError {
+    ToolError::WrongType {
+        path: path.to_owned(),
+        expected: "is not a regular file (a named pipe, a socket or a device), which is never read",
+    }
+}
+
+/// Whether `path` exists on disk as something other than a folder or a regular file.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|metadata| !metadata.is_dir() && !metadata.is_file())
 }
 
 /// The `read_file` tool.
@@ -104,6 +134,9 @@ impl ReadFile {
                 path: args.path,
                 expected: "is a folder; use list_files to see its files",
             });
+        }
+        if is_special(&confined.absolute) {
+            return Err(not_regular(&args.path));
         }
         let bytes = self
             .reader
@@ -219,6 +252,9 @@ impl ReferenceFiles {
                 path: path.to_owned(),
                 expected: "is a folder, not a file",
             });
+        }
+        if is_special(&confined.absolute) {
+            return Err(not_regular(path));
         }
         let limit = aptix_model::contract::limits::MAX_INLINE_ATTACHMENT_BYTES as u64;
         let bytes = self

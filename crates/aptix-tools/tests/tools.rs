@@ -185,6 +185,14 @@ async fn read_file_refuses_secret_ignored_binary_and_missing_files() {
     assert!(error.contains("no such file"), "{error}");
     let error = read(&fixture, r#"{"path":"crates"}"#).await.unwrap_err();
     assert!(error.contains("use list_files"), "{error}");
+    // A named pipe is refused, not opened: opening one waits for a writer forever.
+    let made = std::process::Command::new("mkfifo")
+        .arg(fixture.dir.path().join("pipe.py"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let error = read(&fixture, r#"{"path":"pipe.py"}"#).await.unwrap_err();
+    assert!(error.contains("not a regular file"), "{error}");
 }
 
 #[tokio::test]
