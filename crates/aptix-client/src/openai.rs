@@ -101,10 +101,21 @@ impl OpenAiProvider {
                 struct Status {
                     #[serde(default)]
                     status: Option<aptix_model::wire::ResponseStatus>,
+                    #[serde(default)]
+                    id: Option<serde::de::IgnoredAny>,
+                    #[serde(default)]
+                    error: Option<serde_json::Value>,
                 }
                 let decoded: Status = serde_json::from_slice(bytes).map_err(|error| {
                     json_decode_error("reply", bytes, &error).with_request_id(request_id)
                 })?;
+                // An error body with a success status (some proxies send one): the
+                // server's own words, not "a response that does not decode".
+                if decoded.id.is_none() && decoded.error.as_ref().is_some_and(|e| !e.is_null()) {
+                    return Err(crate::transport::status_error_of_body(
+                        200, bytes, request_id,
+                    ));
+                }
                 let kind = StreamEvent::terminal_type(decoded.status.as_ref());
                 let body = String::from_utf8_lossy(bytes);
                 Ok(aptix_sse::SseEvent {

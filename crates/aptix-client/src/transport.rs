@@ -571,6 +571,25 @@ async fn bounded<T>(
     }
 }
 
+/// An error body a server sent under `status` (a proxy's error with a success
+/// status, to a streamed request), as the status error it reads as; `body` is already
+/// scrubbed of the key.
+pub(crate) fn status_error_of_body(
+    status: u16,
+    body: &[u8],
+    request_id: Option<&str>,
+) -> ClientError {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    ClientError::Status {
+        status,
+        api_error: decode_error_body(body).map(Box::new),
+        raw_body: (!text.is_empty()).then(|| truncate(text, MAX_RAW_BODY)),
+        request_id: request_id.map(str::to_owned),
+        retry_after: None,
+    }
+}
+
 /// An error body in any of the shapes servers send, or `None`.
 fn decode_error_body(body: &[u8]) -> Option<ApiError> {
     let value: Value = serde_json::from_slice(body).ok()?;

@@ -42,6 +42,21 @@ pub enum MappingError {
         partial_text: Option<String>,
     },
 
+    /// The stream's final event (`response.completed`, `.incomplete` or `.failed`)
+    /// came but could not be decoded: a server's fault that asking again would repeat,
+    /// so it is not a cut stream.
+    #[error("the stream's final `{event_type}` event could not be decoded: {reason}")]
+    UndecodableFinalEvent {
+        /// The event's type.
+        event_type: String,
+        /// What the decoder reported, with where.
+        reason: String,
+        /// The response id from `response.created`, when that event arrived.
+        response_id: Option<String>,
+        /// The answer text streamed before it, which the error envelope keeps.
+        partial_text: Option<String>,
+    },
+
     /// The stream sent an `error` event and then ended without `response.failed`.
     #[error("stream failed with {}: {}", error_label(error), error.message)]
     StreamFailed {
@@ -58,13 +73,14 @@ pub enum MappingError {
 
 impl MappingError {
     /// A stable snake_case code for the envelope's `errorCode`: `sse_event_too_large`,
-    /// `invalid_response_body`, `stream_ended_early`, or for
+    /// `invalid_response_body`, `stream_ended_early`, `invalid_final_event`, or for
     /// [`StreamFailed`](Self::StreamFailed) the stream error's own code (its `code`, else
     /// its `type`, else `stream_error`).
     pub fn code(&self) -> String {
         match self {
             MappingError::InvalidResponseBody { .. } => "invalid_response_body".into(),
             MappingError::StreamEndedEarly { .. } => "stream_ended_early".into(),
+            MappingError::UndecodableFinalEvent { .. } => "invalid_final_event".into(),
             MappingError::StreamFailed { error, .. } => crate::map::stream_error_code(error),
         }
     }

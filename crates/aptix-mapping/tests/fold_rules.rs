@@ -200,6 +200,47 @@ fn a_stream_without_its_final_event_is_an_error() {
 }
 
 #[test]
+fn a_final_event_that_does_not_decode_ends_the_stream_saying_why() {
+    // A server bug, not a cut: asking again would get the same bytes.
+    let mut broken = completed(json!([message("msg_1", "Hello")]));
+    broken["response"]["status"] = json!(7);
+    let body = sse(&text_stream_ending_with(broken.clone()));
+    let expect = |deltas| Expect {
+        deltas,
+        envelope: json!({
+            "kind": "error", "text": "Hello", "errorCode": "invalid_final_event",
+            "responseContinuationId": "resp_1",
+        }),
+    };
+    check(
+        "status of the wrong type",
+        &body,
+        expect(json!(hello_deltas())),
+    );
+    let mut folder = SseBodyFold::new();
+    let mut deltas = Vec::new();
+    folder.feed_into(body.as_bytes(), &mut deltas);
+    let error = folder.finish().unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("the stream's final `response.completed` event could not be decoded: "),
+        "{message}"
+    );
+    assert!(message.contains("invalid type: integer `7`"), "{message}");
+    // Without `event:` lines, the payload's own type says it was the final one.
+    let mut bare = String::new();
+    for event in text_stream_ending_with(broken) {
+        bare.push_str(&format!("data: {event}\n\n"));
+    }
+    check("no event lines", &bare, expect(json!(hello_deltas())));
+    // A payload that is not JSON at all, even named final, is the same.
+    let garbage = "event: response.completed\ndata: {not json\n\n";
+    let mut folder = SseBodyFold::new();
+    folder.feed_into(garbage.as_bytes(), &mut Vec::new());
+    assert_eq!(folder.finish().unwrap_err().code(), "invalid_final_event");
+}
+
+#[test]
 fn reasoning_first_then_the_message_at_index_one() {
     let events = [
         created(),

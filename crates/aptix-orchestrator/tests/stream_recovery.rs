@@ -506,6 +506,43 @@ async fn a_malformed_event_is_a_warning_and_the_answer_stands() {
 }
 
 #[tokio::test]
+async fn a_final_event_that_does_not_decode_is_said_and_not_retried() {
+    // A server's bug: the same request would get the same bytes, so it is not a cut.
+    let mut all = events("resp_a");
+    let last = all.len() - 1;
+    all[last]["response"]["status"] = json!(7);
+    let rig = rig(vec![Reply::sse(sse_text(&all)), whole("resp_b")], config()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    assert_eq!(envelope.error_code.as_deref(), Some("invalid_final_event"));
+    let message = envelope.error_message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("`response.completed` event could not be decoded"),
+        "{message}"
+    );
+    assert_eq!(
+        envelope.text.as_deref(),
+        Some(TEXT),
+        "what streamed is kept"
+    );
+    assert!(retries(&deltas).is_empty());
+    assert_eq!(rig.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_error_body_answering_a_stream_with_200_is_the_servers_message() {
+    // A proxy that answers a streamed request with its own error, status 200.
+    let body = json!({"error": {"message": "upstream quota exhausted", "type": "proxy_error"}});
+    let rig = rig(vec![Reply::json(200, &body), whole("resp_b")], config()).await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    let message = envelope.error_message.as_deref().unwrap_or_default();
+    assert!(message.contains("upstream quota exhausted"), "{message}");
+    assert!(retries(&deltas).is_empty());
+    assert_eq!(rig.server.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn an_event_over_the_size_limit_is_a_decode_error_and_not_retried() {
     let all = events("resp_a");
     let huge = format!(

@@ -88,6 +88,9 @@ pub struct StreamFold {
     last_sequence_number: Option<u64>,
     anomalies: Anomalies,
     ignored_event_types: Vec<String>,
+    /// The final event came but could not be decoded: its type and why. The stream has
+    /// ended as far as the fold goes (sending it again would get the same bytes).
+    undecodable_final: Option<(String, String)>,
 }
 
 /// The final response and, when it came as SSE text, its JSON exactly as sent.
@@ -95,6 +98,18 @@ pub struct StreamFold {
 struct Terminal {
     response: Response,
     raw: Option<String>,
+}
+
+/// The `type` of an event payload whose whole does not decode, when that much reads.
+fn payload_type(data: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<Typed<'_>>(data)
+        .ok()
+        .map(|typed| typed.kind.into_owned())
 }
 
 impl StreamFold {
@@ -145,6 +160,19 @@ impl StreamFold {
             }) => self.apply_event(event, raw_response),
             Err(reason) => {
                 let event_type = event.event_type();
+                if self.terminal.is_none() && self.undecodable_final.is_none() {
+                    // The SSE `event:` line names it, or (for a server that sends none)
+                    // the payload's own `type`, when that much of it reads.
+                    let final_type = Some(event_type)
+                        .filter(|kind| StreamEvent::is_terminal_type(kind))
+                        .map(str::to_owned)
+                        .or_else(|| {
+                            payload_type(data).filter(|kind| StreamEvent::is_terminal_type(kind))
+                        });
+                    if let Some(final_type) = final_type {
+                        self.undecodable_final = Some((final_type, reason.clone()));
+                    }
+                }
                 self.note_undecodable(|| format!("`{event_type}` event: {reason}"));
                 None
             }
@@ -162,8 +190,10 @@ impl StreamFold {
     }
 
     /// Whether the terminal event has arrived; later events are ignored.
+    /// A final event that came but could not be decoded ends the stream too:
+    /// [`finish`](Self::finish) then says why.
     pub fn is_finished(&self) -> bool {
-        self.terminal.is_some()
+        self.terminal.is_some() || self.undecodable_final.is_some()
     }
 
     /// The response id, once `response.created` (or `.queued`, `.in_progress`) named
@@ -208,11 +238,19 @@ impl StreamFold {
                     response_id: self.response_id,
                     partial_text,
                 },
-                None => MappingError::StreamEndedEarly {
-                    last_sequence_number: self.last_sequence_number,
-                    events: self.events,
-                    response_id: self.response_id,
-                    partial_text,
+                None => match self.undecodable_final {
+                    Some((event_type, reason)) => MappingError::UndecodableFinalEvent {
+                        event_type,
+                        reason,
+                        response_id: self.response_id,
+                        partial_text,
+                    },
+                    None => MappingError::StreamEndedEarly {
+                        last_sequence_number: self.last_sequence_number,
+                        events: self.events,
+                        response_id: self.response_id,
+                        partial_text,
+                    },
                 },
             });
         };
@@ -404,7 +442,26 @@ impl StreamFold {
                 Some(delta)
             }
             StreamEvent::Other(raw) => {
-                self.other(raw.get("type").and_then(serde_json::Value::as_str));
+                let event_type = raw.get("type").and_then(serde_json::Value::as_str);
+                if let Some(final_type) =
+                    event_type.filter(|kind| StreamEvent::is_terminal_type(kind))
+                    && self.terminal.is_none()
+                    && self.undecodable_final.is_none()
+                {
+                    // A final event of unexpected shape: why its response does not
+                    // decode (the one place this is worked out, off the hot path).
+                    let reason = match raw.get("response") {
+                        None => "it has no `response`".to_owned(),
+                        Some(response) => serde_json::from_value::<Response>(response.clone())
+                            .err()
+                            .map_or_else(
+                                || "it is not of the expected shape".to_owned(),
+                                |error| format!("its response: {error}"),
+                            ),
+                    };
+                    self.undecodable_final = Some((final_type.to_owned(), reason));
+                }
+                self.other(event_type);
                 None
             }
         }

@@ -189,6 +189,11 @@ pub fn map_mapping_error(error: &MappingError, turn: &TurnContext) -> Mapped {
             response_id,
             partial_text,
             ..
+        }
+        | MappingError::UndecodableFinalEvent {
+            response_id,
+            partial_text,
+            ..
         } => {
             let mut mapped = map_transport_failure(&error.code(), &error.to_string(), turn);
             mapped.envelope.response_continuation_id = response_id.clone();
