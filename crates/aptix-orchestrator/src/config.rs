@@ -46,7 +46,9 @@ pub struct OrchestratorConfig {
     /// The most model calls one turn may make while running server tools; a turn that
     /// reaches it ends with a warning and the last response.
     pub max_model_calls_per_turn: usize,
-    /// The token budget of the `[CONTEXT]` block.
+    /// The token budget of the `[CONTEXT]` block; a turn uses at most a quarter of the
+    /// model's context window ([`context_window`](Self::context_window)), whatever this
+    /// says.
     pub context_token_budget: usize,
     /// The most chunks the retriever considers.
     pub max_chunks: usize,

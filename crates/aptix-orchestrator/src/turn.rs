@@ -206,7 +206,13 @@ impl Orchestrator {
                         .map(|i| i.as_str().to_owned())
                         .unwrap_or_default(),
                     scope: turn.scope_conditions().to_vec(),
-                    token_budget: self.config.context_token_budget,
+                    // At most a quarter of the window: history, the instruction, the
+                    // tools and the answer need the rest (a 12,000-token budget in an
+                    // 8,192-token local model overflowed every request).
+                    token_budget: self
+                        .config
+                        .context_token_budget
+                        .min(usize::try_from(window / 4).unwrap_or(usize::MAX)),
                     max_chunks: self.config.max_chunks,
                 };
                 let mut retrieved = Vec::new();

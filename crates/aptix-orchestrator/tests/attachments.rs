@@ -338,3 +338,54 @@ async fn chunks_a_retriever_hands_over_past_the_chunk_count_are_said_left_out() 
     let sent = serde_json::to_string(&provider.requests()[0].input).unwrap();
     assert_eq!(sent.matches("=== CHUNK").count(), 3);
 }
+
+/// A retriever that finds nothing and keeps the budget it was asked for.
+#[derive(Default)]
+struct Budgets(std::sync::Mutex<Vec<usize>>);
+
+#[async_trait::async_trait]
+impl aptix_rag::Retriever for Budgets {
+    async fn retrieve(
+        &self,
+        query: &aptix_rag::RetrievalQuery,
+    ) -> Result<aptix_rag::Retrieval, aptix_rag::RagError> {
+        self.0.lock().unwrap().push(query.token_budget);
+        Ok(aptix_rag::Retrieval {
+            chunks: Vec::new(),
+            warnings: Vec::new(),
+            left_out: 0,
+        })
+    }
+}
+
+#[tokio::test]
+async fn retrieval_takes_at_most_a_quarter_of_a_small_context_window() {
+    // A local model with an 8,192-token window and the default 12,000-token budget:
+    // the context alone overflowed every request.
+    for (window, budget, asked) in [
+        (Some(8_192), 12_000, 2_048),
+        (Some(1_000_000), 12_000, 12_000),
+        // The default model's window (its id's, 272,000 tokens) leaves the budget be.
+        (None, 12_000, 12_000),
+    ] {
+        let provider = Arc::new(FakeProvider::new());
+        provider.push_response(answer());
+        let budgets = Arc::new(Budgets::default());
+        let orchestrator =
+            Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+                .retriever(budgets.clone())
+                .config(OrchestratorConfig {
+                    context_window: window,
+                    context_token_budget: budget,
+                    ..OrchestratorConfig::default()
+                })
+                .build()
+                .unwrap();
+        let request = AgentExecuteRequest::from_json_slice(
+            br#"{"sessionId": "s", "turnId": "t", "instruction": "Where is the store?"}"#,
+        )
+        .unwrap();
+        orchestrator.execute(request).await.unwrap();
+        assert_eq!(*budgets.0.lock().unwrap(), [asked], "{window:?}");
+    }
+}
