@@ -411,7 +411,7 @@ fn host_name(host: &str) -> Option<&str> {
 
 /// The one value of header `name`, `None` when absent. Sent twice it is refused: a
 /// proxy in front may read the other one (RFC 9112 §3.2 requires this of `Host`, and
-/// two `Authorization` headers are as ambiguous).
+/// two `Authorization` or `Content-Type` headers are as ambiguous).
 fn single<'h>(
     headers: &'h HeaderMap,
     name: header::HeaderName,
@@ -420,11 +420,12 @@ fn single<'h>(
     let mut values = headers.get_all(&name).iter();
     let first = values.next();
     if values.next().is_some() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("the request has more than one {name} header"),
-            request_id,
-        ));
+        let violation = Violation::new(
+            name.as_str(),
+            ViolationCode::DuplicateField,
+            format!("the {name} header is sent more than once; send it once"),
+        );
+        return Err(unreadable("request's headers", vec![violation], request_id));
     }
     Ok(first)
 }
@@ -508,9 +509,8 @@ async fn prepare_turn(
 ) -> Result<(Turn, bool), ApiError> {
     let (parts, body) = request.into_parts();
     authorize(state, &parts.headers, request_id)?;
-    let is_json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
+    no_query(&parts.uri, request_id)?;
+    let is_json = single(&parts.headers, header::CONTENT_TYPE, request_id)?
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
@@ -826,15 +826,23 @@ fn log_turn_end(outcome: &Outcome, streamed: bool, started: std::time::Instant) 
             "streamed turn ended"
         ),
         Ok(_) => {}
-        // A client's mistake (a busy session, a reused turn id) is in the `answered`
-        // line; a turn the service could not finish (past its deadline, stopped by a
+        // A turn the service could not finish (past its deadline, stopped by a
         // shutdown, a store down) is worth a warning whichever way it was asked.
-        Err(error) if streamed || error.code.status().is_server_error() => tracing::warn!(
+        Err(error) if error.code.status().is_server_error() => tracing::warn!(
             code = error.code.as_str(),
             streamed,
             elapsed_ms,
             "{} failed: {}",
             if streamed { "streamed turn" } else { "turn" },
+            error.message
+        ),
+        // A client's mistake (a busy session, a reused turn id) is in the `answered`
+        // line, with its status; a stream's is said too, as its head may have gone
+        // out with 200 before the turn decided.
+        Err(error) if streamed => tracing::info!(
+            code = error.code.as_str(),
+            elapsed_ms,
+            "streamed turn refused: {}",
             error.message
         ),
         Err(_) => {}
@@ -1479,6 +1487,9 @@ pub(crate) async fn session(
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
+    if let Err(error) = no_query(request.uri(), &request_id) {
+        return error.into_response();
+    }
     let id = match session_id(id, &request_id) {
         Ok(id) => id,
         Err(refused) => return refused.into_response(),
@@ -1659,13 +1670,16 @@ impl ListQuery {
                 continue;
             }
             match name.as_ref() {
-                "limit" => match value.trim().parse::<usize>() {
-                    Ok(limit) if (1..=MAX_LIST_LIMIT).contains(&limit) => {
+                "limit" => match whole_number(&value) {
+                    Some(Some(limit)) if (1..=MAX_LIST_LIMIT).contains(&limit) => {
                         read.limit = Some(limit);
                     }
-                    parsed => violations.push(Violation::new(
+                    number => violations.push(Violation::new(
                         "limit",
-                        if parsed.is_ok() {
+                        // A whole number out of range (`0`, `-1`, `1001`, one of 30
+                        // digits) is a number of the wrong size; anything else (`abc`,
+                        // `+5`, `2.5`) is not a number at all.
+                        if number.is_some() {
                             ViolationCode::InvalidNumber
                         } else {
                             ViolationCode::WrongType
@@ -1695,6 +1709,45 @@ impl ListQuery {
             Err(violations)
         }
     }
+}
+
+/// `Some` when `text` is a whole number in decimal digits, with a minus sign or not:
+/// `Some(Some(n))` when it fits a `usize`, `Some(None)` when it does not (negative, or
+/// too large).
+fn whole_number(text: &str) -> Option<Option<usize>> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(if text.starts_with('-') {
+        None
+    } else {
+        digits.parse().ok()
+    })
+}
+
+/// The `400` for a query string sent to a route that has no parameters: every one is
+/// named, rather than quietly ignored (`?stream=true` on `execute` would otherwise be
+/// a stream asked for and a JSON answer given).
+fn no_query(uri: &axum::http::Uri, request_id: &str) -> Result<(), ApiError> {
+    let Some(query) = uri.query().filter(|query| !query.is_empty()) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = form_urlencoded::parse(query.as_bytes())
+        .map(|(name, _)| name.into_owned())
+        .collect();
+    names.dedup();
+    let violations = names
+        .iter()
+        .map(|name| {
+            Violation::new(
+                name.as_str(),
+                ViolationCode::UnknownField,
+                format!("{name:?} is not a parameter of this route, which takes none"),
+            )
+        })
+        .collect();
+    Err(unreadable("query string", violations, request_id))
 }
 
 /// `GET /v1/sessions`: one page of the stored sessions, most recent first.
@@ -1780,6 +1833,9 @@ pub(crate) async fn delete_session(
         Ok(request_id) => request_id,
         Err(refused) => return refused.into_response(),
     };
+    if let Err(error) = no_query(request.uri(), &request_id) {
+        return error.into_response();
+    }
     let id = match session_id(id, &request_id) {
         Ok(id) => id,
         Err(refused) => return refused.into_response(),

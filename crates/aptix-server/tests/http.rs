@@ -447,6 +447,37 @@ async fn media_type_size_and_unknown_sessions_have_their_statuses() {
         .await
         .unwrap();
     assert_ne!(plain.status(), 415);
+    // Two content types are as ambiguous as two tokens: refused, naming the header.
+    let address = server.base.trim_start_matches("http://");
+    let body = turn("s9", "t1").to_string();
+    let sent = format!(
+        "POST /v1/agent/execute HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let answer = raw_exchange(&server.base, sent.as_bytes()).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains(r#""path":"content-type","rule":"duplicate_field""#),
+        "{answer}"
+    );
+    // A query string `execute` does not take is named, not ignored.
+    let (status, body) = error_of(
+        server
+            .client
+            .post(format!("{}/v1/agent/execute?stream=true", server.base))
+            .header("content-type", "application/json")
+            .body(turn("s9", "t1").to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["violations"][0]["path"], "stream", "{body}");
+    assert_eq!(
+        body["error"]["violations"][0]["rule"], "unknown_field",
+        "{body}"
+    );
 
     let mut big = turn("s1", "t1");
     big["instruction"] = json!("x".repeat(4096));
@@ -546,7 +577,12 @@ async fn tokens_guard_the_api_and_never_come_back() {
         let answer = raw_exchange(&server.base, sent.as_bytes()).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
         assert!(
-            answer.contains("more than one authorization header"),
+            answer.contains("the authorization header is sent more than once"),
+            "{answer}"
+        );
+        // Named as a violation, as a body's are.
+        assert!(
+            answer.contains(r#""violations":[{"path":"authorization","rule":"duplicate_field""#),
             "{answer}"
         );
     }
@@ -1477,8 +1513,18 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
     }
     // Every wrong parameter is a violation of its own, named, with its rule: as a
     // body's are.
-    let violations: [(&str, &[(&str, &str)]); 6] = [
+    let violations: [(&str, &[(&str, &str)]); 9] = [
         ("/v1/sessions?limit=abc", &[("limit", "wrong_type")]),
+        ("/v1/sessions?limit=%2B5", &[("limit", "wrong_type")]),
+        (
+            "/v1/sessions?limit=99999999999999999999999",
+            &[("limit", "invalid_number")],
+        ),
+        // A route without parameters names each one sent, rather than ignoring it.
+        (
+            "/v1/sessions/s1?limit=2&x=1&x=2",
+            &[("limit", "unknown_field"), ("x", "unknown_field")],
+        ),
         (
             "/v1/sessions?limit=1&limit=2",
             &[("limit", "duplicate_field")],
@@ -1489,7 +1535,7 @@ async fn unreadable_paths_queries_routes_and_methods_get_the_one_error_shape() {
         (
             "/v1/sessions?limit=-1&cursor=%25%25&page=2",
             &[
-                ("limit", "wrong_type"),
+                ("limit", "invalid_number"),
                 ("cursor", "wrong_type"),
                 ("page", "unknown_field"),
             ],
