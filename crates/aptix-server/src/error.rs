@@ -127,8 +127,8 @@ pub enum ServerError {
     /// is, never what it is.
     #[error(
         "{what} {number} is not a bearer token: a token is one word of visible ASCII \
-         characters (letters, digits, punctuation), and in a file a # comment may follow \
-         it after a space"
+         characters (letters, digits, punctuation){}",
+        if *what == "line" { ", and a # comment may follow it after a space" } else { "" }
     )]
     InvalidToken {
         /// `line` (of a tokens file) or `item` (of a comma-separated list).

@@ -181,7 +181,7 @@ settings! {
     /// first, above 0 and at most 1 [config: compact_threshold, env:
     /// APTIX_COMPACT_THRESHOLD]
     compact_threshold: f64, arg(value_name = "SHARE");
-    /// How long a session stays locked by an ask whose process cannot give it back
+    /// How long a session stays locked by a turn whose process cannot give it back
     /// (on another host, or where a dead process cannot be detected), e.g. 5m [config:
     /// lease_ttl, env: APTIX_LEASE_TTL]
     lease_ttl: HumanDuration, arg(value_name = "DURATION");
