@@ -61,11 +61,28 @@ pub(crate) async fn read_references<'a>(
             }
             let path = file.path.as_str();
             let (name, first, last) = selection_range(path);
+            if (first, last) == (1, None) && is_bad_selection(path) {
+                warnings.push(format!(
+                    "file reference {path} was not read: its `#L` part is not a line range \
+                     (lines count from 1: `#L12` or `#L12-20`, the end not before the start)"
+                ));
+                continue;
+            }
             match reader.read_reference(name).await {
                 Ok(ReferencedFile::Text(text)) => {
                     let text = if (first, last) == (1, None) {
                         text
                     } else {
+                        let lines = text.split_inclusive('\n').count();
+                        if usize::try_from(first).unwrap_or(usize::MAX) > lines {
+                            // An empty chunk labelled with lines the file does not have
+                            // would tell the model nothing, and the user less.
+                            warnings.push(format!(
+                                "file reference {path} was not used: {name} has {lines} line{}",
+                                if lines == 1 { "" } else { "s" }
+                            ));
+                            continue;
+                        }
                         lines_of(&text, first, last)
                     };
                     read.push(FileInput {
@@ -208,6 +225,16 @@ fn selection_range(path: &str) -> (&str, u32, Option<u32>) {
             (!file.is_empty()).then_some((file, start, Some(end)))
         })
         .unwrap_or((path, 1, None))
+}
+
+/// Whether `path` ends in what is meant as a line selection but is not one
+/// (`#L0-1`, `#L3-1`, `#L-2`): `#L` and digits and dashes only.
+fn is_bad_selection(path: &str) -> bool {
+    path.rsplit_once("#L").is_some_and(|(file, lines)| {
+        !file.is_empty()
+            && !lines.is_empty()
+            && lines.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+    })
 }
 
 pub(crate) fn prepare_inputs(files: &[FileInput], images: &[ImageInput]) -> PreparedInputs {
@@ -380,5 +407,28 @@ mod tests {
         let (same, _) = read_references(None, &files, &images, &mut warnings).await;
         assert!(matches!(same, Cow::Borrowed(_)));
         assert!(warnings.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_selection_past_the_end_or_not_a_range_is_said_not_sent_empty() {
+        let files = [
+            file("src/a.rs#L9-99"),
+            file("src/a.rs#L0-1"),
+            file("src/a.rs#L3-1"),
+            file("src/a.rs#L3-99"),
+        ];
+        let mut warnings = Vec::new();
+        let (read_files, _) = read_references(Some(&Workspace), &files, &[], &mut warnings).await;
+        // Past its end, the rest of the file is what there is.
+        let sources: Vec<&FileSource> = read_files.iter().map(|f| &f.source).collect();
+        assert_eq!(sources, [&FileSource::Text("three\nfour\n".to_owned())]);
+        assert_eq!(
+            warnings,
+            [
+                "file reference src/a.rs#L9-99 was not used: src/a.rs has 4 lines",
+                "file reference src/a.rs#L0-1 was not read: its `#L` part is not a line range (lines count from 1: `#L12` or `#L12-20`, the end not before the start)",
+                "file reference src/a.rs#L3-1 was not read: its `#L` part is not a line range (lines count from 1: `#L12` or `#L12-20`, the end not before the start)",
+            ]
+        );
     }
 }
