@@ -130,6 +130,17 @@ pub(crate) fn wire_request(
             .insert("background".to_owned(), serde_json::Value::Bool(true));
         body.store = Some(true);
     }
+    // The provider's own checks of its settings (a base URL naming the endpoint, a
+    // timeout out of range), as a real call would make them: a dry run that shows a
+    // request the call would refuse shows nothing true. The key is no setting here.
+    let mut check = OpenAiConfigBuilder::from_lookup(|_| None).api_key("dry-run");
+    if let Some(url) = settings.base_url() {
+        check = check.base_url(url);
+    }
+    settings
+        .apply_client_settings(check)
+        .build()
+        .map_err(|error| config_error(error, settings, &|_| None))?;
     let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
     let endpoint = format!(
         "{}/{}",

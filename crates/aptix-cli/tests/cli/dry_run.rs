@@ -237,6 +237,27 @@ fn the_chat_bridge_body_is_the_translation_of_the_same_request() {
 }
 
 #[test]
+fn a_base_url_the_call_would_refuse_is_refused_by_the_dry_run_too() {
+    // The endpoint pasted whole: the dry run showed `POST .../v1/responses/responses`
+    // and exited 0 where the real call exits 2.
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["ask", "--dry-run", "--no-tools"])
+        .args(["--base-url", "http://127.0.0.1:9/v1/responses"])
+        .args(["--workspace", &sandbox.workspace_arg(), INSTRUCTION])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("the base URL names the /responses endpoint"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+}
+
+#[test]
 fn the_key_is_never_printed() {
     let sandbox = Sandbox::new();
     let output = sandbox
