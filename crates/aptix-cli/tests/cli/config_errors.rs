@@ -106,6 +106,35 @@ fn an_unknown_config_key_names_the_key_and_the_file() {
 }
 
 #[test]
+fn a_config_file_that_does_not_read_is_a_usage_error_naming_it() {
+    // Not UTF-8, a folder, a link to nothing: each the person's to fix, as a file
+    // that does not parse is (exit 2), and none of them passed over in silence.
+    let sandbox = Sandbox::new();
+    let file = sandbox.workspace.path().join("aptix.toml");
+    let run = || {
+        let output = sandbox
+            .aptix()
+            .args(dry_run_args(&sandbox))
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{}", stderr(&output));
+        stderr(&output)
+    };
+    std::fs::write(&file, b"model = \"caf\xe9\"\n").unwrap();
+    let text = run();
+    assert!(text.contains("is not UTF-8 text"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let text = run();
+    assert!(text.contains("cannot be read"), "{text}");
+    std::fs::remove_dir(&file).unwrap();
+    std::os::unix::fs::symlink(sandbox.workspace.path().join("gone.toml"), &file).unwrap();
+    let text = run();
+    assert!(text.contains("a symbolic link to nothing"), "{text}");
+}
+
+#[test]
 fn a_misspelt_variable_is_warned_of_with_the_one_meant() {
     let sandbox = Sandbox::new();
     let output = sandbox

@@ -40,15 +40,30 @@ pub(super) fn string_key(path: &Path, key: &str) -> Option<Result<String, String
 /// (a file holds both tables), and each value of the right type, every error naming the
 /// file, the key and the line.
 pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
+    // A file that is there but does not read is a bad config file, the person's to fix
+    // (exit 2), as one that does not parse is: not a failure of the command.
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if path.symlink_metadata().is_ok() {
+                return Err(Error::config(format!(
+                    "config file {} is a symbolic link to nothing (its target does not exist)",
+                    path.display()
+                )));
+            }
+            return Ok(None);
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(Error::config(format!(
+                "config file {} is not UTF-8 text",
+                path.display()
+            )));
+        }
         Err(error) => {
-            return Err(Error::Io {
-                action: "read config file",
-                path: path.to_path_buf(),
-                source: error,
-            });
+            return Err(Error::config(format!(
+                "config file {} cannot be read: {error}",
+                path.display()
+            )));
         }
     };
     let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
