@@ -77,6 +77,18 @@ fn turn_json(
         let mut images = Vec::new();
         for path in &args.images {
             let bytes = read_attached("--image", path)?;
+            // Sent inline as base64, a third larger: said in the file's own size.
+            let limit = aptix_model::contract::limits::MAX_INLINE_ATTACHMENT_BYTES;
+            if bytes.len().div_ceil(3) * 4 > limit {
+                return Err(usage(format!(
+                    "--image {} is {:.1} MiB; an image may be at most {} MiB ({} MiB once \
+                     encoded to be sent)",
+                    path.display(),
+                    bytes.len() as f64 / (1024.0 * 1024.0),
+                    limit / 4 * 3 / (1024 * 1024),
+                    limit / (1024 * 1024)
+                )));
+            }
             // What the file holds decides, whatever its name: a JPEG named `.png` goes
             // as a JPEG, a screenshot without an extension goes, and a file that is no
             // image is refused here, not by the API with a 400.
@@ -109,12 +121,17 @@ fn turn_json(
 /// mistake (exit 2, as for any bad flag value); a file that cannot be read is an I/O
 /// failure (exit 1).
 fn read_attached(flag: &str, path: &Path) -> Result<Vec<u8>, anyhow::Error> {
-    if !path.is_file() {
-        let what = if path.is_dir() {
-            "is a folder, not a file"
-        } else {
-            "names no file"
-        };
+    let what = match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_file() => None,
+        Ok(metadata) if metadata.is_dir() => Some("is a folder, not a file".to_owned()),
+        Ok(_) => Some("is not a regular file (a named pipe, a socket or a device)".to_owned()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Some("names no file".to_owned())
+        }
+        // A link loop, a folder without permission: said as the system says it.
+        Err(error) => Some(format!("cannot be read: {error}")),
+    };
+    if let Some(what) = what {
         return Err(usage(format!("{flag} {} {what}", path.display())));
     }
     std::fs::read(path).with_context(|| format!("could not read {flag} {}", path.display()))

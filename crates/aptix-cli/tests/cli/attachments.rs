@@ -87,7 +87,19 @@ fn bad_attachments_and_scopes_are_usage_errors_naming_the_flag() {
     )
     .unwrap();
     std::fs::write(sandbox.workspace.path().join("fake.png"), "not an image\n").unwrap();
+    // A PNG too large to send: 16 MiB of image after its signature.
+    let mut big = b"\x89PNG\r\n\x1a\n".to_vec();
+    big.resize(16 * 1024 * 1024, 0);
+    std::fs::write(sandbox.workspace.path().join("big.png"), big).unwrap();
+    let looped = sandbox.workspace.path().join("loop.md");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
     for (args, expected) in [
+        (
+            vec!["--image", "big.png"],
+            "--image big.png is 16.0 MiB; an image may be at most 15 MiB",
+        ),
+        // A link to itself does not "name no file": the system's reason is given.
+        (vec!["--file", "loop.md"], "symbolic links"),
         (vec!["--file", "missing.md"], "--file missing.md"),
         (vec!["--file", "blob.bin"], "is not text (a binary file)"),
         (vec!["--image", "blob.bin"], "--image blob.bin"),
