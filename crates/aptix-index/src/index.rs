@@ -19,6 +19,39 @@ use crate::{IndexConfig, IndexError, refresh, walk};
 /// The folder, inside the workspace, that holds everything this crate writes.
 pub const APTIX_DIR: &str = ".aptix";
 
+/// Creates `<workspace>/.aptix/` when missing, with a `.gitignore` that keeps it out of
+/// version control, and returns it: the one place the folder is made, whether the index
+/// or the session store needs it first. A file of that name is said to be one.
+pub fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, IndexError> {
+    let dir = workspace.join(APTIX_DIR);
+    if dir.exists() && !dir.is_dir() {
+        return Err(IndexError::Io {
+            path: dir,
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "a file is in the way: Aptix keeps the workspace's index and sessions in a \
+                 folder of this name (move the file)",
+            ),
+        });
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| IndexError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let gitignore = dir.join(".gitignore");
+    if !gitignore.exists() {
+        std::fs::write(
+            &gitignore,
+            "# Aptix state (sessions, index): local to this machine.\n*\n",
+        )
+        .map_err(|source| IndexError::Io {
+            path: gitignore,
+            source,
+        })?;
+    }
+    Ok(dir)
+}
+
 /// The index of one workspace: open it, [`refresh`](Self::refresh) it, search it.
 ///
 /// Cloning is cheap and clones share the index. Searches may run while a refresh is
@@ -60,19 +93,11 @@ impl WorkspaceIndex {
     pub fn open(root: impl AsRef<Path>, config: IndexConfig) -> Result<WorkspaceIndex, IndexError> {
         config.validate()?;
         let root = crate::files::canonical_root(root.as_ref())?;
-        let aptix_dir = root.join(APTIX_DIR);
-        let index_dir = aptix_dir.join("index");
+        let index_dir = ensure_aptix_dir(&root)?.join("index");
         std::fs::create_dir_all(&index_dir).map_err(|source| IndexError::Io {
             path: index_dir.clone(),
             source,
         })?;
-        let gitignore = aptix_dir.join(".gitignore");
-        if !gitignore.exists() {
-            std::fs::write(&gitignore, "*\n").map_err(|source| IndexError::Io {
-                path: gitignore.clone(),
-                source,
-            })?;
-        }
         let (index, fields) = store::open_or_create(&index_dir)?;
         let reader = index
             .reader_builder()

@@ -107,7 +107,7 @@ pub use chunker::chunk_file;
 pub use config::{ChunkingConfig, IndexConfig};
 pub use error::IndexError;
 pub use files::{FileListing, WorkspaceFiles};
-pub use index::{APTIX_DIR, WorkspaceIndex};
+pub use index::{APTIX_DIR, WorkspaceIndex, ensure_aptix_dir};
 pub use kind::{FileKind, classify};
 pub use progress::{FileOutcome, IndexProgress, IndexStats, NoProgress, SkipReason, SkippedFile};
 pub use refresh::file_text;

@@ -40,7 +40,10 @@ fn ignore_files_hidden_files_and_build_folders_are_honoured_outside_git() {
     assert_eq!(index.file_chunks("src/bin/tool.rs").unwrap().len(), 1);
     // The index folder keeps itself out of version control.
     let gitignore = std::fs::read_to_string(workspace.path().join(".aptix/.gitignore")).unwrap();
-    assert_eq!(gitignore, "*\n");
+    assert_eq!(
+        gitignore,
+        "# Aptix state (sessions, index): local to this machine.\n*\n"
+    );
 }
 
 #[test]

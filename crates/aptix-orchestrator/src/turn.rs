@@ -492,7 +492,7 @@ impl Orchestrator {
                     });
                 } else {
                     warnings.push(format!(
-                        "the model called {:?}, which is not a tool of mode {}; it was told so",
+                        "the model called {:?}, which is not a tool this turn offers (mode {}); it was told so",
                         call.name, mode.name
                     ));
                     let reason = format!("there is no tool named {:?}", call.name);

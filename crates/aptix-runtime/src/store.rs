@@ -207,27 +207,14 @@ async fn open_postgres(
     )))
 }
 
-/// Creates `<workspace>/.aptix/` and its `.gitignore` when missing.
+/// Creates `<workspace>/.aptix/` and its `.gitignore` when missing
+/// ([`aptix_index::ensure_aptix_dir`]).
 pub(crate) fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, Error> {
-    let dir = workspace.join(APTIX_DIR);
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        action: "create",
-        path: dir.clone(),
-        source,
-    })?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(
-            &ignore,
-            "# Aptix state (sessions, index): local to this machine.\n*\n",
-        )
-        .map_err(|source| Error::Io {
-            action: "write",
-            path: ignore.clone(),
-            source,
-        })?;
-    }
-    Ok(dir)
+    aptix_index::ensure_aptix_dir(workspace).map_err(|source| Error::Index {
+        action: "create the folder of",
+        path: workspace.to_path_buf(),
+        source: Box::new(source),
+    })
 }
 
 /// A store that applies the configured mode and model settings to a session as it is

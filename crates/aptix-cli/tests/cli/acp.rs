@@ -982,7 +982,7 @@ async fn a_cut_stream_answered_anew_is_never_shown_spliced_and_no_call_is_left_r
         .collect();
     assert_eq!(warnings.len(), 1, "{updates:#?}");
     assert!(
-        warnings[0].contains("which is not a tool of mode QA; it was told so]"),
+        warnings[0].contains("which is not a tool this turn offers (mode QA); it was told so]"),
         "{warnings:?}"
     );
     assert!(status.success(), "{stderr}");

@@ -376,3 +376,16 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn a_file_named_like_the_aptix_folder_is_said_to_be_in_the_way() {
+    let sandbox = code_workspace();
+    sandbox.write_workspace_file(".aptix", "notes\n");
+    let output = index(&sandbox);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("a file is in the way"),
+        "{}",
+        stderr(&output)
+    );
+}

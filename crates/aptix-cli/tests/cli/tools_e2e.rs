@@ -295,7 +295,7 @@ async fn a_turn_stopped_at_its_bound_of_model_calls_is_incomplete_and_says_so_on
     assert!(text.contains("the answer is not done"), "{text}");
     assert!(text.contains("--session"), "{text}");
     assert_eq!(
-        text.matches("which is not a tool of mode").count(),
+        text.matches("which is not a tool this turn offers").count(),
         1,
         "one warning for one thing: {text}"
     );
