@@ -52,6 +52,15 @@ macro_rules! flag_of {
 /// files and, with the `clap` feature, a clap `Args` for the flags), the list of keys,
 /// the environment reader and the layering; tests check that each help text names its
 /// key and variable, and that `docs/cli.md` lists them.
+/// A value's `Debug` text with any URL password in it hidden.
+struct WithoutPassword<'a, T>(&'a T);
+
+impl<T: std::fmt::Debug> std::fmt::Debug for WithoutPassword<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&aptix_model::redact_url(&format!("{:?}", self.0)))
+    }
+}
+
 macro_rules! settings {
     (
         $(#[doc = $table_doc:literal])*
@@ -65,7 +74,7 @@ macro_rules! settings {
         $(#[doc = $table_doc])*
         // Unknown keys are refused by hand before serde sees a file (naming the file and
         // the known keys of every table).
-        #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+        #[derive(Clone, Default, PartialEq, Deserialize)]
         #[cfg_attr(feature = "clap", derive(clap::Args))]
         pub struct $name {
             $(
@@ -73,6 +82,16 @@ macro_rules! settings {
                 #[cfg_attr(feature = "clap", arg(long $(= $flag)?, $($arg)*))]
                 pub $key: Option<$ty>,
             )+
+        }
+
+        // Every value shown as `Debug` shows it, but a URL's password (`base_url`
+        // through a proxy that wants one): a layer is logged at `-vv`.
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut shown = f.debug_struct(stringify!($name));
+                $(shown.field(stringify!($key), &WithoutPassword(&self.$key));)+
+                shown.finish()
+            }
         }
 
         #[doc = concat!("Every key of [`", stringify!($name), "`], in the order the docs list them.")]

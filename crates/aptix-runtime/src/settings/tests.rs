@@ -368,6 +368,18 @@ fn every_key_can_be_set_in_a_file_and_in_the_environment() {
         "Some(StoreUrl(\"postgres://u:***@db/aptix\"))",
         "Debug never shows the password"
     );
+    // Nor a proxy's, in a base URL, where the whole layer is shown (logged at -vv).
+    let layer = crate::SettingsLayer {
+        base_url: Some("https://me:hunter2@proxy.example/v1".to_owned()),
+        ..settings.configured().clone()
+    };
+    let shown = format!("{layer:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(
+        shown.contains("base_url: Some(\"https://me:***@proxy.example/v1\")"),
+        "{shown}"
+    );
+    assert!(shown.contains("context_token_budget: Some(9)"), "{shown}");
     let client = settings
         .apply_client_settings(
             aptix_client::OpenAiConfig::builder().base_url("http://127.0.0.1:1/v1"),
