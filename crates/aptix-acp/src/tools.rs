@@ -18,6 +18,10 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// How long a read through the editor may take: a file is in its buffers or on disk,
+/// so an answer takes milliseconds; the rest is an editor that is not answering.
+const EDITOR_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Reads files through the editor's `fs/read_text_file`, so the model sees unsaved
 /// buffers. Only asked for paths the tool has confined to the workspace already.
 pub(crate) struct EditorReader {
@@ -33,15 +37,21 @@ impl EditorReader {
         }
     }
 
-    /// The whole text of the file at `absolute`, as the editor has it.
+    /// The whole text of the file at `absolute`, as the editor has it, when it answers
+    /// within [`EDITOR_READ_TIMEOUT`]: an editor that never does must not hold the turn
+    /// (and its session) until someone cancels it.
     pub(crate) async fn read_text(&self, absolute: &Path) -> Result<String, String> {
         let request = ReadTextFileRequest::new(self.session_id.clone(), absolute.to_path_buf());
-        self.connection
-            .send_request(request)
-            .block_task()
-            .await
-            .map(|response| response.content)
-            .map_err(|error| in_words(&error))
+        let read = self.connection.send_request(request).block_task();
+        match tokio::time::timeout(EDITOR_READ_TIMEOUT, read).await {
+            Ok(answer) => answer
+                .map(|response| response.content)
+                .map_err(|error| in_words(&error)),
+            Err(_) => Err(format!(
+                "the editor did not answer within {} s",
+                EDITOR_READ_TIMEOUT.as_secs()
+            )),
+        }
     }
 }
 
