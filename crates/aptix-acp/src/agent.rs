@@ -249,17 +249,35 @@ impl AcpAgent {
         );
         let lines = Lines::new(Box::pin(outgoing), Box::pin(incoming));
         let shared = Arc::clone(&self.shared);
+        let mut serving = std::pin::pin!(ConnectTo::<Client>::connect_to(self, lines));
         let served = tokio::select! {
-            served = ConnectTo::<Client>::connect_to(self, lines) => served,
+            served = &mut serving => served,
             () = stop => {
                 tracing::info!("stopping: the agent was asked to end");
+                // Each prompt running is cancelled as `session/cancel` would, and its
+                // `cancelled` answer goes out before the connection does: the editor
+                // is not left waiting on a request that will never be answered.
+                if shared.cancel_all() > 0 {
+                    let answered = async {
+                        while shared.any_running() {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        }
+                        // The answers are written by the connection: a moment more of
+                        // it, for them to go out.
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    };
+                    tokio::select! {
+                        served = &mut serving => return finish(&shared, served).await,
+                        () = answered => {}
+                        () = tokio::time::sleep(STOP_GRACE) => {
+                            tracing::warn!("a prompt did not end within {} s of being cancelled; stopping anyway", STOP_GRACE.as_secs());
+                        }
+                    }
+                }
                 Ok(())
             }
         };
-        // The editor is gone: its sessions' MCP servers are stopped, not left running.
-        let sessions: Vec<Arc<Session>> = lock(&shared.sessions).drain().map(|(_, s)| s).collect();
-        futures_util::future::join_all(sessions.iter().map(|session| session.stop_mcp())).await;
-        served.map_err(AcpError::from)
+        finish(&shared, served).await
     }
 
     fn component(self) -> impl ConnectTo<Client> {
@@ -398,6 +416,23 @@ impl Shared {
 
     fn session(&self, session_id: &str) -> Option<Arc<Session>> {
         lock(&self.sessions).get(session_id).cloned()
+    }
+
+    /// Cancels every prompt running, as `session/cancel` does; how many there were.
+    fn cancel_all(&self) -> usize {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+        sessions
+            .iter()
+            .filter(|session| session.cancel_running())
+            .count()
+    }
+
+    /// Whether a prompt is running in any session.
+    fn any_running(&self) -> bool {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+        sessions
+            .iter()
+            .any(|session| lock(&session.running).is_some())
     }
 
     fn new_session(
@@ -748,16 +783,25 @@ impl Shared {
             tracing::debug!(session = %session_id, "session/cancel for a session this agent does not know");
             return;
         };
-        if let Some(running) = lock(&session.running).as_mut()
-            && let Some(cancel) = running.cancel.take()
-        {
+        if session.cancel_running() {
             tracing::info!(session = %session_id, "cancelling the prompt in flight");
-            let _ = cancel.send(());
         }
     }
 }
 
 impl Session {
+    /// Cancels the prompt running, if one is and was not cancelled already.
+    fn cancel_running(&self) -> bool {
+        let Some(cancel) = lock(&self.running)
+            .as_mut()
+            .and_then(|running| running.cancel.take())
+        else {
+            return false;
+        };
+        let _ = cancel.send(());
+        true
+    }
+
     /// Stops the session's MCP servers (its tools then fail, saying so).
     async fn stop_mcp(&self) {
         let servers = std::mem::take(&mut *lock(&self.mcp));
@@ -921,6 +965,20 @@ fn log_turn(session_id: &str, envelope: &AgentExecuteResponse) {
     for warning in &envelope.warnings {
         tracing::warn!(session = %session_id, "{warning}");
     }
+}
+
+/// How long a stop waits for the prompts it cancelled to answer.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The end of serving: the editor is gone, so its sessions' MCP servers are stopped,
+/// not left running.
+async fn finish(
+    shared: &Arc<Shared>,
+    served: Result<(), agent_client_protocol::Error>,
+) -> Result<(), AcpError> {
+    let sessions: Vec<Arc<Session>> = lock(&shared.sessions).drain().map(|(_, s)| s).collect();
+    futures_util::future::join_all(sessions.iter().map(|session| session.stop_mcp())).await;
+    served.map_err(AcpError::from)
 }
 
 /// The longest message read from the editor: room for a prompt with large files and

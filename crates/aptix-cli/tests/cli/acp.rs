@@ -1576,6 +1576,46 @@ async fn a_signal_ends_the_agent_and_the_mcp_servers_it_started() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_mid_prompt_answers_the_prompt_cancelled_before_the_agent_ends() {
+    // The editor is not left waiting on a request that will never be answered.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![stalled_text("resp_1")]).await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+                    "params": {"sessionId": session_id,
+                               "prompt": [{"type": "text", "text": "Think long"}]}})
+            .to_string(),
+        );
+        // The model's first words are out: the prompt is running.
+        loop {
+            let message = agent.next();
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                break;
+            }
+        }
+        let killed = Command::new("kill")
+            .args(["-TERM", &agent.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let answer = agent.until_response(json!(7));
+        let status = agent.child.wait().unwrap();
+        (answer, status)
+    })
+    .await;
+    let (answer, status) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    let last = answer.last().unwrap();
+    assert_eq!(last["result"]["stopReason"], "cancelled", "{answer:?}");
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
     let Some(python) =
         acp_python("a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on")
