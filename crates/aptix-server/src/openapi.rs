@@ -24,6 +24,69 @@ impl Modify for BearerAuth {
     }
 }
 
+/// The headers every response carries, and those of some statuses, declared on each
+/// response (so that a generated client reads them): `x-request-id` everywhere,
+/// `WWW-Authenticate` on `401`, `Retry-After` on `409` and `503` (when the code is one to
+/// wait out; the error's own rule, in `error.rs`, decides).
+struct ResponseHeaders;
+
+impl Modify for ResponseHeaders {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::schema::{Object, Type};
+        let header = |description: &str| {
+            HeaderBuilder::new()
+                .schema(Object::with_type(Type::String))
+                .description(Some(description))
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (status, response) in &mut operation.responses.responses {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    response.headers.insert(
+                        "x-request-id".to_owned(),
+                        header(
+                            "The request's id: the caller's `x-request-id` when it was one \
+                             (up to 128 visible ASCII characters), else a new one; in the \
+                             service's log lines too",
+                        ),
+                    );
+                    match status.as_str() {
+                        "401" => {
+                            response.headers.insert(
+                                "WWW-Authenticate".to_owned(),
+                                header("`Bearer`: the scheme the token goes in"),
+                            );
+                        }
+                        "409" | "503" => {
+                            response.headers.insert(
+                                "Retry-After".to_owned(),
+                                header(
+                                    "Seconds to wait before sending the request again (`1`), \
+                                     on `session_busy` and every `503`; not on \
+                                     `nothing_pending` or `session_conflict`",
+                                ),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -56,7 +119,7 @@ impl Modify for BearerAuth {
         AgentExecuteResponse,
         aptix_mapping::StreamDelta,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &ResponseHeaders),
 )]
 struct ApiDoc;
 

@@ -42,6 +42,33 @@ fn the_committed_openapi_document_is_the_generated_one() {
 }
 
 #[test]
+fn every_response_declares_the_headers_it_carries() {
+    let document: Value = serde_json::from_str(&aptix_server::openapi_json()).unwrap();
+    let mut responses = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let headers = &response["headers"];
+                let place = format!("{method} {path} {status}");
+                assert!(headers.get("x-request-id").is_some(), "{place}");
+                assert_eq!(
+                    headers.get("WWW-Authenticate").is_some(),
+                    status == "401",
+                    "{place}"
+                );
+                assert_eq!(
+                    headers.get("Retry-After").is_some(),
+                    status == "409" || status == "503",
+                    "{place}"
+                );
+                responses += 1;
+            }
+        }
+    }
+    assert!(responses > 20, "{responses}");
+}
+
+#[test]
 fn every_error_code_and_status_is_documented() {
     let document: Value = serde_json::from_str(&aptix_server::openapi_json()).unwrap();
     let codes: Vec<&str> = document["components"]["schemas"]["ErrorCode"]["enum"]
