@@ -150,17 +150,19 @@ pub(super) fn read_object<'a>(
                 ));
             }
             None => {
-                let suggestion = shape
-                    .fields
-                    .iter()
-                    .find(|name| folded(name) == folded(key))
-                    .map(|name| format!("; did you mean {name}?"))
-                    .unwrap_or_default();
-                checker.report(Violation::new(
-                    child(path, key),
-                    ViolationCode::UnknownField,
-                    format!("unknown field {key} in {}{suggestion}", shape.what),
-                ));
+                checker.report_with(|| {
+                    let suggestion = shape
+                        .fields
+                        .iter()
+                        .find(|name| folded(name) == folded(key))
+                        .map(|name| format!("; did you mean {name}?"))
+                        .unwrap_or_default();
+                    Violation::new(
+                        child(path, key),
+                        ViolationCode::UnknownField,
+                        format!("unknown field {key} in {}{suggestion}", shape.what),
+                    )
+                });
             }
         }
     }

@@ -153,8 +153,15 @@ pub(super) struct Checker {
 impl Checker {
     /// Records a violation.
     pub(super) fn report(&mut self, violation: Violation) -> Reported {
+        self.report_with(|| violation)
+    }
+
+    /// Records the violation `violation` builds, built only while the list has room: a
+    /// body of a hundred thousand unknown fields costs a count for each past the cap,
+    /// not a message and a suggestion.
+    pub(super) fn report_with(&mut self, violation: impl FnOnce() -> Violation) -> Reported {
         if self.violations.len() < MAX_VIOLATIONS {
-            self.violations.push(violation);
+            self.violations.push(violation());
         } else {
             self.left_out += 1;
         }
