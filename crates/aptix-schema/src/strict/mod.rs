@@ -181,7 +181,11 @@ impl<'r> Walker<'r> {
             };
             return Err(not_strict(
                 "",
-                format!("the root of a strict schema must have \"type\": \"object\"; it has {has}"),
+                format!(
+                    "the root of a strict schema must have \"type\": \"object\"; it has {has} \
+                     (wrap it as an object's property, or use the prompt_only strategy, which \
+                     takes any root)"
+                ),
             ));
         }
         self.node(&Value::Object(map), "", 0)
