@@ -289,7 +289,15 @@ impl Permission {
                 lock(&self.always).insert(tool.to_owned(), false);
                 Err(refused())
             }
-            _ => Err(refused()),
+            "reject_once" => Err(refused()),
+            // Not one of the options offered: an editor's bug, taken as the safe answer.
+            other => {
+                tracing::warn!(
+                    option = other,
+                    "the editor answered a permission request with an option it was not offered; the tool is not run"
+                );
+                Err(refused())
+            }
         }
     }
 }
