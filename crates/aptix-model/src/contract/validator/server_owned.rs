@@ -6,7 +6,7 @@
 //! saying who owns it, rather than "unknown field" or, worse, silence. Keys match in any
 //! casing or with underscores, so OpenAI's own `previous_response_id` is caught too.
 
-use super::fields::{Stranger, folded};
+use super::fields::{Stranger, same_folded};
 use crate::contract::violation::ViolationCode;
 
 /// Who owns a server-owned field, which decides what the message says.
@@ -58,8 +58,7 @@ const SERVER_OWNED: &[(&str, Owner)] = &[
 
 /// The special treatment of an extra top-level key, if it has one.
 pub(super) fn top_level_stranger(key: &str) -> Option<Stranger> {
-    let key = folded(key);
-    if key == "context" {
+    if same_folded(key, "context") {
         return Some(Stranger {
             name: "context",
             code: ViolationCode::UnknownField,
@@ -68,7 +67,9 @@ pub(super) fn top_level_stranger(key: &str) -> Option<Stranger> {
                 .to_owned(),
         });
     }
-    let &(name, owner) = SERVER_OWNED.iter().find(|(name, _)| folded(name) == key)?;
+    let &(name, owner) = SERVER_OWNED
+        .iter()
+        .find(|(name, _)| same_folded(name, key))?;
     let message = match (name, owner) {
         ("instructions", _) => {
             "instructions (the provider's system instructions) is server-owned; \
