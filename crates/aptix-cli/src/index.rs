@@ -38,7 +38,27 @@ pub(crate) fn run(path: Option<&Path>, env: Env<'_>) -> Result<u8, anyhow::Error
     // Loaded with its settings, which may name files the index must never hold
     // (`aptix serve`'s tokens file).
     let index = Workspace::load(&workspace, &SettingsLayer::default(), env)?.open_index()?;
-    let stats = aptix_runtime::refresh_index(&index, &StderrReporter)?;
+    // Another process refreshing the same index (an `ask` indexing on first use, an
+    // editor's agent): waited for, as cargo waits for its build folder, rather than
+    // failed; Ctrl-C ends the wait.
+    let mut told = false;
+    let stats = loop {
+        match aptix_runtime::refresh_index(&index, &StderrReporter) {
+            Err(aptix_runtime::Error::Index { source, .. })
+                if matches!(*source, aptix_index::IndexError::Locked { .. }) =>
+            {
+                if !told {
+                    note(format_args!(
+                        "waiting for another process that is refreshing the index of {}",
+                        workspace.display()
+                    ));
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => break other?,
+        }
+    };
     print_line(&summary(&stats))?;
     for skipped in &stats.skipped {
         tracing::info!(path = ?skipped.path, reason = %skipped.reason, "skipped");

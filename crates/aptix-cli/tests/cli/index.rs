@@ -389,3 +389,55 @@ fn a_file_named_like_the_aptix_folder_is_said_to_be_in_the_way() {
         stderr(&output)
     );
 }
+
+/// Holds a refresh of the index open (in its last step) until told to go on.
+struct Held(
+    std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    std::sync::mpsc::Sender<()>,
+);
+
+impl aptix_index::IndexProgress for Held {
+    fn committing(&self) {
+        let _ = self.1.send(());
+        if let Some(go_on) = self.0.lock().unwrap().take() {
+            let _ = go_on.recv();
+        }
+    }
+}
+
+#[test]
+fn a_second_index_waits_for_the_refresh_running_and_then_runs() {
+    use std::io::BufRead as _;
+    let sandbox = code_workspace();
+    let root = sandbox.workspace.path().to_path_buf();
+    let (go_on, wait) = std::sync::mpsc::channel();
+    let (holding, held) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let index = aptix_index::WorkspaceIndex::open(&root, Default::default()).unwrap();
+        let progress = Held(std::sync::Mutex::new(Some(wait)), holding);
+        index.refresh(&progress).unwrap();
+    });
+    held.recv().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"))
+        .args(["index", &sandbox.workspace_arg()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home.path())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(
+        first.contains("waiting for another process that is refreshing the index"),
+        "{first}"
+    );
+    go_on.send(()).unwrap();
+    holder.join().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{first}{rest}");
+}
