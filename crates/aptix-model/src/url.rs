@@ -52,8 +52,10 @@ pub fn is_loopback_host(name: &str) -> bool {
         .is_ok_and(|address| address.is_loopback())
 }
 
-/// Whether `url` (`scheme://[user@]host[:port][/path]`) names a server on this machine
-/// ([`is_loopback_host`]); `false` for anything that does not read as such a URL.
+/// Whether `url` (`scheme://[user@]host[:port][/path]`) names a server on this machine:
+/// `localhost` itself or a loopback address; `false` for anything that does not read as
+/// such a URL. Stricter than [`is_loopback_host`]: a subdomain of `localhost` is looked
+/// up by the resolver the client uses, which may ask DNS for it.
 ///
 /// ```
 /// assert!(aptix_model::is_loopback_url("http://127.0.0.1:8080/v1"));
@@ -84,7 +86,11 @@ pub fn is_loopback_url(url: &str) -> bool {
             None => host_port,
         }
     };
-    !host.is_empty() && is_loopback_host(host)
+    let host = host.trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 /// Masks the value of every `password=` parameter (URL query or key=value form; quoted
@@ -209,7 +215,6 @@ mod tests {
             "http://127.0.0.1:8080/v1",
             "http://localhost/v1",
             "HTTP://LOCALHOST:1/v1",
-            "http://api.localhost:9/v1",
             "http://[::1]/v1",
             "http://user:pw@127.0.0.2:80/v1?x=1",
             "http://localhost.:8080",
@@ -219,6 +224,8 @@ mod tests {
         for url in [
             "https://api.openai.com/v1",
             "http://localhost.evil.example/v1",
+            // Resolved by the client's resolver, which may ask DNS.
+            "http://api.localhost:9/v1",
             "http://127.0.0.1.nip.io/v1",
             "http://localhost@evil.example/v1",
             "http://evil.example#@localhost/v1",

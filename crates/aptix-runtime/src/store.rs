@@ -136,6 +136,37 @@ fn is_connection_string(text: &str) -> bool {
             .starts_with('=')
 }
 
+/// Whether a store setting names a database on this machine: a SQLite file, or a
+/// PostgreSQL server reached over a local socket (no host, or a socket folder) or at
+/// `localhost` or a loopback address. What cannot be told is taken as another machine.
+pub(crate) fn is_local_database(store: &str) -> bool {
+    let store = store.trim();
+    let lower = store.to_ascii_lowercase();
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        let rest = &store[store.find("://").map_or(0, |at| at + 3)..];
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let host = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        // `postgres:///aptix` (no host): libpq's local socket.
+        return host.is_empty() || aptix_model::is_loopback_url(&format!("postgres://{host}"));
+    }
+    if is_connection_string(store) {
+        let host = store.split_whitespace().find_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            matches!(key.trim(), "host" | "hostaddr").then(|| value.trim_matches('\''))
+        });
+        return match host {
+            None => true,
+            Some(host) => {
+                host.starts_with('/') || aptix_model::is_loopback_url(&format!("postgres://{host}"))
+            }
+        };
+    }
+    // A SQLite file.
+    true
+}
+
 /// Opens the configured session store: the workspace's SQLite file (creating `.aptix/`,
 /// with a `.gitignore` that keeps its contents out of version control, when missing),
 /// another SQLite file, or a PostgreSQL database (its schema brought up to date).
@@ -343,6 +374,31 @@ mod tests {
             store: store.map(|text| StoreUrl(text.to_owned())),
             ..SettingsLayer::default()
         })
+    }
+
+    #[test]
+    fn a_database_on_this_machine_is_told_from_one_on_another() {
+        for local in [
+            "postgres:///aptix",
+            "postgres://aptix@localhost/aptix",
+            "postgresql://aptix:pw@127.0.0.1:5432/aptix",
+            "postgres://[::1]/aptix",
+            "host=/var/run/postgresql dbname=aptix",
+            "dbname=aptix user=me",
+            "host=localhost dbname=aptix",
+            ".aptix/sessions.db",
+        ] {
+            assert!(is_local_database(local), "{local}");
+        }
+        for remote in [
+            "postgres://aptix@db.internal/aptix",
+            "postgres://aptix@localhost.attacker.example/aptix",
+            "POSTGRESQL://u@10.0.0.1/aptix",
+            "host=db.example.com dbname=aptix",
+            "hostaddr=10.1.2.3 dbname=aptix",
+        ] {
+            assert!(!is_local_database(remote), "{remote}");
+        }
     }
 
     #[test]

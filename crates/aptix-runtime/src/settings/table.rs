@@ -46,12 +46,6 @@ macro_rules! flag_of {
     };
 }
 
-/// Declares a table of settings once: each key (the config file key, the flag, and the
-/// environment variable through [`env_var`]), its type, its flag's clap attributes and
-/// its help text. From this one table come the layer struct (a serde struct for the
-/// files and, with the `clap` feature, a clap `Args` for the flags), the list of keys,
-/// the environment reader and the layering; tests check that each help text names its
-/// key and variable, and that `docs/cli.md` lists them.
 /// A value's `Debug` text with any URL password in it hidden.
 struct WithoutPassword<'a, T>(&'a T);
 
@@ -61,6 +55,12 @@ impl<T: std::fmt::Debug> std::fmt::Debug for WithoutPassword<'_, T> {
     }
 }
 
+/// Declares a table of settings once: each key (the config file key, the flag, and the
+/// environment variable through [`env_var`]), its type, its flag's clap attributes and
+/// its help text. From this one table come the layer struct (a serde struct for the
+/// files and, with the `clap` feature, a clap `Args` for the flags), the list of keys,
+/// the environment reader and the layering; tests check that each help text names its
+/// key and variable, and that `docs/cli.md` lists them.
 macro_rules! settings {
     (
         $(#[doc = $table_doc:literal])*
