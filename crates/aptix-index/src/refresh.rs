@@ -74,7 +74,12 @@ pub(crate) fn refresh(
         .index
         .writer_with_num_threads(inner.config.writer_threads, inner.config.writer_heap_bytes)
         .map_err(|source| match source {
-            tantivy::TantivyError::LockFailure(..) => IndexError::Locked {
+            // Busy only: a lock file that cannot be made (a read-only folder) is a
+            // store failure, not another process to wait for.
+            tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            ) => IndexError::Locked {
                 path: inner.index_dir.clone(),
             },
             source => store_error(source),
