@@ -52,7 +52,8 @@ pub enum ClientError {
         after: Duration,
     },
 
-    /// The server answered with a non-2xx status.
+    /// The server answered with a non-2xx status, or with an error body under a 2xx
+    /// one (a proxy's error, to a streamed request).
     #[error("http status {status}: {}{}", status_summary(.api_error.as_deref(), .raw_body.as_deref()), requested_wait(*.retry_after))]
     Status {
         /// The HTTP status code.

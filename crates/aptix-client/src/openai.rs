@@ -101,21 +101,10 @@ impl OpenAiProvider {
                 struct Status {
                     #[serde(default)]
                     status: Option<aptix_model::wire::ResponseStatus>,
-                    #[serde(default)]
-                    id: Option<serde::de::IgnoredAny>,
-                    #[serde(default)]
-                    error: Option<serde_json::Value>,
                 }
                 let decoded: Status = serde_json::from_slice(bytes).map_err(|error| {
                     json_decode_error("reply", bytes, &error).with_request_id(request_id)
                 })?;
-                // An error body with a success status (some proxies send one): the
-                // server's own words, not "a response that does not decode".
-                if decoded.id.is_none() && decoded.error.as_ref().is_some_and(|e| !e.is_null()) {
-                    return Err(crate::transport::status_error_of_body(
-                        200, bytes, request_id,
-                    ));
-                }
                 let kind = StreamEvent::terminal_type(decoded.status.as_ref());
                 let body = String::from_utf8_lossy(bytes);
                 Ok(aptix_sse::SseEvent {
@@ -253,6 +242,7 @@ pub(crate) fn whole_reply_as_event(
     let secret = config.secret().map(str::to_owned);
     let limit = config.timeouts().request;
     let request_id = meta.request_id.clone();
+    let status = meta.status;
     tracing::debug!("a streamed request was answered with JSON; reading it whole");
     let event = async move {
         let read = crate::transport::read_reply(response);
@@ -274,6 +264,24 @@ pub(crate) fn whole_reply_as_event(
             crate::transport::ReplyError::TooLarge(error) => error,
         })?;
         let bytes = crate::transport::scrub_bytes(bytes, secret.as_deref());
+        // An error body with a success status (some proxies send one): the server's own
+        // words, not a reply that does not decode.
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            #[serde(default)]
+            id: Option<serde::de::IgnoredAny>,
+            #[serde(default)]
+            error: Option<serde_json::Value>,
+        }
+        if serde_json::from_slice::<Probe>(&bytes)
+            .is_ok_and(|probe| probe.id.is_none() && probe.error.is_some_and(|e| !e.is_null()))
+        {
+            return Err(crate::transport::status_error_of_body(
+                status,
+                &bytes,
+                request_id.as_deref(),
+            ));
+        }
         to_event(&bytes, request_id.as_deref())
     };
     EventStream::new(meta, futures_util::stream::once(event))

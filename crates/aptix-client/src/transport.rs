@@ -133,7 +133,8 @@ impl HttpTransport {
     /// The reply's `x-request-id`, scrubbed: it is copied into envelopes, errors and
     /// logs, and a proxy that echoes what it was sent could put the key in it.
     fn request_id(&self, reply_headers: &HeaderMap) -> Option<String> {
-        headers::request_id(reply_headers).map(|id| self.scrub(&id))
+        // As streamed content is: a placeholder key (`x`) rewrites nothing.
+        headers::request_id(reply_headers).map(|id| self.scrub_if_needed(&id).unwrap_or(id))
     }
 
     /// The scrubbed text, or `None` when `text` holds no form of the key (the common
