@@ -257,7 +257,10 @@ impl AcpAgent {
                 // Each prompt running is cancelled as `session/cancel` would, and its
                 // `cancelled` answer goes out before the connection does: the editor
                 // is not left waiting on a request that will never be answered.
-                if shared.cancel_all() > 0 {
+                // A prompt cancelled already (`session/cancel`) and still ending is
+                // waited for too.
+                shared.cancel_all();
+                if shared.any_running() {
                     let answered = async {
                         while shared.any_running() {
                             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

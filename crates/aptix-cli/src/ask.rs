@@ -84,7 +84,8 @@ fn turn_json(
                     "--image {} is {:.1} MiB; an image may be at most {} MiB ({} MiB once \
                      encoded to be sent)",
                     path.display(),
-                    bytes.len() as f64 / (1024.0 * 1024.0),
+                    // Rounded up: a file just over the limit is not shown at it.
+                    (bytes.len() as f64 / (1024.0 * 1024.0) * 10.0).ceil() / 10.0,
                     limit / 4 * 3 / (1024 * 1024),
                     limit / (1024 * 1024)
                 )));
@@ -117,8 +118,9 @@ fn turn_json(
     Ok(turn)
 }
 
-/// The bytes of a file given with `flag`: a path that names no file is the caller's
-/// mistake (exit 2, as for any bad flag value); a file that cannot be read is an I/O
+/// The bytes of a file given with `flag`: a path that names no regular file, or that
+/// does not resolve (a link loop, a folder without permission), is the caller's mistake
+/// (exit 2, as for any bad flag value); a file that then cannot be read is an I/O
 /// failure (exit 1).
 fn read_attached(flag: &str, path: &Path) -> Result<Vec<u8>, anyhow::Error> {
     let what = match std::fs::metadata(path) {

@@ -26,8 +26,9 @@ impl Modify for BearerAuth {
 
 /// The headers every response carries, and those of some statuses, declared on each
 /// response (so that a generated client reads them): `x-request-id` everywhere,
-/// `WWW-Authenticate` on `401`, `Retry-After` on `409` and `503` (when the code is one to
-/// wait out; the error's own rule, in `error.rs`, decides).
+/// `WWW-Authenticate` on `401`, `Accept-Encoding` on `415`, `Retry-After` on `409` and
+/// `503` (when the code is one to wait out; the error's own rule, in `error.rs`,
+/// decides).
 struct ResponseHeaders;
 
 impl Modify for ResponseHeaders {
@@ -67,6 +68,12 @@ impl Modify for ResponseHeaders {
                             response.headers.insert(
                                 "WWW-Authenticate".to_owned(),
                                 header("`Bearer`: the scheme the token goes in"),
+                            );
+                        }
+                        "415" => {
+                            response.headers.insert(
+                                "Accept-Encoding".to_owned(),
+                                header("`identity`: a body is read only as it is, not compressed"),
                             );
                         }
                         "409" | "503" => {

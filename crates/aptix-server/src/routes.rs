@@ -1670,7 +1670,7 @@ impl ListQuery {
                 continue;
             }
             match name.as_ref() {
-                "limit" => match whole_number(&value) {
+                "limit" => match whole_number(value.trim()) {
                     Some(Some(limit)) if (1..=MAX_LIST_LIMIT).contains(&limit) => {
                         read.limit = Some(limit);
                     }
@@ -1733,10 +1733,16 @@ fn no_query(uri: &axum::http::Uri, request_id: &str) -> Result<(), ApiError> {
     let Some(query) = uri.query().filter(|query| !query.is_empty()) else {
         return Ok(());
     };
-    let mut names: Vec<String> = form_urlencoded::parse(query.as_bytes())
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<String> = form_urlencoded::parse(query.as_bytes())
         .map(|(name, _)| name.into_owned())
+        .filter(|name| seen.insert(name.clone()))
+        .take(aptix_model::contract::limits::MAX_VIOLATIONS)
         .collect();
-    names.dedup();
+    if names.is_empty() {
+        // `?` or `?&`: no parameter at all.
+        return Ok(());
+    }
     let violations = names
         .iter()
         .map(|name| {
