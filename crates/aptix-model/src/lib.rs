@@ -74,7 +74,7 @@ mod openapi;
 mod url;
 
 pub use error::ModelError;
-pub use url::{is_loopback_host, is_loopback_url, redact_url};
+pub use url::{is_loopback_host, is_loopback_url, redact_url, url_host};
 
 /// `error` and its causes on one line, joined by `: `, as Aptix prints and logs an
 /// error. A cause whose text the line already holds is left out: many errors repeat

@@ -64,33 +64,45 @@ pub fn is_loopback_host(name: &str) -> bool {
 /// assert!(!aptix_model::is_loopback_url("http://localhost@evil.example/v1"));
 /// ```
 pub fn is_loopback_url(url: &str) -> bool {
-    let Some((_, rest)) = url.trim().split_once("://") else {
-        return false;
-    };
+    url_host(url).is_some_and(|host| {
+        let host = host.trim_end_matches('.');
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    })
+}
+
+/// The host of `url` (`scheme://[user@]host[:port][/path]`), without user-info, port
+/// or IPv6 brackets: `Some("")` for a URL that names none (`postgres:///db`, a local
+/// socket), `None` for text that does not read as such a URL. The user-info ends at the
+/// last `@` of the authority, and the authority at the first `/`, `?`, `#` or `\`, as
+/// the HTTP clients read them.
+///
+/// ```
+/// assert_eq!(aptix_model::url_host("https://me:pw@[::1]:8443/v1"), Some("::1"));
+/// assert_eq!(aptix_model::url_host("postgres:///aptix"), Some(""));
+/// assert_eq!(aptix_model::url_host("http://host:80x/"), None);
+/// ```
+pub fn url_host(url: &str) -> Option<&str> {
+    let (_, rest) = url.trim().split_once("://")?;
     let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
-    // The host follows the user-info, which ends at the last `@`.
     let host_port = authority
         .rsplit_once('@')
         .map_or(authority, |(_, host)| host);
     let is_port = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        match bracketed.split_once(']') {
-            Some((name, "")) => name,
-            Some((name, port)) if port.strip_prefix(':').is_some_and(is_port) => name,
-            _ => return false,
-        }
-    } else {
-        match host_port.rsplit_once(':') {
-            Some((name, port)) if is_port(port) => name,
-            Some(_) => return false,
-            None => host_port,
-        }
-    };
-    let host = host.trim_end_matches('.');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
+    if let Some(bracketed) = host_port.strip_prefix('[') {
+        return match bracketed.split_once(']') {
+            Some((name, "")) => Some(name),
+            Some((name, port)) if port.strip_prefix(':').is_some_and(is_port) => Some(name),
+            _ => None,
+        };
+    }
+    match host_port.rsplit_once(':') {
+        Some((name, port)) if is_port(port) => Some(name),
+        Some(_) => None,
+        None => Some(host_port),
+    }
 }
 
 /// Masks the value of every `password=` parameter (URL query or key=value form; quoted

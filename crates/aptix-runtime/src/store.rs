@@ -143,13 +143,9 @@ pub(crate) fn is_local_database(store: &str) -> bool {
     let store = store.trim();
     let lower = store.to_ascii_lowercase();
     if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-        let rest = &store[store.find("://").map_or(0, |at| at + 3)..];
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let host = authority
-            .rsplit_once('@')
-            .map_or(authority, |(_, host)| host);
         // `postgres:///aptix` (no host): libpq's local socket.
-        return host.is_empty() || aptix_model::is_loopback_url(&format!("postgres://{host}"));
+        return aptix_model::url_host(store).is_some_and(str::is_empty)
+            || aptix_model::is_loopback_url(store);
     }
     if is_connection_string(store) {
         let host = store.split_whitespace().find_map(|pair| {
@@ -159,7 +155,13 @@ pub(crate) fn is_local_database(store: &str) -> bool {
         return match host {
             None => true,
             Some(host) => {
-                host.starts_with('/') || aptix_model::is_loopback_url(&format!("postgres://{host}"))
+                // An IPv6 address is written bare here, bracketed in a URL.
+                let url = if host.contains(':') {
+                    format!("postgres://[{host}]")
+                } else {
+                    format!("postgres://{host}")
+                };
+                host.starts_with('/') || aptix_model::is_loopback_url(&url)
             }
         };
     }
@@ -386,6 +388,7 @@ mod tests {
             "host=/var/run/postgresql dbname=aptix",
             "dbname=aptix user=me",
             "host=localhost dbname=aptix",
+            "hostaddr=::1 dbname=aptix",
             ".aptix/sessions.db",
         ] {
             assert!(is_local_database(local), "{local}");
