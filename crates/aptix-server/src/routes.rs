@@ -253,7 +253,7 @@ fn id_of(request: &Request) -> String {
 /// The request id of a request to a protected route, or the `401` to answer with.
 fn authorized(state: &AppState, request: &Request) -> Result<String, ApiError> {
     let request_id = id_of(request);
-    authorize(state, request.headers(), &request_id).map(|()| request_id)
+    authorize(state, request.headers(), request.uri(), &request_id).map(|()| request_id)
 }
 
 fn unknown_session(id: &str, request_id: &str) -> ApiError {
@@ -376,13 +376,27 @@ fn bearer_token(value: &str) -> Option<&str> {
 /// Without tokens (a service on loopback), the request must name the service by a
 /// loopback host: a web page the user opens can send requests to `127.0.0.1`, and
 /// through DNS rebinding read the answers, but its requests then carry the page's own
-/// host name. Requests without a `Host` (HTTP/1.0) pass.
-fn local_host(headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
-    let Some(host) = single(headers, header::HOST, request_id)? else {
-        return Ok(());
-    };
-    let name = host.to_str().ok().and_then(host_name);
-    if name.is_some_and(aptix_model::is_loopback_host) {
+/// host name. Requests without a `Host` (HTTP/1.0) pass. A request target in absolute
+/// form (`GET http://host/v1/...`) names its host too, which a server takes over `Host`
+/// (RFC 9112 §3.2.2): both must be loopback.
+fn local_host(
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+    request_id: &str,
+) -> Result<(), ApiError> {
+    let host = single(headers, header::HOST, request_id)?;
+    let named = host
+        .map(|host| host.to_str().ok().and_then(host_name))
+        .into_iter()
+        .chain(
+            uri.authority()
+                .map(|authority| host_name(authority.as_str())),
+        );
+    let mut local = true;
+    for name in named {
+        local &= name.is_some_and(aptix_model::is_loopback_host);
+    }
+    if local {
         return Ok(());
     }
     Err(ApiError::new(
@@ -431,10 +445,15 @@ fn single<'h>(
 }
 
 /// `Authorization: Bearer <token>` when tokens are configured.
-fn authorize(state: &AppState, headers: &HeaderMap, request_id: &str) -> Result<(), ApiError> {
+fn authorize(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+    request_id: &str,
+) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
         if state.config.loopback_hosts_only {
-            return local_host(headers, request_id);
+            return local_host(headers, uri, request_id);
         }
         return Ok(());
     }
@@ -508,7 +527,7 @@ async fn prepare_turn(
     request_id: &str,
 ) -> Result<(Turn, bool), ApiError> {
     let (parts, body) = request.into_parts();
-    authorize(state, &parts.headers, request_id)?;
+    authorize(state, &parts.headers, &parts.uri, request_id)?;
     no_query(&parts.uri, request_id)?;
     let is_json = single(&parts.headers, header::CONTENT_TYPE, request_id)?
         .and_then(|value| value.to_str().ok())

@@ -672,6 +672,20 @@ async fn without_tokens_only_loopback_hosts_are_answered() {
         let (status, _) = error_of(open.get_with("/v1/sessions", "host", host).await).await;
         assert_eq!(status, 403, "{host}");
     }
+    // A target in absolute form names its host, which wins over `Host` (RFC 9112
+    // §3.2.2): both must be loopback.
+    for (target, expected) in [
+        ("http://evil.example/v1/sessions", "HTTP/1.1 403"),
+        (
+            &*format!("http://127.0.0.1:{port}/v1/sessions"),
+            "HTTP/1.1 200",
+        ),
+    ] {
+        let sent =
+            format!("GET {target} HTTP/1.1\r\nhost: localhost:{port}\r\nconnection: close\r\n\r\n");
+        let answer = raw_exchange(&open.base, sent.as_bytes()).await.unwrap();
+        assert!(answer.starts_with(expected), "{target}: {answer}");
+    }
     // Two Host headers are refused (RFC 9112 §3.2), whichever comes first.
     for (first, second) in [("localhost", "evil.example"), ("evil.example", "localhost")] {
         let sent = format!(
