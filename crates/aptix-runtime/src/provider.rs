@@ -42,20 +42,10 @@ pub(crate) fn provider(
     let config = builder
         .build()
         .map_err(|error| config_error(error, settings, env))?;
-    if let Some(url) = settings.workspace_base_url()
-        && config.has_api_key()
+    if config.has_api_key()
+        && let Some(refusal) = untrusted_base_url(settings, env)
     {
-        return Err(Error::config(format!(
-            "the workspace's aptix.toml sets base_url to {}, a server on another machine, and \
-             the API key would go with every request: a folder's own file may only name a \
-             server on this machine. If you trust that server, set it with --base-url, \
-             OPENAI_BASE_URL or in your user config ({})",
-            aptix_model::redact_url(url),
-            user_config_path(env).map_or_else(
-                || "~/.config/aptix/config.toml".to_owned(),
-                |path| path.display().to_string(),
-            ),
-        )));
+        return Err(Error::config(refusal));
     }
     tracing::debug!(
         base_url = %config.base_url(),
@@ -68,6 +58,25 @@ pub(crate) fn provider(
         ApiKind::Chat => ChatCompletionsProvider::new(config).map(|p| Arc::new(p) as _),
     };
     built.map_err(|error| config_error(error, settings, env))
+}
+
+/// Why the configured base URL may not be sent the API key, when it is one only the
+/// workspace's `aptix.toml` chose, on another machine (see `Settings::load`); `None`
+/// when it may. The one statement of the rule, for the provider and for a dry run that
+/// must refuse what the call would.
+pub(crate) fn untrusted_base_url(settings: &Settings, env: Env<'_>) -> Option<String> {
+    let url = settings.workspace_base_url()?;
+    Some(format!(
+        "the workspace's aptix.toml sets base_url to {}, a server on another machine, and \
+         the API key would go with every request: a folder's own file may only name a \
+         server on this machine. If you trust that server, set it with --base-url, \
+         OPENAI_BASE_URL or in your user config ({})",
+        aptix_model::redact_url(url),
+        user_config_path(env).map_or_else(
+            || "~/.config/aptix/config.toml".to_owned(),
+            |path| path.display().to_string(),
+        ),
+    ))
 }
 
 /// A stand-in for the configured provider that reports the same capabilities and is

@@ -36,6 +36,10 @@ pub struct Workspace {
     /// Files of the workspace that hold secrets under names the index's rules cannot
     /// know (see [`with_secret_file`](Self::with_secret_file)), canonical.
     secret_files: Vec<PathBuf>,
+    /// Why a request may not go to the configured base URL with the key the environment
+    /// holds (see `provider::untrusted_base_url`), when [`load`](Self::load) found so: a
+    /// dry run refuses what the call would.
+    base_url_refusal: Option<String>,
     opened: Arc<Opened>,
 }
 
@@ -63,6 +67,7 @@ impl Workspace {
             settings,
             store_password: None,
             secret_files: Vec::new(),
+            base_url_refusal: None,
             opened: Arc::default(),
         }
     }
@@ -90,6 +95,10 @@ impl Workspace {
     /// `root/aptix.toml` over the user's file (see [`Settings::load`]).
     pub fn load(root: &Path, flags: &SettingsLayer, env: Env<'_>) -> Result<Workspace, Error> {
         let mut workspace = Workspace::new(root, Settings::load(root, flags, env)?);
+        let key_set = env("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
+        workspace.base_url_refusal = key_set
+            .then(|| provider::untrusted_base_url(&workspace.settings, env))
+            .flatten();
         workspace.store_password = env("PGPASSWORD")
             .filter(|password| !password.is_empty())
             .map(|password| Arc::new(secrecy::SecretString::from(password)));
@@ -272,12 +281,17 @@ impl Workspace {
 
     /// `body` (a request the orchestrator built) exactly as the configured provider
     /// would send it, `stream`ed or not: the endpoint, `stream` and background mode as
-    /// the call sets them, translated for the Chat Completions bridge.
+    /// the call sets them, translated for the Chat Completions bridge. What the call
+    /// would refuse is refused here too (a base URL naming the endpoint; one only the
+    /// workspace's file chose, on another machine, while the environment holds a key).
     pub fn wire_request(
         &self,
         body: CreateResponseRequest,
         stream: bool,
     ) -> Result<WireRequest, Error> {
+        if let Some(refusal) = &self.base_url_refusal {
+            return Err(Error::config(refusal.clone()));
+        }
         provider::wire_request(&self.settings, body, stream)
     }
 

@@ -193,6 +193,18 @@ fn a_workspace_file_cannot_send_the_key_to_another_machine() {
     );
     assert!(message.contains("--base-url"), "{message}");
     assert!(!message.contains("sk-test"), "{message}");
+    // A dry run refuses what the call would; without a key, nothing is at stake.
+    let body = aptix_model::wire::CreateResponseRequest::default;
+    let env_plain = env(&[]);
+    let loaded = Workspace::load(root.path(), &SettingsLayer::default(), &env_plain).unwrap();
+    let dry = loaded.wire_request(body(), true).unwrap_err();
+    assert_eq!(dry.to_string(), message);
+    let home_dir = home.path().to_str().unwrap().to_owned();
+    let keyless = move |name: &str| (name == "HOME").then(|| home_dir.clone());
+    Workspace::load(root.path(), &SettingsLayer::default(), &keyless)
+        .unwrap()
+        .wire_request(body(), true)
+        .unwrap();
     // The user's own word for the same server: the flag, the variable, the user file.
     static CHOSEN: &[(&str, &str)] = &[("OPENAI_BASE_URL", "https://llm.attacker.example/v1")];
     provider(CHOSEN).unwrap();
