@@ -608,13 +608,30 @@ fn with_urls_shown(text: &str) -> String {
             search = start + "http".len();
             continue;
         }
-        let end = text[start..]
-            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ']'))
+        let word_end = text[start..]
+            .find(char::is_whitespace)
             .map_or(text.len(), |end| start + end);
+        let end = text[start..word_end]
+            .find(|c: char| matches!(c, ')' | '"' | '\'' | '>' | ']'))
+            .map_or(word_end, |end| start + end);
         out.push_str(&text[copied..start]);
         out.push_str(&shown_url(&text[start..end]));
-        copied = end;
-        search = end;
+        // A query or fragment may hold a `)` or a quote of its own: what follows the url's
+        // end up to the word's end is dropped with it when the url had one, and only
+        // the word's closing punctuation is kept.
+        let cut = text[start..end].contains(['?', '#']);
+        let rest_of_word = &text[end..word_end];
+        copied = if cut {
+            let closing = rest_of_word.len()
+                - rest_of_word
+                    .trim_end_matches([')', '"', '\'', '>', ']', ':', ',', ';', '.'])
+                    .len();
+            out.push_str(&rest_of_word[rest_of_word.len() - closing..]);
+            word_end
+        } else {
+            end
+        };
+        search = copied;
     }
     out.push_str(&text[copied..]);
     out
@@ -977,6 +994,11 @@ mod tests {
              see https://docs.example/x and http"
         );
         assert_eq!(with_urls_shown("no url, ünïcode"), "no url, ünïcode");
+        // A `)` inside the query does not end the url: the rest of the token goes too.
+        assert_eq!(
+            with_urls_shown("for url (http://h/mcp?token=a)b): refused"),
+            "for url (http://h/mcp): refused"
+        );
     }
 
     #[tokio::test]
