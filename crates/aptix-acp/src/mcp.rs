@@ -612,7 +612,7 @@ fn with_urls_shown(text: &str) -> String {
             .find(char::is_whitespace)
             .map_or(text.len(), |end| start + end);
         let end = text[start..word_end]
-            .find(|c: char| matches!(c, ')' | '"' | '\'' | '>' | ']'))
+            .find([')', '"', '\'', '>', ']'])
             .map_or(word_end, |end| start + end);
         out.push_str(&text[copied..start]);
         out.push_str(&shown_url(&text[start..end]));
