@@ -106,8 +106,8 @@ impl HttpTransport {
         scrub(text, self.config.secret())
     }
 
-    /// `body` with the API key taken out: the key goes in the `Authorization` header
-    /// and nowhere else. A workspace file that holds it (a config committed with the
+    /// `body` with the API key taken out: the key goes in its auth header
+    /// (`Authorization`, or `api-key`) and nowhere else. A workspace file that holds it (a config committed with the
     /// key, a script) reaches a request as retrieved context or a tool's output, which
     /// the model's provider would then read and keep.
     fn keyless(&self, body: Bytes) -> Bytes {

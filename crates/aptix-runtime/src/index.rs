@@ -100,9 +100,10 @@ fn refresh_if_stale(
     }
 }
 
-/// The workspace's index, opened once into `opened` and shared by every turn made from it after (a front end serving many sessions on one
-/// workspace, such as `aptix acp`, holds one index, not one per session); refreshed
-/// when stale each time. `secret_files` are kept out of it and of the tools.
+/// The workspace's index, opened once into `opened` and shared by every turn made from
+/// it after (a front end serving many sessions on one workspace, such as `aptix acp`,
+/// holds one index, not one per session); refreshed when stale each time.
+/// `secret_files` are kept out of it and of the tools.
 pub(crate) fn shared_index(
     workspace: &Path,
     secret_files: &[std::path::PathBuf],

@@ -29,19 +29,16 @@ pub(crate) fn provider(
     settings: &Settings,
     env: Env<'_>,
 ) -> Result<Arc<dyn ResponsesProvider>, Error> {
-    let mut builder = OpenAiConfigBuilder::from_lookup(|name| match name {
-        // The base URL is a setting with its own precedence, applied below.
-        "OPENAI_BASE_URL" => None,
-        other => env(other),
-    })
-    .capabilities(capabilities(settings));
-    if let Some(url) = settings.base_url() {
-        builder = builder.base_url(url);
-    }
-    builder = settings.apply_client_settings(builder);
-    let config = builder
-        .build()
-        .map_err(|error| config_error(error, settings, env))?;
+    let config = client_config(
+        OpenAiConfigBuilder::from_lookup(|name| match name {
+            // The base URL is a setting with its own precedence, applied below.
+            "OPENAI_BASE_URL" => None,
+            other => env(other),
+        })
+        .capabilities(capabilities(settings)),
+        settings,
+        env,
+    )?;
     if config.has_api_key()
         && let Some(refusal) = untrusted_base_url(settings, env)
     {
@@ -58,6 +55,23 @@ pub(crate) fn provider(
         ApiKind::Chat => ChatCompletionsProvider::new(config).map(|p| Arc::new(p) as _),
     };
     built.map_err(|error| config_error(error, settings, env))
+}
+
+/// `builder` with the settings' base URL, timeouts and retries, built and checked: the
+/// one place settings become an HTTP client's configuration, for the provider and for
+/// the dry run that must refuse what it would.
+fn client_config(
+    mut builder: OpenAiConfigBuilder,
+    settings: &Settings,
+    env: Env<'_>,
+) -> Result<aptix_client::OpenAiConfig, Error> {
+    if let Some(url) = settings.base_url() {
+        builder = builder.base_url(url);
+    }
+    settings
+        .apply_client_settings(builder)
+        .build()
+        .map_err(|error| config_error(error, settings, env))
 }
 
 /// Why the configured base URL may not be sent the API key, when it is one only the
@@ -142,14 +156,11 @@ pub(crate) fn wire_request(
     // The provider's own checks of its settings (a base URL naming the endpoint, a
     // timeout out of range), as a real call would make them: a dry run that shows a
     // request the call would refuse shows nothing true. The key is no setting here.
-    let mut check = OpenAiConfigBuilder::from_lookup(|_| None).api_key("dry-run");
-    if let Some(url) = settings.base_url() {
-        check = check.base_url(url);
-    }
-    settings
-        .apply_client_settings(check)
-        .build()
-        .map_err(|error| config_error(error, settings, &|_| None))?;
+    client_config(
+        OpenAiConfigBuilder::from_lookup(|_| None).api_key("dry-run"),
+        settings,
+        &|_| None,
+    )?;
     let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
     let endpoint = format!(
         "{}/{}",
