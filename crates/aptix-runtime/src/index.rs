@@ -178,7 +178,11 @@ pub(crate) fn turn_parts(
                 reader,
             )) as Arc<dyn ReferenceReader>
         });
-    let index = match shared_index(workspace, secret_files, opened, reporter) {
+    // What the opening says is kept, so that the turn's own look (`FreshIndex`) does
+    // not say the same failure again: a one-shot `aptix ask` whose refresh found the
+    // index locked printed the warning twice, once here and once from the turn.
+    let opening = Repeats::after(reporter, None);
+    let index = match shared_index(workspace, secret_files, opened, &opening) {
         Ok(index) => index,
         Err(error) => {
             reporter.warn(&format!(
@@ -206,12 +210,72 @@ pub(crate) fn turn_parts(
     } else {
         Vec::new()
     };
+    let said = opening.into_last();
     IndexParts {
-        retriever: Some(Arc::new(FreshIndex::new(index)) as Arc<dyn Retriever>),
+        retriever: Some(
+            Arc::new(FreshIndex::new(index, Arc::new(Logged), said)) as Arc<dyn Retriever>
+        ),
         tools,
         references,
     }
 }
+
+/// A reporter that passes everything on to `to`, except a warning that is the one said
+/// last (`previous`): a failure that persists from one look at the workspace to the
+/// next (a lock another process holds, an unreadable folder) is said once, and again
+/// only once it changed or cleared in between. The repeat goes to the debug log.
+struct Repeats<'a> {
+    to: &'a dyn Reporter,
+    previous: Option<String>,
+    /// The last warning of this look, said or repeated.
+    last: std::sync::Mutex<Option<String>>,
+}
+
+impl<'a> Repeats<'a> {
+    /// Passing on to `to`, `previous` being the warning said last.
+    fn after(to: &'a dyn Reporter, previous: Option<String>) -> Repeats<'a> {
+        Repeats {
+            to,
+            previous,
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The last warning of this look (`None` when it had none: the failure cleared).
+    fn into_last(self) -> Option<String> {
+        self.last
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Reporter for Repeats<'_> {
+    fn note(&self, message: &str) {
+        self.to.note(message);
+    }
+
+    fn warn(&self, message: &str) {
+        if self.previous.as_deref() == Some(message) {
+            tracing::debug!("{message} (as at the last look)");
+        } else {
+            self.to.warn(message);
+        }
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.to_owned());
+    }
+
+    fn indexing(&self) -> Box<dyn IndexProgress + '_> {
+        self.to.indexing()
+    }
+}
+
+/// The log, as the reporter of the looks a long-lived front end's turns take: no one is
+/// waiting on a progress bar mid-session.
+struct Logged;
+
+impl Reporter for Logged {}
 
 /// The workspace index as the retriever of a front end that lives long (an editor's
 /// session in `aptix acp`, `aptix serve`): before a turn retrieves, the index is
@@ -225,6 +289,9 @@ struct FreshIndex {
     index: WorkspaceIndex,
     looked: std::sync::Mutex<Looked>,
     looking: std::sync::atomic::AtomicBool,
+    /// Where the looks report, and the warning said last (see [`Repeats`]).
+    log: Arc<dyn Reporter>,
+    said: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// When the workspace was last compared with the index, and how long that took.
@@ -237,8 +304,9 @@ struct Looked {
 const LOOK_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl FreshIndex {
-    /// Over an index just opened fresh.
-    fn new(index: WorkspaceIndex) -> FreshIndex {
+    /// Over an index just opened fresh, the opening's look having said `said` last;
+    /// the looks report to `log`.
+    fn new(index: WorkspaceIndex, log: Arc<dyn Reporter>, said: Option<String>) -> FreshIndex {
         FreshIndex {
             index,
             looked: std::sync::Mutex::new(Looked {
@@ -246,6 +314,8 @@ impl FreshIndex {
                 took: std::time::Duration::ZERO,
             }),
             looking: std::sync::atomic::AtomicBool::new(false),
+            log,
+            said: Arc::new(std::sync::Mutex::new(said)),
         }
     }
 
@@ -274,11 +344,18 @@ impl FreshIndex {
         let _looking = Looking(&self.looking);
         let started = std::time::Instant::now();
         // The same look and refresh as a session's opening (`refresh_if_stale`), told
-        // to the log: no one is waiting on a progress bar mid-session.
-        struct Logged;
-        impl Reporter for Logged {}
+        // to the log, a failure the last look said already not said again.
         let index = self.index.clone();
-        let look = move || refresh_if_stale(index.root(), &index, false, &Logged);
+        let log = Arc::clone(&self.log);
+        let said = Arc::clone(&self.said);
+        let look = move || {
+            let mut said = said
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let repeats = Repeats::after(log.as_ref(), said.take());
+            refresh_if_stale(index.root(), &index, false, &repeats);
+            *said = repeats.into_last();
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let _ = handle.spawn_blocking(look).await;
@@ -304,5 +381,89 @@ impl Retriever for FreshIndex {
     ) -> Result<aptix_rag::Retrieval, aptix_rag::RagError> {
         self.refresh_when_due().await;
         self.index.retrieve(query).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The warnings said, in order.
+    #[derive(Default)]
+    struct Record(std::sync::Mutex<Vec<String>>);
+
+    impl Reporter for Record {
+        fn warn(&self, message: &str) {
+            self.0.lock().unwrap().push(message.to_owned());
+        }
+    }
+
+    impl Record {
+        fn said(&self) -> Vec<String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// Makes the next `refresh_when_due` look, however recent the last look was.
+    fn due(fresh: &FreshIndex) {
+        let mut looked = fresh.looked.lock().unwrap();
+        looked.at = std::time::Instant::now()
+            .checked_sub(std::time::Duration::from_secs(5))
+            .unwrap();
+    }
+
+    /// Holds the index's writer lock, as another `aptix index` refreshing it does.
+    fn hold_writer_lock(workspace: &Path) -> std::fs::File {
+        let lock = std::fs::File::open(
+            workspace
+                .join(APTIX_DIR)
+                .join("index")
+                .join(".tantivy-writer.lock"),
+        )
+        .unwrap();
+        lock.try_lock().unwrap();
+        lock
+    }
+
+    #[tokio::test]
+    async fn a_failure_that_persists_from_look_to_look_is_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path();
+        std::fs::write(workspace.join("a.rs"), "fn a() {}\n").unwrap();
+        let index = open_index(workspace, &[]).unwrap();
+        refresh_index(&index, &Logged).unwrap();
+        std::fs::write(workspace.join("b.rs"), "fn b() {}\n").unwrap();
+        let lock = hold_writer_lock(workspace);
+
+        // The opening says it (as `aptix ask` shows it on stderr)...
+        let record = Arc::new(Record::default());
+        let opening = Repeats::after(record.as_ref(), None);
+        refresh_if_stale(workspace, &index, false, &opening);
+        let said = opening.into_last();
+        assert_eq!(record.said().len(), 1, "{:?}", record.said());
+        assert!(
+            record.said()[0].contains("being refreshed by another process"),
+            "{:?}",
+            record.said()
+        );
+
+        // ...and the turn's look, finding the same, does not say it again.
+        let fresh = FreshIndex::new(index, Arc::clone(&record) as Arc<dyn Reporter>, said);
+        due(&fresh);
+        fresh.refresh_when_due().await;
+        assert_eq!(record.said().len(), 1, "{:?}", record.said());
+
+        // Once it cleared (the refresh went through), a new failure is said again.
+        drop(lock);
+        due(&fresh);
+        fresh.refresh_when_due().await;
+        assert_eq!(record.said().len(), 1, "{:?}", record.said());
+        assert_eq!(*fresh.said.lock().unwrap(), None);
+        std::fs::write(workspace.join("c.rs"), "fn c() {}\n").unwrap();
+        let _lock = hold_writer_lock(workspace);
+        due(&fresh);
+        fresh.refresh_when_due().await;
+        assert_eq!(record.said().len(), 2, "{:?}", record.said());
+        assert_eq!(record.said()[0], record.said()[1]);
     }
 }
