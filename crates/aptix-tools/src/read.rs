@@ -46,7 +46,11 @@ impl FileReader for DiskReader {
             path: relative.to_owned(),
             message: error.to_string(),
         };
-        let metadata = std::fs::metadata(absolute).map_err(io)?;
+        // The checks are made on the file opened, not on its path before opening it:
+        // a named pipe put in the file's place in between would otherwise be opened,
+        // and wait for a writer that may never come, holding the turn.
+        let file = open_without_waiting(absolute).map_err(io)?;
+        let metadata = file.metadata().map_err(io)?;
         if metadata.is_dir() {
             return Err(ToolError::WrongType {
                 path: relative.to_owned(),
@@ -67,15 +71,31 @@ impl FileReader for DiskReader {
         // At most one byte over the limit: a file that grew since is refused, not read
         // whole.
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(std::fs::File::open(absolute).map_err(io)?, limit + 1),
-            &mut bytes,
-        )
-        .map_err(io)?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+            .map_err(io)?;
         if bytes.len() as u64 > limit {
             return Err(too_large(bytes.len() as u64));
         }
         Ok(bytes)
+    }
+}
+
+/// `path` opened for reading without waiting: a named pipe opens at once (then its
+/// metadata refuses it) instead of waiting for a writer. A regular file reads as usual.
+fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(std::fs::File::from(fd))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::File::open(path)
     }
 }
 
