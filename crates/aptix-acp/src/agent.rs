@@ -25,6 +25,7 @@ use aptix_orchestrator::{Orchestrator, ServerTool, SessionStore};
 use aptix_tools::FileReader;
 use tokio::sync::oneshot;
 
+use crate::call_ids::CallIds;
 use crate::error::{
     AcpError, from_error_envelope, from_opening, from_orchestrator, internal, invalid_params, rpc,
     unknown_session,
@@ -148,6 +149,8 @@ struct Session {
     /// What the editor is told with the session's next prompt (an MCP server that did
     /// not start).
     notices: Mutex<Vec<String>>,
+    /// The ids the editor was given for the session's tool calls.
+    call_ids: Arc<Mutex<CallIds>>,
 }
 
 impl AcpAgent {
@@ -528,6 +531,7 @@ impl Shared {
             mcp: Mutex::new(servers),
             permission,
             notices: Mutex::new(connected.notices),
+            call_ids: Arc::default(),
         }))
     }
 
@@ -612,9 +616,11 @@ impl Shared {
             if let Some(stored) = stored {
                 // Replayed before the answer, as the protocol asks: the conversation as
                 // the user saw it, compactions undone.
-                for update in replay::updates(&stored.value, &session.root) {
+                let mut ids = CallIds::default();
+                for update in replay::updates(&stored.value, &session.root, &mut ids) {
                     connection.send_notification(SessionNotification::new(id.clone(), update))?;
                 }
+                *lock(&session.call_ids) = ids;
             }
             // Checked again as the session is swapped in: a prompt may have begun on the
             // open one while this one opened (its servers started, its index refreshed).
@@ -832,6 +838,7 @@ impl Session {
             connection,
             self.id.clone(),
             self.root.clone(),
+            Arc::clone(&self.call_ids),
         )));
         // What the editor was not told yet: an MCP server of the session that did not
         // start, say.
@@ -842,10 +849,12 @@ impl Session {
             let reporter = Arc::clone(&reporter);
             let permission = Arc::clone(&self.permission);
             move |delta: &StreamDelta| {
+                let mut reporter = lock(&reporter);
                 if let StreamDelta::ToolRunning { call_id, .. } = delta {
-                    permission.running(call_id);
+                    // Asked of the editor by the id its card has.
+                    permission.running(&reporter.shown_id(call_id));
                 }
-                lock(&reporter).delta(delta);
+                reporter.delta(delta);
             }
         };
         // Reading linked files through the editor is part of the prompt: a cancel stops

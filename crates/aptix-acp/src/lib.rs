@@ -98,6 +98,7 @@
 )]
 
 mod agent;
+mod call_ids;
 mod error;
 mod mcp;
 mod present;

@@ -8,6 +8,9 @@
 //! the inverse of the rule that wrote it, and a tool output's success or failure with
 //! `ToolReply::from_output_text`. System messages and the context blocks retrieved for
 //! a turn are not part of what the user saw, and are not replayed.
+//!
+//! Each call gets its editor id by the rule of a live turn ([`CallIds`]), so a server
+//! that reused a call id does not merge two calls into one card here either.
 
 use std::path::Path;
 
@@ -21,6 +24,7 @@ use aptix_model::wire::{
 use aptix_orchestrator::SessionState;
 use aptix_request::{ToolReply, instruction_of};
 
+use crate::call_ids::CallIds;
 use crate::present;
 
 fn chunk(text: String) -> ContentChunk {
@@ -30,12 +34,11 @@ fn chunk(text: String) -> ContentChunk {
 /// The updates that show a stored session in an editor, in order: its conversation
 /// (compactions undone), then the outcome of the calls whose results wait for the next
 /// turn (a turn stopped at its bound of model calls keeps them in `pending`), so that
-/// no call is left showing as running.
-pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> {
+/// no call is left showing as running. The calls' editor ids are given by `ids`, which
+/// the session's later turns go on with.
+pub(crate) fn updates(session: &SessionState, cwd: &Path, ids: &mut CallIds) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
-    // Calls by id (and their names, for the outputs that answer them); `true` once
-    // answered.
-    let mut calls: Vec<(String, String, bool)> = Vec::new();
+    let mut calls: Vec<Call> = Vec::new();
     for item in &session.conversation() {
         match item {
             InputItem::Message(message) | InputItem::EasyMessage(message) => {
@@ -43,9 +46,15 @@ pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> 
             }
             InputItem::FunctionCall(call) => {
                 let arguments = present::arguments(&call.arguments);
-                calls.push((call.call_id.clone(), call.name.clone(), false));
+                let shown = ids.start(&call.call_id);
+                calls.push(Call {
+                    call_id: call.call_id.clone(),
+                    shown: shown.clone(),
+                    name: call.name.clone(),
+                    answered: false,
+                });
                 updates.push(SessionUpdate::ToolCall(
-                    ToolCall::new(call.call_id.clone(), present::title(&call.name, &arguments))
+                    ToolCall::new(shown, present::title(&call.name, &arguments))
                         .kind(present::kind(&call.name))
                         .status(ToolCallStatus::Pending)
                         .locations(present::locations_of_arguments(cwd, &call.name, &arguments))
@@ -59,11 +68,10 @@ pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> 
                         serde_json::Value::Array(parts.clone()).to_string()
                     }
                 };
-                let name = answer(&mut calls, &output.call_id);
+                let (shown, name) = answer(&mut calls, ids, &output.call_id);
                 let fields = outcome(cwd, &name, ToolReply::from_output_text(&text));
                 updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    output.call_id.clone(),
-                    fields,
+                    shown, fields,
                 )));
             }
             InputItem::Reasoning(reasoning) => {
@@ -80,21 +88,21 @@ pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> 
     }
     if let Some(pending) = &session.pending {
         for done in &pending.server_outputs {
-            let name = answer(&mut calls, &done.call_id);
+            let (shown, name) = answer(&mut calls, ids, &done.call_id);
             let reply = match &done.outcome {
                 Ok(result) => ToolReply::Result(result.clone()),
                 Err(reason) => ToolReply::Error(reason.clone()),
             };
             updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                done.call_id.clone(),
+                shown,
                 outcome(cwd, &name, reply),
             )));
         }
     }
-    for (call_id, _, answered) in calls {
-        if !answered {
+    for call in calls {
+        if !call.answered {
             updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                call_id,
+                call.shown,
                 ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Failed)
                     .content(vec![ToolCallContent::from("not run".to_owned())]),
@@ -104,14 +112,26 @@ pub(crate) fn updates(session: &SessionState, cwd: &Path) -> Vec<SessionUpdate> 
     updates
 }
 
-/// Marks the call `call_id` answered; its tool's name.
-fn answer(calls: &mut [(String, String, bool)], call_id: &str) -> String {
-    match calls.iter_mut().find(|(id, _, _)| id == call_id) {
-        Some((_, name, answered)) => {
-            *answered = true;
-            name.clone()
+/// A call of the replayed history.
+struct Call {
+    /// The model's id.
+    call_id: String,
+    /// The editor's.
+    shown: String,
+    name: String,
+    /// An output answered it.
+    answered: bool,
+}
+
+/// Marks the latest call the model named `call_id` answered; its editor id and its
+/// tool's name.
+fn answer(calls: &mut [Call], ids: &CallIds, call_id: &str) -> (String, String) {
+    match calls.iter_mut().rev().find(|call| call.call_id == call_id) {
+        Some(call) => {
+            call.answered = true;
+            (call.shown.clone(), call.name.clone())
         }
-        None => String::new(),
+        None => (ids.latest(call_id), String::new()),
     }
 }
 
@@ -217,7 +237,7 @@ mod tests {
         ];
         let mut session = SessionState::new("s", "QA", Default::default());
         session.history = history;
-        let updates = updates(&session, Path::new("/w"));
+        let updates = updates(&session, Path::new("/w"), &mut CallIds::default());
         let json: Vec<serde_json::Value> = updates
             .iter()
             .map(|u| serde_json::to_value(u).unwrap())
@@ -253,10 +273,11 @@ mod tests {
                 }),
             ],
         ))];
-        let json: Vec<serde_json::Value> = updates(&session, Path::new("/w"))
-            .iter()
-            .map(|u| serde_json::to_value(u).unwrap())
-            .collect();
+        let json: Vec<serde_json::Value> =
+            updates(&session, Path::new("/w"), &mut CallIds::default())
+                .iter()
+                .map(|u| serde_json::to_value(u).unwrap())
+                .collect();
         assert_eq!(json.len(), 2, "{json:#?}");
         assert_eq!(json[0]["content"]["text"], "What is in this picture?");
         assert_eq!(json[1]["sessionUpdate"], "user_message_chunk");
@@ -299,10 +320,11 @@ mod tests {
                 },
             ],
         });
-        let json: Vec<serde_json::Value> = updates(&session, Path::new("/w"))
-            .iter()
-            .map(|u| serde_json::to_value(u).unwrap())
-            .collect();
+        let json: Vec<serde_json::Value> =
+            updates(&session, Path::new("/w"), &mut CallIds::default())
+                .iter()
+                .map(|u| serde_json::to_value(u).unwrap())
+                .collect();
         let last = |id: &str| {
             json.iter()
                 .rev()
@@ -319,5 +341,55 @@ mod tests {
         // No output anywhere: closed, not left running.
         assert_eq!(last("call_3")["sessionUpdate"], "tool_call_update");
         assert_eq!(last("call_3")["status"], "failed");
+    }
+
+    #[test]
+    fn a_call_id_the_server_reused_replays_as_two_calls() {
+        // A local server that numbers each reply's calls from call_0.
+        let call = |name: &str| {
+            InputItem::FunctionCall(
+                serde_json::from_value::<FunctionCall>(json!({
+                    "type": "function_call", "call_id": "call_0", "name": name,
+                    "arguments": "{\"query\":\"main\",\"path\":\"src/main.rs\"}"
+                }))
+                .unwrap(),
+            )
+        };
+        let output =
+            |text: &str| InputItem::FunctionCallOutput(FunctionCallOutput::text("call_0", text));
+        let mut session = SessionState::new("s", "QA", Default::default());
+        session.history = vec![
+            call("search_code"),
+            output("{\"hits\":[]}"),
+            call("read_file"),
+            output("{\"error\":\"no such file\"}"),
+        ];
+        let mut ids = CallIds::default();
+        let json: Vec<serde_json::Value> = updates(&session, Path::new("/w"), &mut ids)
+            .iter()
+            .map(|u| serde_json::to_value(u).unwrap())
+            .collect();
+        let shown: Vec<(&str, &str)> = json
+            .iter()
+            .map(|u| {
+                (
+                    u["toolCallId"].as_str().unwrap(),
+                    // A `tool_call` without a status is `pending` (the default).
+                    u["status"].as_str().unwrap_or("pending"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("call_0", "pending"),
+                ("call_0", "completed"),
+                ("call_0#2", "pending"),
+                ("call_0#2", "failed"),
+            ],
+            "{json:#?}"
+        );
+        // The session's next turn goes on from there.
+        assert_eq!(ids.start("call_0"), "call_0#3");
     }
 }

@@ -32,12 +32,17 @@ use agent_client_protocol::v1::schema::{
 use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
 use aptix_model::contract::AgentExecuteResponse;
 
+use crate::call_ids::CallIds;
 use crate::present;
+use crate::tools::lock;
 
 /// One tool call of the turn.
 #[derive(Debug)]
 struct Call {
+    /// The model's id of the call.
     call_id: String,
+    /// The editor's (see [`CallIds`]).
+    shown: String,
     /// Its last update is sent (completed, failed, or cancelled).
     finished: bool,
 }
@@ -76,6 +81,8 @@ pub(crate) struct TurnReporter {
     session_id: String,
     cwd: PathBuf,
     calls: Vec<Call>,
+    /// The session's editor ids of calls, which this turn's calls add to.
+    ids: std::sync::Arc<std::sync::Mutex<CallIds>>,
     /// What of the answer is shown (a model call sent again repeats its text).
     shown: ShownAnswer,
     /// Whether any answer text was shown.
@@ -88,12 +95,18 @@ pub(crate) struct TurnReporter {
 }
 
 impl TurnReporter {
-    pub(crate) fn new(connection: ConnectionTo<Client>, session_id: String, cwd: PathBuf) -> Self {
+    pub(crate) fn new(
+        connection: ConnectionTo<Client>,
+        session_id: String,
+        cwd: PathBuf,
+        ids: std::sync::Arc<std::sync::Mutex<CallIds>>,
+    ) -> Self {
         TurnReporter {
             connection,
             session_id,
             cwd,
             calls: Vec::new(),
+            ids,
             shown: ShownAnswer::new(),
             any_text: false,
             send_failed: false,
@@ -156,7 +169,13 @@ impl TurnReporter {
                 arguments_json,
                 ..
             } => {
-                if !self.calls.iter().any(|call| &call.call_id == call_id) {
+                // Started unless a call of that id is open (a provider that answered
+                // at once starts none; a server that reuses ids starts another).
+                if !self
+                    .calls
+                    .iter()
+                    .any(|call| &call.call_id == call_id && !call.finished)
+                {
                     self.start_call(call_id, name);
                 }
                 let arguments = present::arguments(arguments_json);
@@ -211,24 +230,38 @@ impl TurnReporter {
         )));
     }
 
+    /// The editor's id of the latest call of this turn the model named `call_id`, or
+    /// of the session's when the turn has none.
+    pub(crate) fn shown_id(&self, call_id: &str) -> String {
+        match self.calls.iter().rev().find(|call| call.call_id == call_id) {
+            Some(call) => call.shown.clone(),
+            None => lock(&self.ids).latest(call_id),
+        }
+    }
+
     fn start_call(&mut self, call_id: &str, name: &str) {
+        let shown = lock(&self.ids).start(call_id);
         self.calls.push(Call {
             call_id: call_id.to_owned(),
+            shown: shown.clone(),
             finished: false,
         });
-        let call = ToolCall::new(
-            call_id.to_owned(),
-            present::title(name, &serde_json::Value::Null),
-        )
-        .kind(present::kind(name))
-        .status(ToolCallStatus::Pending);
+        let call = ToolCall::new(shown, present::title(name, &serde_json::Value::Null))
+            .kind(present::kind(name))
+            .status(ToolCallStatus::Pending);
         self.send(SessionUpdate::ToolCall(call));
     }
 
+    /// Updates the latest call the model named `call_id`.
     fn update_call(&mut self, call_id: &str, fields: ToolCallUpdateFields) {
+        let shown = self.shown_id(call_id);
+        self.update_shown(shown, fields);
+    }
+
+    /// Updates the call the editor knows as `shown`.
+    fn update_shown(&mut self, shown: String, fields: ToolCallUpdateFields) {
         self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            call_id.to_owned(),
-            fields,
+            shown, fields,
         )));
     }
 
@@ -246,10 +279,16 @@ impl TurnReporter {
     /// A server tool finished: `completed` with a summary and the files it touched, or
     /// `failed` with the reason the model is told.
     fn tool_finished(&mut self, call_id: &str, name: &str, ok: bool, output: &str) {
-        let Some(call) = self.calls.iter_mut().find(|call| call.call_id == call_id) else {
+        let Some(call) = self
+            .calls
+            .iter_mut()
+            .rev()
+            .find(|call| call.call_id == call_id)
+        else {
             return;
         };
         call.finished = true;
+        let shown = call.shown.clone();
         let fields = if ok {
             let value = present::arguments(output);
             let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
@@ -267,7 +306,7 @@ impl TurnReporter {
                 .content(vec![ToolCallContent::from(output.to_owned())])
                 .raw_output(serde_json::json!({ "error": output }))
         };
-        self.update_call(call_id, fields);
+        self.update_shown(shown, fields);
     }
 
     /// The turn ended: its answer is shown where no delta carried it (a provider that
@@ -319,12 +358,12 @@ impl TurnReporter {
             .filter(|call| !call.finished)
             .map(|call| {
                 call.finished = true;
-                call.call_id.clone()
+                call.shown.clone()
             })
             .collect();
-        for call_id in open {
-            self.update_call(
-                &call_id,
+        for shown in open {
+            self.update_shown(
+                shown,
                 ToolCallUpdateFields::new()
                     .status(ToolCallStatus::Failed)
                     .content(vec![ToolCallContent::from(why.to_owned())]),

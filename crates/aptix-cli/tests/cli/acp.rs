@@ -1817,3 +1817,84 @@ async fn a_refusal_and_a_word_of_thanks_bring_no_notes_about_the_plumbing() {
         "{updates:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_a_server_reuses_is_a_new_card_in_the_editor_live_and_replayed() {
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    // A local server that numbers each reply's calls from call_0: the same id in both
+    // prompts, and twice within the second.
+    let search = json!({"query": "main"});
+    let server = FaultServer::start(vec![
+        tool_call("resp_1", "call_0", "search_code", &search),
+        text("resp_2", &["Found it."]),
+        tool_call("resp_3", "call_0", "search_code", &search),
+        tool_call("resp_4", "call_0", "list_files", &json!({})),
+        text("resp_5", &["Done."]),
+        tool_call("resp_6", "call_0", "search_code", &search),
+        text("resp_7", &["Again."]),
+    ])
+    .await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let first = agent.prompt(3, &session_id, "Where is main?");
+        let second = agent.prompt(4, &session_id, "Look again");
+        let workspace = sandbox.workspace_arg();
+        let loaded = agent.request(
+            5,
+            "session/load",
+            json!({"sessionId": session_id, "cwd": workspace, "mcpServers": []}),
+        );
+        let third = agent.prompt(6, &session_id, "Once more");
+        (first, second, loaded, third, agent.finish())
+    })
+    .await;
+    let (first, second, loaded, third, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    // Each call's card: its id, and the status its last update gave it.
+    let cards = |messages: &[Value]| -> Vec<(String, String)> {
+        let mut cards: Vec<(String, String)> = Vec::new();
+        for update in updates_of(messages) {
+            let Some(id) = update["toolCallId"].as_str() else {
+                continue;
+            };
+            let status = update["status"].as_str().unwrap_or_default().to_owned();
+            match cards.iter_mut().find(|(card, _)| card == id) {
+                Some(card) if !status.is_empty() => card.1 = status,
+                Some(_) => {}
+                None => {
+                    assert_eq!(
+                        update["sessionUpdate"], "tool_call",
+                        "an update of a call never shown: {update}"
+                    );
+                    cards.push((id.to_owned(), status));
+                }
+            }
+        }
+        cards
+    };
+    let card = |id: &str, status: &str| (id.to_owned(), status.to_owned());
+    assert_eq!(cards(&first), [card("call_0", "completed")], "{stderr}");
+    // The second prompt's calls are cards of their own, not updates of the first's.
+    assert_eq!(
+        cards(&second),
+        [card("call_0#2", "completed"), card("call_0#3", "completed")],
+        "{second:#?}"
+    );
+    // Replayed as the editor saw them live.
+    assert_eq!(
+        cards(&loaded),
+        [
+            card("call_0", "completed"),
+            card("call_0#2", "completed"),
+            card("call_0#3", "completed"),
+        ],
+        "{loaded:#?}"
+    );
+    // And the loaded session's next call goes on from there.
+    assert_eq!(cards(&third), [card("call_0#4", "completed")], "{third:#?}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
