@@ -56,26 +56,46 @@ impl StoreLocation {
             return Ok(StoreLocation::Sqlite(sessions_path(workspace)));
         };
         let lower = text.to_ascii_lowercase();
-        if lower.starts_with("postgres://")
-            || lower.starts_with("postgresql://")
-            || is_connection_string(&lower)
-        {
-            return Ok(StoreLocation::Postgres(text.clone()));
-        }
-        let path = match lower.find("://") {
-            _ if lower.starts_with("sqlite://") => &text["sqlite://".len()..],
-            _ if lower.starts_with("sqlite:") => &text["sqlite:".len()..],
-            Some(end) => {
-                return Err(Error::config(format!(
-                    "the session store `{}` has the unsupported scheme `{}`: expected \
-                     postgres://user:password@host/db (PostgreSQL) or a SQLite file path",
-                    redact_url(text),
-                    &text[..end]
+        for scheme in ["postgres://", "postgresql://"] {
+            if lower.starts_with(scheme) {
+                // A scheme is case-insensitive; the PostgreSQL driver reads only the
+                // lower-case one.
+                return Ok(StoreLocation::Postgres(format!(
+                    "{scheme}{}",
+                    &text[scheme.len()..]
                 )));
             }
-            None => text.as_str(),
-        };
-        Ok(StoreLocation::Sqlite(workspace.join(path)))
+        }
+        if is_connection_string(&lower) {
+            return Ok(StoreLocation::Postgres(text.clone()));
+        }
+        if lower.starts_with("sqlite://") {
+            return Ok(StoreLocation::Sqlite(workspace.join(&text["sqlite://".len()..])));
+        }
+        if lower.starts_with("sqlite:") {
+            return Ok(StoreLocation::Sqlite(workspace.join(&text["sqlite:".len()..])));
+        }
+        // Any other `scheme:` is a mistake, not a file name: `postgres:user:pw@db/x`
+        // (the `//` forgotten) made a SQLite file in a folder named after the URL,
+        // password and all. Only the scheme is shown: the rest may hold a password.
+        if let Some(scheme) = url_scheme(&lower) {
+            let hint = if matches!(scheme, "postgres" | "postgresql") {
+                format!("`{scheme}:` must be followed by `//`: ")
+            } else {
+                String::new()
+            };
+            return Err(Error::config(format!(
+                "the session store `{}` has the unsupported scheme `{scheme}`: {hint}expected \
+                 postgres://user:password@host/db (PostgreSQL) or a SQLite file path (write \
+                 ./{scheme}:... for a file whose name has a colon)",
+                if lower.contains("://") {
+                    redact_url(text)
+                } else {
+                    format!("{scheme}:...")
+                },
+            )));
+        }
+        Ok(StoreLocation::Sqlite(workspace.join(text)))
     }
 
     /// The location as it may be shown: a URL's password hidden.
@@ -85,6 +105,17 @@ impl StoreLocation {
             StoreLocation::Sqlite(path) => path.display().to_string(),
         }
     }
+}
+
+/// The scheme `text` (lower-cased) opens with, as a URL's (`name:`, the name two
+/// characters or more, so that a Windows drive letter is a path).
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    (scheme.len() >= 2
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
 }
 
 /// Whether `text` (lower-cased) is a libpq `key=value` connection string
@@ -412,12 +443,36 @@ mod tests {
             at(None).unwrap(),
             StoreLocation::Sqlite(PathBuf::from("/repo/.aptix/sessions.db"))
         );
-        for url in ["postgres://u:pw@db:5432/aptix", "POSTGRESQL://db/aptix"] {
-            assert_eq!(
-                at(Some(url)).unwrap(),
-                StoreLocation::Postgres(url.to_owned())
+        assert_eq!(
+            at(Some("postgres://u:pw@db:5432/aptix")).unwrap(),
+            StoreLocation::Postgres("postgres://u:pw@db:5432/aptix".to_owned())
+        );
+        // The scheme as the driver reads it.
+        assert_eq!(
+            at(Some("POSTGRESQL://db/aptix")).unwrap(),
+            StoreLocation::Postgres("postgresql://db/aptix".to_owned())
+        );
+        // A URL that lost its `//` is refused, not a SQLite file named after it, and
+        // its password is not shown.
+        for text in [
+            "postgres:aptix:Hunter2@127.0.0.1:5432/aptix",
+            "PostgreSQL:aptix:Hunter2@db/aptix",
+            "mysql:u:Hunter2@db",
+        ] {
+            let error = at(Some(text)).unwrap_err();
+            assert!(error.is_config(), "{text}");
+            let error = error.to_string();
+            assert!(
+                error.contains("unsupported scheme") && !error.contains("Hunter2"),
+                "{error}"
             );
         }
+        assert!(
+            at(Some("postgres:u:pw@db/x"))
+                .unwrap_err()
+                .to_string()
+                .contains("`postgres:` must be followed by `//`")
+        );
         let location = at(Some("postgres://u:hunter2@db/aptix")).unwrap();
         assert_eq!(location.shown(), "postgres://u:***@db/aptix");
         // libpq's key=value form is PostgreSQL too, not a file named after it.
@@ -430,7 +485,13 @@ mod tests {
             assert_eq!(location, StoreLocation::Postgres(text.to_owned()));
             assert!(!location.shown().contains("secret"), "{}", location.shown());
         }
-        for path in ["hostfile.db", "host", "data/user=me.db"] {
+        for path in [
+            "hostfile.db",
+            "host",
+            "data/user=me.db",
+            "./backup:1.db",
+            "C:/state/s.db",
+        ] {
             assert!(
                 matches!(at(Some(path)).unwrap(), StoreLocation::Sqlite(_)),
                 "{path}"
