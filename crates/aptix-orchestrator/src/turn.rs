@@ -371,10 +371,19 @@ impl Orchestrator {
             )
             .await?;
             let called = loop {
-                match self
+                // An overflow told in a `failed` response or in the stream is the same
+                // answer as one told by the HTTP status: compacted, and sent again.
+                let answered = self
                     .call_model(&mut body.request, &mut sink, &context)
                     .await
-                {
+                    .and_then(|reply| {
+                        if is_context_overflow(&reply.mapped.envelope) {
+                            Err(reply.mapped.envelope)
+                        } else {
+                            Ok(reply)
+                        }
+                    });
+                match answered {
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
                         let why = format!(
                             "even after compacting the session (if the model's window is smaller than context_window, {} tokens, set context_window lower)",

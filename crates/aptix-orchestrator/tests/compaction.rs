@@ -49,6 +49,9 @@ struct Sim {
     /// Whether `/responses/compact` exists (a server may speak `/v1/responses` without
     /// it, and answer 404).
     compact_route: bool,
+    /// Whether an overflow is told in a `failed` response (a 200; streamed, an `error`
+    /// event and `response.failed`) rather than by a 400.
+    overflow_in_reply: bool,
 }
 
 impl Sim {
@@ -60,7 +63,24 @@ impl Sim {
             contexts: Mutex::new(std::collections::HashMap::new()),
             counter: TokenCounter::o200k().unwrap(),
             compact_route: true,
+            overflow_in_reply: false,
         }
+    }
+
+    /// The overflow of a request of `tokens`, as this provider tells it.
+    fn overflow(&self, tokens: u64, model: &str) -> Result<ProviderResponse, ClientError> {
+        if !self.overflow_in_reply {
+            return Err(overflow(tokens));
+        }
+        let response: Response = serde_json::from_value(json!({
+            "id": "resp_overflow", "status": "failed", "model": model, "output": [],
+            "error": {
+                "code": "context_length_exceeded",
+                "message": format!("Your input exceeds the context window of this model ({tokens} tokens).")
+            }
+        }))
+        .unwrap();
+        Ok(ProviderResponse::new(response, ReplyMeta::synthetic()))
     }
 
     fn calls(&self) -> Vec<Call> {
@@ -145,10 +165,10 @@ impl ResponsesProvider for Sim {
         };
         let tokens = self.tokens(request);
         if !summary && self.forced_overflows.lock().unwrap().pop_front() == Some(true) {
-            return Err(overflow(tokens));
+            return self.overflow(tokens, &request.model);
         }
         if tokens > WINDOW {
-            return Err(overflow(tokens));
+            return self.overflow(tokens, &request.model);
         }
         let last_is_user = matches!(
             request.input.items().last(),
@@ -585,6 +605,54 @@ async fn an_overflow_compacts_once_and_retries_once_then_fails_clearly() {
         version,
         "a failed turn stores nothing"
     );
+}
+
+#[tokio::test]
+async fn an_overflow_told_in_the_reply_compacts_as_one_told_by_the_status() {
+    // Some servers answer an overflow with 200: a `failed` response, or in the stream
+    // an `error` event and `response.failed`. Left as the turn's answer, the session
+    // failed on every turn after, never compacted.
+    for streamed in [false, true] {
+        let mut sim = Sim::new(Capabilities::stateless_responses());
+        sim.overflow_in_reply = true;
+        let rig = rig_with(sim, WINDOW);
+        let run = |n| {
+            let orchestrator = &rig.orchestrator;
+            async move {
+                if streamed {
+                    let mut sink = |_: &aptix_mapping::StreamDelta| {};
+                    orchestrator.execute_streaming(turn(n), &mut sink).await
+                } else {
+                    orchestrator.execute(turn(n)).await
+                }
+            }
+        };
+        for n in 1..=3 {
+            assert_eq!(run(n).await.unwrap().kind, Kind::Ok);
+        }
+        let before = rig.sim.calls().len();
+        rig.sim.forced_overflows.lock().unwrap().push_back(true);
+        let envelope = run(4).await.unwrap();
+        assert_eq!(envelope.kind, Kind::Ok, "streamed {streamed}: {envelope:?}");
+        let calls = &rig.sim.calls()[before..];
+        assert!(matches!(calls[0], Call::Turn(_)), "{calls:?}");
+        assert!(matches!(calls[1], Call::Summary(_)), "{calls:?}");
+        assert!(matches!(calls[2], Call::Turn(_)), "{calls:?}");
+        let state = session(&rig).await;
+        assert_eq!(state.compactions.len(), 1, "streamed {streamed}");
+        assert_eq!(state.compactions[0].reason, CompactionReason::Overflow);
+
+        // A session grown past the model's window with every overflow told this way
+        // goes on turn after turn.
+        for n in 5..=30 {
+            let envelope = run(n).await.unwrap();
+            assert_eq!(
+                envelope.kind,
+                Kind::Ok,
+                "streamed {streamed}, turn {n}: {envelope:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

@@ -70,10 +70,14 @@ impl StoreLocation {
             return Ok(StoreLocation::Postgres(text.clone()));
         }
         if lower.starts_with("sqlite://") {
-            return Ok(StoreLocation::Sqlite(workspace.join(&text["sqlite://".len()..])));
+            return Ok(StoreLocation::Sqlite(
+                workspace.join(&text["sqlite://".len()..]),
+            ));
         }
         if lower.starts_with("sqlite:") {
-            return Ok(StoreLocation::Sqlite(workspace.join(&text["sqlite:".len()..])));
+            return Ok(StoreLocation::Sqlite(
+                workspace.join(&text["sqlite:".len()..]),
+            ));
         }
         // Any other `scheme:` is a mistake, not a file name: `postgres:user:pw@db/x`
         // (the `//` forgotten) made a SQLite file in a folder named after the URL,
