@@ -373,16 +373,15 @@ impl Orchestrator {
             let called = loop {
                 // An overflow told in a `failed` response or in the stream is the same
                 // answer as one told by the HTTP status: compacted, and sent again.
-                let answered = self
+                let answered = match self
                     .call_model(&mut body.request, &mut sink, &context)
                     .await
-                    .and_then(|reply| {
-                        if is_context_overflow(&reply.mapped.envelope) {
-                            Err(reply.mapped.envelope)
-                        } else {
-                            Ok(reply)
-                        }
-                    });
+                {
+                    Ok(reply) if is_context_overflow(&reply.mapped.envelope) => {
+                        Err(reply.mapped.envelope)
+                    }
+                    answered => answered,
+                };
                 match answered {
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
                         let why = format!(
