@@ -214,13 +214,35 @@ impl Orchestrator {
             kept_tokens += next;
             wanted -= 1;
         }
-        let mut cut = safe_split(&history, wanted);
-        if cut <= lead {
+        // The whole conversation fits the share: what makes the request long is this
+        // turn's own input (a large attachment). Compacting the older exchanges may still
+        // make it fit; the latest one stays as it was (compacting everything kept no
+        // recent item at all, against the rule above).
+        let all_fit = wanted == lead;
+        let mut cut = if all_fit {
+            let latest = history
+                .iter()
+                .rposition(|item| {
+                    // Where the user's latest turn began: its instruction (the message
+                    // of a tool round's results says none).
+                    matches!(item, InputItem::Message(m) | InputItem::EasyMessage(m)
+                        if aptix_request::instruction_of(m).is_some())
+                })
+                .unwrap_or(lead);
+            safe_split(&history, latest)
+        } else {
+            safe_split(&history, wanted)
+        };
+        if cut <= lead && !all_fit {
             // The recent items alone are over the share: keep only what must stay.
             cut = safe_split(&history, history.len());
         }
         if cut <= lead {
-            return Err("there is no older part of the conversation left to compact".into());
+            return Err(if all_fit {
+                "the conversation is one exchange, short enough to keep whole: what makes the request long is this turn's own input".into()
+            } else {
+                "there is no older part of the conversation left to compact".into()
+            });
         }
         let head = &history[lead..cut];
         let by_endpoint = if self.provider.capabilities().compact_endpoint

@@ -656,6 +656,47 @@ async fn an_overflow_told_in_the_reply_compacts_as_one_told_by_the_status() {
 }
 
 #[tokio::test]
+async fn a_short_conversation_under_a_long_turn_keeps_its_latest_exchange() {
+    // Two short turns fit a quarter of the window; a third whose own instruction is
+    // long passes the threshold. The older exchange is compacted, the latest kept
+    // verbatim (compacting it all kept no recent item).
+    let rig = rig(Capabilities::stateless_responses());
+    for n in 1..=2 {
+        assert_eq!(
+            rig.orchestrator.execute(turn(n)).await.unwrap().kind,
+            Kind::Ok
+        );
+    }
+    let long = AgentExecuteRequest::from_json_value(&json!({
+        "sessionId": "long", "turnId": "t3",
+        "instruction": format!("Question 3: {}", "summarise this long note please. ".repeat(700))
+    }))
+    .unwrap();
+    let envelope = rig.orchestrator.execute(long).await.unwrap();
+    assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
+    let state = whole_session(&rig).await;
+    assert_eq!(state.compactions.len(), 1, "{:?}", envelope.warnings);
+    let record = &state.compactions[0];
+    assert!(record.kept_items > 0, "{record:?}");
+    // The second question is still in the history as it was asked.
+    assert!(
+        state
+            .history
+            .iter()
+            .any(|item| text_of(item).contains("Question 2:")),
+        "{:#?}",
+        state.history
+    );
+    assert!(
+        !record
+            .replaced
+            .iter()
+            .any(|item| text_of(item).contains("Question 2:")),
+        "{record:?}"
+    );
+}
+
+#[tokio::test]
 async fn sessions_stored_before_compaction_existed_still_load() {
     let mut state =
         serde_json::to_value(SessionState::new("old", "QA", Default::default())).unwrap();
