@@ -301,6 +301,9 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
             } else {
                 "the turn was not saved"
             };
+            if saved {
+                remember_session(&root, &session_id);
+            }
             note(format_args!(
                 "interrupted by {}; {outcome} and session {session_id} is free",
                 signal.name()
@@ -311,12 +314,14 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     let envelope = result.map_err(turn_error)?;
     let code = report(&envelope, args.json, printer)?;
     // A failed first turn stores nothing: the id printed above names no session yet.
-    if !existed
-        && matches!(
+    let started = existed
+        || !matches!(
             runtime.block_on(orchestrator.store().load(&session_id)),
             Ok(None)
-        )
-    {
+        );
+    if started {
+        remember_session(&root, &session_id);
+    } else {
         note(format_args!(
             "nothing was saved, so session {session_id} was not started"
         ));
@@ -324,10 +329,68 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     Ok(code)
 }
 
+/// The file in the workspace's `.aptix/` naming the session `aptix ask` used last
+/// there, for `--continue` on a store other clients share.
+const LAST_SESSION_FILE: &str = "last-session";
+
+/// Notes `session_id` as the one `aptix ask` used last in `root`. Best effort: a
+/// folder that cannot be written loses only `--continue`'s memory, said at `-v`.
+fn remember_session(root: &Path, session_id: &str) {
+    let written = aptix_index::ensure_aptix_dir(root)
+        .map_err(|error| error.to_string())
+        .and_then(|dir| {
+            // Written aside and renamed into place: a reader never sees half an id.
+            let path = dir.join(LAST_SESSION_FILE);
+            let aside = dir.join(format!("{LAST_SESSION_FILE}.{}", std::process::id()));
+            std::fs::write(&aside, format!("{session_id}\n"))
+                .and_then(|()| std::fs::rename(&aside, &path))
+                .map_err(|error| {
+                    let _ = std::fs::remove_file(&aside);
+                    format!("{}: {error}", path.display())
+                })
+        });
+    if let Err(error) = written {
+        tracing::info!("could not note the session for --continue: {error}");
+    }
+}
+
+/// The session `aptix ask` used last in `root`, if it noted one.
+fn remembered_session(root: &Path) -> Option<String> {
+    let text =
+        std::fs::read_to_string(root.join(aptix_index::APTIX_DIR).join(LAST_SESSION_FILE)).ok()?;
+    let id = text.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
 /// `--continue`: the workspace's most recently used session, or a usage error when it
-/// has none (the store is not made for the asking).
+/// has none (the store is not made for the asking). On a PostgreSQL store, which other
+/// clients share (replicas of `aptix serve`, teammates), the newest session may be
+/// anyone's: the one `aptix ask` used last in this workspace is continued instead.
 fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, anyhow::Error> {
-    let location = workspace.store_location()?.shown();
+    let location = workspace.store_location()?;
+    let shown = location.shown();
+    if matches!(location, aptix_runtime::StoreLocation::Postgres(_)) {
+        let Some(id) = remembered_session(workspace.root()) else {
+            return Err(usage(format!(
+                "--continue: aptix ask has not used a session in this workspace to continue \
+                 ({shown} is shared, and its newest session may be another client's); pass \
+                 --session ID (aptix sessions lists them) or ask without it to start one"
+            )));
+        };
+        let store = runtime.block_on(workspace.existing_store())?;
+        let found = runtime
+            .block_on(store.load(&id))
+            .context("--continue: could not read the session")?;
+        if found.is_none() {
+            return Err(usage(format!(
+                "--continue: session {id}, the last one aptix ask used here, is no longer in \
+                 {shown}; pass --session ID (aptix sessions lists them) or ask without it to \
+                 start one"
+            )));
+        }
+        return Ok(id);
+    }
+    let location = shown;
     let none = || {
         usage(format!(
             "--continue: no session to continue in {location}; ask without it to start one"

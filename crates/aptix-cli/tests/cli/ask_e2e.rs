@@ -4,6 +4,7 @@
 //! workspace indexed on first use with its context sent.
 
 use aptix_mapping::{TurnContext, map_capture};
+use aptix_testkit::postgres::TestDatabase;
 use aptix_testkit::read_fixture;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -659,4 +660,51 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
         );
     }
     assert_eq!(stdout(&sessions(&[])).lines().count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_on_a_shared_store_takes_this_workspaces_last_session_not_anyones() {
+    let server = responses_server().await;
+    let base_url = format!("{}/v1", server.uri());
+    let database = TestDatabase::create();
+    let ask = |sandbox: &Sandbox, extra: &[&str], instruction: &str| {
+        sandbox
+            .aptix()
+            .env("OPENAI_API_KEY", SECRET_KEY)
+            .args(["ask", "--base-url", &base_url, "--store", database.url()])
+            .args(["--workspace", &sandbox.workspace_arg()])
+            .args(extra)
+            .arg(instruction)
+            .output()
+            .unwrap()
+    };
+    let (mine, theirs, newcomer) = (Sandbox::new(), Sandbox::new(), Sandbox::new());
+    let first = ask(&mine, &[], "What is Aptix?");
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let my_session = new_session_id(&stderr(&first));
+    // Another client of the database asks after: its session is the store's newest.
+    let other = ask(&theirs, &[], "A question of someone else's");
+    assert_eq!(code(&other), 0, "{}", stderr(&other));
+    let their_session = new_session_id(&stderr(&other));
+
+    let resumed = ask(&mine, &["-c"], "And then?");
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert!(
+        stderr(&resumed).contains(&format!("session {my_session} (continued)")),
+        "{}",
+        stderr(&resumed)
+    );
+    assert!(!stderr(&resumed).contains(&their_session));
+
+    // A workspace that never asked has nothing to continue there, and is told how to
+    // name a session instead of being handed another client's.
+    let nothing = ask(&newcomer, &["-c"], "Go on");
+    assert_eq!(code(&nothing), 2, "{}", stderr(&nothing));
+    let said = stderr(&nothing);
+    assert!(
+        said.contains("--continue: aptix ask has not used a session in this workspace")
+            && said.contains("--session ID")
+            && !said.contains(&their_session),
+        "{said}"
+    );
 }
