@@ -97,6 +97,28 @@ ALTER TABLE aptix_turns ADD COLUMN request_digest TEXT;
 /// The key of the advisory lock that serialises migrations ("aptix" in ASCII).
 const MIGRATION_LOCK: i64 = 0x61_70_74_69_78;
 
+/// How long a process waits for another one migrating the schema (its migration may
+/// rewrite a large table) before it gives up, saying who to look for.
+const MIGRATION_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// How long a migration's statement waits for a lock on the tables (a long transaction
+/// of another client holding one): while it waits, every query of the other replicas
+/// on that table queues behind it.
+const MIGRATION_TABLE_LOCK_TIMEOUT: &str = "10s";
+
+/// Another process held the migration lock for all of the wait.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "another process has held the migration lock for {}: a replica migrating a large \
+     table, or one stuck mid-migration (a session holding PostgreSQL advisory lock \
+     {MIGRATION_LOCK}: see pg_locks where locktype = 'advisory'); start again once it \
+     is done",
+    aptix_client::human_duration(*waited)
+)]
+struct MigrationLockHeld {
+    waited: Duration,
+}
+
 /// The database clock in microseconds since the epoch: every replica orders and expires
 /// by the same clock.
 macro_rules! now_us {
@@ -231,7 +253,7 @@ impl PgSessionStore {
     /// with an error that says so.
     pub async fn connect(url: &str, pool_size: usize) -> Result<PgSessionStore, OrchestratorError> {
         Ok(PgSessionStore {
-            inner: PgStore::connect(url, pool_size, None).await?,
+            inner: PgStore::connect(url, pool_size, None, MIGRATION_LOCK_WAIT).await?,
         })
     }
 
@@ -244,7 +266,7 @@ impl PgSessionStore {
         password: &str,
     ) -> Result<PgSessionStore, OrchestratorError> {
         Ok(PgSessionStore {
-            inner: PgStore::connect(url, pool_size, Some(password)).await?,
+            inner: PgStore::connect(url, pool_size, Some(password), MIGRATION_LOCK_WAIT).await?,
         })
     }
 
@@ -404,11 +426,13 @@ struct AtTarget {
 }
 
 impl PgStore {
-    /// See [`PgSessionStore::connect`].
+    /// See [`PgSessionStore::connect`]; another process migrating the schema is waited
+    /// for `lock_wait` at most.
     async fn connect(
         url: &str,
         pool_size: usize,
         password: Option<&str>,
+        lock_wait: Duration,
     ) -> Result<PgStore, OrchestratorError> {
         let target = redact_url(url);
         // `verify-ca` and `verify-full` do not even parse without TLS built in: say why.
@@ -486,14 +510,15 @@ impl PgStore {
                 )
             })?;
         let store = PgStore { pool, target };
-        store.migrate().await?;
+        store.migrate(lock_wait).await?;
         Ok(store)
     }
 
     /// Applies the migrations this database lacks, under an advisory lock. A database
     /// whose schema is up to date is only read: a role with no right to create tables
-    /// (an operator's least-privilege runtime role) can use it.
-    async fn migrate(&self) -> Result<(), OrchestratorError> {
+    /// (an operator's least-privilege runtime role) can use it. Another process holding
+    /// the lock is said (a warning) and waited for, `lock_wait` at most.
+    async fn migrate(&self, lock_wait: Duration) -> Result<(), OrchestratorError> {
         let mut client = self.client("open").await?;
         let fail = |error: tokio_postgres::Error| {
             OrchestratorError::store(
@@ -528,8 +553,43 @@ impl PgStore {
             }
         }
         let transaction = client.transaction().await.map_err(fail)?;
+        let waiting = std::time::Instant::now();
+        let mut said = false;
+        loop {
+            let locked: bool = transaction
+                .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await
+                .map_err(fail)?
+                .get(0);
+            if locked {
+                break;
+            }
+            if waiting.elapsed() >= lock_wait {
+                return Err(OrchestratorError::store(
+                    "open",
+                    AtTarget {
+                        what: "cannot migrate the schema of",
+                        target: self.target.clone(),
+                        source: Box::new(MigrationLockHeld { waited: lock_wait }),
+                    },
+                ));
+            }
+            if !said {
+                said = true;
+                tracing::warn!(
+                    store = %self.target,
+                    "another process is migrating the schema (it holds advisory lock {MIGRATION_LOCK}); waiting for it, {} at most",
+                    aptix_client::human_duration(lock_wait)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        // A table another client holds a lock on fails the migration soon, instead of
+        // queueing every replica's queries behind it.
         transaction
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .batch_execute(&format!(
+                "SET LOCAL lock_timeout = '{MIGRATION_TABLE_LOCK_TIMEOUT}'"
+            ))
             .await
             .map_err(fail)?;
         transaction
@@ -1066,5 +1126,48 @@ impl SessionStore for PgStore {
         }
         transaction.commit().await.map_err(&fail)?;
         Ok(deleted == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aptix_testkit::postgres::TestDatabase;
+
+    #[tokio::test]
+    async fn a_migration_held_by_another_process_is_waited_for_then_given_up_on() {
+        let database = TestDatabase::create();
+        let (other, connection) = tokio_postgres::connect(database.url(), NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        other
+            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .unwrap();
+        // Held for all of the wait: a clear error naming the lock, not a hang.
+        let error = aptix_model::error_chain(
+            &PgStore::connect(database.url(), 1, None, Duration::from_millis(600))
+                .await
+                .err()
+                .unwrap(),
+        );
+        assert!(
+            error.contains("another process has held the migration lock")
+                && error.contains("pg_locks"),
+            "{error}"
+        );
+        // Released while another waits: that one migrates and opens.
+        let waiting = tokio::spawn({
+            let url = database.url().to_owned();
+            async move { PgStore::connect(&url, 1, None, Duration::from_secs(30)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!waiting.is_finished());
+        other
+            .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .await
+            .unwrap();
+        assert!(waiting.await.unwrap().is_ok());
     }
 }
