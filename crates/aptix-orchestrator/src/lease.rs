@@ -159,13 +159,22 @@ fn process_space() -> Option<String> {
 }
 
 /// The start time of process `pid` in clock ticks since boot (Linux), `None` when the
-/// process does not exist or the platform has no `/proc`.
+/// process does not exist, has ended (a zombie its parent has not reaped yet holds its
+/// pid, and a lease, until then), or the platform has no `/proc`.
 fn start_time(pid: u32) -> Option<u64> {
+    let (state, start) = stat_of(pid)?;
+    (!matches!(state, 'Z' | 'X')).then_some(start)
+}
+
+/// The state letter and start time of process `pid`, from `/proc/PID/stat`.
+fn stat_of(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count fields
-    // after its closing parenthesis. Field 22 is the 20th after it.
-    let after = stat.get(stat.rfind(')')? + 1..)?;
-    after.split_whitespace().nth(19)?.parse().ok()
+    // after its closing parenthesis. The state (field 3) is the first after it, the
+    // start time (field 22) the 20th.
+    let mut after = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    let state = after.next()?.chars().next()?;
+    Some((state, after.nth(18)?.parse().ok()?))
 }
 
 /// A holder id for this process, unique per call.
@@ -243,5 +252,27 @@ mod tests {
             Holder::parse("aptix:box:12:-:0-0").map(|h| h.describe()),
             Some("pid 12 on box".to_owned())
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_holder_that_ended_but_is_not_reaped_yet_is_gone() {
+        let space = process_space().expect("Linux has /proc");
+        let holder = Holder::parse(&new_holder_id()).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for: once it exits it is a zombie, its pid still taken.
+        let mut zombie = None;
+        for _ in 0..500 {
+            if let Some(('Z', start)) = stat_of(pid) {
+                zombie = Some(start);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let start = zombie.expect("the child never became a zombie");
+        let id = format!("aptix:{}@{space}:{pid}:{start}:0-0", holder.host);
+        assert!(holder_is_gone(&id), "{id}");
+        child.wait().unwrap();
     }
 }
