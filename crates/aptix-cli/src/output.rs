@@ -47,11 +47,26 @@ pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> 
 /// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
 /// `message` is the error's: a connection that broke after the server began its reply
 /// reached the server, and is told to check the network rather than base_url.
+/// The setting that bounds the wait a timeout's `message` names (`connect timeout after
+/// 1s`: the client's kinds of timeout), or all three when it names none of them.
+fn timeout_setting(message: &str) -> &'static str {
+    if message.contains("stream idle timeout") {
+        "--stream-idle-timeout (silence mid-answer; stream_idle_timeout in aptix.toml)"
+    } else if message.contains("connect timeout") {
+        "--connect-timeout (connect_timeout in aptix.toml)"
+    } else if message.contains("request timeout") {
+        "--request-timeout (the whole reply; request_timeout in aptix.toml)"
+    } else {
+        "--request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+    }
+}
+
 pub(crate) fn note_for_error_code(code: &str, message: &str) {
     match code {
         "invalid_api_key" => note(format_args!("check OPENAI_API_KEY")),
         "timeout" => note(format_args!(
-            "if the server is slow rather than gone, raise --request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+            "if the server is slow rather than gone, raise {}",
+            timeout_setting(message)
         )),
         "transport_error" if broke_during_reply(message) => note(format_args!(
             "the server answered, but the connection broke while its reply arrived: try again; if it goes on, check the network (a proxy, a VPN) between here and the server"
@@ -389,7 +404,7 @@ impl AnswerPrinter {
 
 #[cfg(test)]
 mod tests {
-    use super::for_terminal;
+    use super::{for_terminal, timeout_setting};
 
     #[test]
     fn a_connection_broken_mid_reply_is_told_apart_from_a_server_not_reached() {
@@ -434,5 +449,17 @@ mod tests {
         assert_eq!(super::terminal_chunk(&mut held, "line\r"), "line");
         assert_eq!(super::terminal_chunk(&mut held, "\nnext"), "\r\nnext");
         assert!(held.is_empty());
+    }
+
+    #[test]
+    fn a_timeout_hint_names_the_setting_of_the_wait_that_ran_out() {
+        assert!(
+            timeout_setting("no reply: stream idle timeout after 1s (gave up after 5 attempts)")
+                .starts_with("--stream-idle-timeout")
+        );
+        let connect = timeout_setting("connect timeout after 1s");
+        assert!(connect.starts_with("--connect-timeout") && !connect.contains("--request-timeout"));
+        assert!(timeout_setting("request timeout after 10m").starts_with("--request-timeout ("));
+        assert!(timeout_setting("timed out").contains("--connect-timeout"));
     }
 }
