@@ -521,10 +521,24 @@ impl PgStore {
     async fn migrate(&self, lock_wait: Duration) -> Result<(), OrchestratorError> {
         let mut client = self.client("open").await?;
         let fail = |error: tokio_postgres::Error| {
+            // The two causes an operator meets, said with what to do.
+            let what = match error.code() {
+                Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {
+                    "cannot migrate the schema (this role may not create or alter tables: \
+                     start Aptix once with the database owner's role, then run it with this \
+                     one) of"
+                }
+                Some(&SqlState::DUPLICATE_TABLE) => {
+                    "cannot migrate the schema (tables of Aptix's names exist, but not its \
+                     aptix_schema_migrations record of them: a database set up by hand or by \
+                     another tool; give Aptix an empty database) of"
+                }
+                _ => "cannot migrate the schema of",
+            };
             OrchestratorError::store(
                 "open",
                 AtTarget {
-                    what: "cannot migrate the schema of",
+                    what,
                     target: self.target.clone(),
                     source: Box::new(error),
                 },
@@ -1169,5 +1183,52 @@ mod tests {
             .await
             .unwrap();
         assert!(waiting.await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_role_that_may_not_migrate_and_a_database_of_another_tool_are_told_what_to_do() {
+        let database = TestDatabase::create();
+        let (owner, connection) = tokio_postgres::connect(database.url(), NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        // Roles are the server's, not the database's: one of this database's name.
+        let role = format!(
+            "limited_{}",
+            database.url().rsplit('/').next().unwrap_or_default()
+        );
+        owner
+            .batch_execute(&format!(
+                "CREATE ROLE {role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;"
+            ))
+            .await
+            .unwrap();
+        let limited = database.url_as(&role);
+        let error = aptix_model::error_chain(
+            &PgStore::connect(&limited, 1, None, MIGRATION_LOCK_WAIT)
+                .await
+                .err()
+                .unwrap(),
+        );
+        assert!(
+            error.contains("start Aptix once with the database owner's role"),
+            "{error}"
+        );
+        // Tables of Aptix's names, made without its record of them.
+        owner
+            .batch_execute("CREATE TABLE aptix_sessions (id TEXT)")
+            .await
+            .unwrap();
+        let error = aptix_model::error_chain(
+            &PgStore::connect(database.url(), 1, None, MIGRATION_LOCK_WAIT)
+                .await
+                .err()
+                .unwrap(),
+        );
+        assert!(error.contains("give Aptix an empty database"), "{error}");
+        owner
+            .batch_execute(&format!("DROP TABLE aptix_sessions; DROP ROLE {role};"))
+            .await
+            .unwrap();
     }
 }
