@@ -267,7 +267,7 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
                 printer.delta(delta);
             } else {
                 // With --json, stdout is the envelope; a retry is still news on stderr.
-                AnswerPrinter::note_retry(delta);
+                AnswerPrinter::note_retry(delta, false);
             }
         };
         let turn = async {
@@ -296,18 +296,18 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
                     false
                 }
             };
-            let outcome = if saved {
-                "the turn had ended and was saved"
-            } else {
-                "the turn was not saved"
-            };
             if saved {
                 remember_session(&root, &session_id);
             }
-            note(format_args!(
-                "interrupted by {}; {outcome} and session {session_id} is free",
-                signal.name()
-            ));
+            let outcome = if saved {
+                format!("the turn had ended and was saved, and session {session_id} is free")
+            } else if existed {
+                format!("the turn was not saved, and session {session_id} is free")
+            } else {
+                // Its first turn not saved: no session was made to be free.
+                format!("the turn was not saved, so session {session_id} was not started")
+            };
+            note(format_args!("interrupted by {}; {outcome}", signal.name()));
             return Ok(signal.exit_code());
         }
     };

@@ -255,7 +255,7 @@ impl AnswerPrinter {
                     // The answer stopped mid-line: the note starts on a line of its own.
                     let _ = writeln!(io::stderr().lock());
                 }
-                AnswerPrinter::note_retry(delta);
+                AnswerPrinter::note_retry(delta, true);
             }
             StreamDelta::Compacted { message, .. } => {
                 if !self.ends_with_newline {
@@ -293,8 +293,9 @@ impl AnswerPrinter {
         }
     }
 
-    /// Says on stderr that a cut stream is being recovered, and how.
-    pub(crate) fn note_retry(delta: &StreamDelta) {
+    /// Says on stderr that a cut stream is being recovered, and how; `showing_text`
+    /// when the answer is printed as it streams (not with `--json`).
+    pub(crate) fn note_retry(delta: &StreamDelta, showing_text: bool) {
         let StreamDelta::Retrying {
             cause: _,
             attempt,
@@ -318,7 +319,14 @@ impl AnswerPrinter {
         let (how, after) = if *resumed {
             ("resuming the same response where it stopped", "")
         } else {
-            ("asking again", "; text already shown is not printed twice")
+            (
+                "asking again",
+                if showing_text {
+                    "; text already shown is not printed twice"
+                } else {
+                    ""
+                },
+            )
         };
         note(format_args!(
             "the stream was cut after {events} event(s): {reason}; {how} in {wait} (attempt {attempt} of {max_attempts}){after}"

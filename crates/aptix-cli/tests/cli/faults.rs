@@ -368,6 +368,13 @@ async fn sigint_and_sigterm_release_the_session_at_once() {
             "{}",
             stderr(&output)
         );
+        // A new session's first turn: no session was made, none is said to be free.
+        assert!(
+            stderr(&output).contains("so session s-int was not started")
+                && !stderr(&output).contains("is free"),
+            "{}",
+            stderr(&output)
+        );
         let store =
             SqliteSessionStore::open(sandbox.workspace.path().join(".aptix/sessions.db")).unwrap();
         assert_eq!(
