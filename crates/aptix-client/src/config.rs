@@ -167,7 +167,9 @@ impl OpenAiConfig {
 
     /// Every header sent with each request: authentication (marked sensitive),
     /// organization, project, then the extra headers (which may replace any of them).
-    pub fn headers(&self) -> HeaderMap {
+    /// Crate-private: the key is in it, and this type keeps the key to itself.
+    #[cfg(any(feature = "http", test))]
+    pub(crate) fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.api_key {
             let (name, value) = match self.auth_scheme {

@@ -98,6 +98,14 @@ pub trait TypedTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the provider must hold arguments to the schema exactly (`strict`). The
+    /// derived schema must then follow strict mode's rules: every property required
+    /// (an optional one as `Option<T>`, which may be `null`) and no others
+    /// (`#[serde(deny_unknown_fields)]` derives `additionalProperties: false`).
+    fn strict(&self) -> bool {
+        false
+    }
+
     /// Runs the tool with decoded arguments.
     async fn call(&self, args: Self::Args) -> Result<Self::Output, Self::Error>;
 }
@@ -155,6 +163,10 @@ impl<T: TypedTool> ServerTool for Typed<T> {
 
     fn usage(&self) -> Option<&str> {
         self.tool.usage()
+    }
+
+    fn strict(&self) -> bool {
+        self.tool.strict()
     }
 
     async fn execute(&self, arguments_json: &str) -> Result<String, String> {

@@ -257,3 +257,74 @@ async fn a_streamed_turn_says_when_a_server_tool_runs_and_how_it_ended() {
         ["running call_1 grep", "finished call_1 grep true"]
     );
 }
+
+/// A tool whose arguments follow strict mode's rules, and says it is strict.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ExactArgs {
+    path: String,
+}
+
+struct Exact;
+
+#[async_trait]
+impl TypedTool for Exact {
+    const NAME: &'static str = "exact";
+    type Args = ExactArgs;
+    type Output = String;
+    type Error = String;
+
+    fn description(&self) -> &str {
+        "Reads exactly one path"
+    }
+
+    fn strict(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, args: ExactArgs) -> Result<String, String> {
+        Ok(args.path)
+    }
+}
+
+#[tokio::test]
+async fn a_typed_tool_that_says_it_is_strict_is_offered_strict() {
+    let provider = Arc::new(FakeProvider::new());
+    provider.push_response(
+        serde_json::from_value::<Response>(json!({
+            "id": "resp_1", "status": "completed", "model": "m",
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "ok"}]}]
+        }))
+        .unwrap(),
+    );
+    let orchestrator = Orchestrator::builder(
+        Arc::clone(&provider) as _,
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .server_tool(Arc::new(Typed::new(Exact)))
+    .server_tool(grep())
+    .build()
+    .unwrap();
+    let request = AgentExecuteRequest::from_json_value(
+        &json!({"sessionId": "s", "turnId": "t", "instruction": "Read it"}),
+    )
+    .unwrap();
+    assert_eq!(orchestrator.execute(request).await.unwrap().kind, Kind::Ok);
+    let sent = serde_json::to_value(&provider.calls()[0].request).unwrap();
+    let strict_of = |name: &str| {
+        sent["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .map(|tool| tool["strict"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {sent}"))
+    };
+    assert_eq!(strict_of("exact"), json!(true), "{sent}");
+    assert_ne!(strict_of("grep"), json!(true), "{sent}");
+    assert_eq!(
+        Typed::new(Exact).parameters()["additionalProperties"],
+        json!(false)
+    );
+}

@@ -2,8 +2,9 @@
 //! `/v1/responses` call, with workspace context, tools and sessions.
 //!
 //! This crate re-exports what a library user needs from the layered crates
-//! (`aptix-model`, `aptix-client`, `aptix-rag`, `aptix-mapping`, `aptix-orchestrator`,
-//! and optionally `aptix-index` and `aptix-schema`), the way `tokio` and `axum` gather
+//! (`aptix-model`, `aptix-client`, `aptix-sse`, `aptix-rag`, `aptix-request`,
+//! `aptix-mapping`, `aptix-orchestrator`, and with their features `aptix-index` and
+//! `aptix-tools`, `aptix-schema` and `aptix-runtime`), the way `tokio` and `axum` gather
 //! theirs. The layered crates stay importable one by one for code that needs only a
 //! part (a provider without the orchestrator, the mapping without a network).
 //!
@@ -11,7 +12,8 @@
 //!   [`AgentExecuteResponse`] envelope out; [`OrchestratorConfig`] tunes it.
 //! - The seams, held as `Arc<dyn Trait>`: [`ResponsesProvider`] (answers
 //!   `/v1/responses`), [`Retriever`] (finds [`Chunk`]s for the `[CONTEXT]` block),
-//!   [`SessionStore`] ([`InMemorySessionStore`], `SqliteSessionStore`), and
+//!   [`SessionStore`] ([`InMemorySessionStore`], `SqliteSessionStore`,
+//!   `PgSessionStore`), and
 //!   [`ServerTool`] (a tool the orchestrator runs), most easily written as a
 //!   [`TypedTool`] with `serde` + `schemars` types and registered as [`Typed`].
 //! - [`macro@async_trait`] is re-exported, so implementing a seam needs no direct dependency
@@ -44,8 +46,8 @@
 //!
 //! use aptix::wire::{CreateResponseRequest, Response};
 //! use aptix::{
-//!     AgentExecuteRequest, Capabilities, ClientError, InMemorySessionStore, Orchestrator,
-//!     ProviderResponse, ReplyMeta, ResponsesProvider, StreamDelta, async_trait,
+//!     Capabilities, ClientError, InMemorySessionStore, Orchestrator, ProviderResponse,
+//!     ReplyMeta, ResponsesProvider, StreamDelta, ValidatedRequest, async_trait,
 //! };
 //!
 //! /// Answers every request with the same sentence.
@@ -57,14 +59,13 @@
 //!         &self,
 //!         _request: &CreateResponseRequest,
 //!     ) -> Result<ProviderResponse, ClientError> {
-//!         let response: Response = serde_json::from_str(
-//!             r#"{"id": "resp_1", "status": "completed", "model": "canned",
-//!                 "output": [{"type": "message", "role": "assistant",
-//!                             "content": [{"type": "output_text", "text": "Always this."}]}]}"#,
-//!         )
-//!         .map_err(|error| ClientError::Config {
-//!             field: "canned reply".into(),
-//!             reason: error.to_string(),
+//!         let body = r#"{"id": "resp_1", "status": "completed", "model": "canned",
+//!             "output": [{"type": "message", "role": "assistant",
+//!                         "content": [{"type": "output_text", "text": "Always this."}]}]}"#;
+//!         // A reply that does not decode is a decode error (the envelope's code:
+//!         // `decode_error`).
+//!         let response: Response = serde_json::from_str(body).map_err(|error| {
+//!             ClientError::decode("canned reply", body.as_bytes(), 0, error.to_string())
 //!         })?;
 //!         Ok(ProviderResponse::new(response, ReplyMeta::synthetic()))
 //!     }
@@ -78,7 +79,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let orchestrator =
 //!     Orchestrator::builder(Arc::new(Canned), Arc::new(InMemorySessionStore::new())).build()?;
-//! let request = AgentExecuteRequest::from_json_slice(
+//! let request = ValidatedRequest::from_json_slice(
 //!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Anything"}"#,
 //! )?;
 //! // `create` only, yet the turn streams: the default `stream` plays the whole reply.
@@ -106,8 +107,8 @@
 //! use aptix::schemars::JsonSchema;
 //! use aptix::wire::Response;
 //! use aptix::{
-//!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Orchestrator, ServerTool,
-//!     Typed, TypedTool, async_trait,
+//!     FakeProvider, InMemorySessionStore, Orchestrator, ServerTool, Typed, TypedTool,
+//!     ValidatedRequest, async_trait,
 //! };
 //! use serde::{Deserialize, Serialize};
 //!
@@ -165,7 +166,7 @@
 //!     Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
 //!         .server_tool(add)
 //!         .build()?;
-//! let request = AgentExecuteRequest::from_json_slice(
+//! let request = ValidatedRequest::from_json_slice(
 //!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "What is 2 + 40?"}"#,
 //! )?;
 //! let envelope = orchestrator.execute(request).await?;
@@ -186,8 +187,7 @@
 //!
 //! use aptix::wire::StreamEvent;
 //! use aptix::{
-//!     AgentExecuteRequest, FakeProvider, InMemorySessionStore, Kind, Orchestrator,
-//!     StreamDelta,
+//!     FakeProvider, InMemorySessionStore, Kind, Orchestrator, StreamDelta, ValidatedRequest,
 //! };
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -219,7 +219,7 @@
 //!
 //! let orchestrator =
 //!     Orchestrator::builder(provider, Arc::new(InMemorySessionStore::new())).build()?;
-//! let request = AgentExecuteRequest::from_json_slice(
+//! let request = ValidatedRequest::from_json_slice(
 //!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "Say hello"}"#,
 //! )?;
 //! let mut text = String::new();
@@ -249,6 +249,10 @@ pub use aptix_model::contract::{
     ValidatedRequest,
 };
 pub use aptix_model::wire;
+/// The error of decoding the wire's types ([`wire::StreamEvent::from_json`]) and of
+/// parsing a scope condition; [`error_chain`] is the one-line message of any error
+/// with its causes.
+pub use aptix_model::{ModelError, error_chain};
 
 /// Mapping replies into the AGN-004 envelope (`aptix-mapping`), with no network: a
 /// response body, a recorded stream or capture ([`map_capture`](aptix_mapping::map_capture)),
@@ -273,6 +277,9 @@ pub use aptix_sse::SseEvent;
 
 pub use aptix_request::{RequestError, ToolProblem};
 
+/// Retrieval's parts (`aptix-rag`) for a retriever of one's own: the o200k token
+/// counter, packing chunks to a budget, the language of a path.
+pub use aptix_rag as rag;
 pub use aptix_rag::{
     Chunk, ChunkId, LineSpan, RagError, Retrieval, RetrievalQuery, Retriever, ScoredChunk,
 };
@@ -288,6 +295,11 @@ pub use aptix_orchestrator::{
     PendingToolCalls, ReferenceReader, ReferencedFile, Scenario, ServerTool, SessionPage,
     SessionState, SessionStore, SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey,
     Typed, TypedTool, Versioned, delete_session, retry_delta,
+};
+/// The defaults a configuration starts from, and whether an envelope is a turn cut
+/// short at its bound of model calls.
+pub use aptix_orchestrator::{
+    DEFAULT_SYSTEM_PROMPT, context_window_for, stopped_at_model_call_bound,
 };
 
 /// `schemars`, the version [`TypedTool::Args`] must derive `JsonSchema` from.
