@@ -144,6 +144,8 @@ pub use error::{
 pub use fake::{CallKind, FakeProvider, FakeReply, RecordedCall};
 #[cfg(feature = "http")]
 pub use openai::OpenAiProvider;
-pub use provider::{Capabilities, ProviderResponse, RateLimits, ReplyMeta, ResponsesProvider};
+pub use provider::{
+    Capabilities, ProviderResponse, RateLimits, Redactor, ReplyMeta, ResponsesProvider,
+};
 pub use retry::{RetryNotice, RetryPolicy, observe_retries};
 pub use stream::EventStream;

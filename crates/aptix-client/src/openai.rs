@@ -220,6 +220,10 @@ impl ResponsesProvider for OpenAiProvider {
         })
     }
 
+    fn redactor(&self) -> Option<Arc<crate::Redactor>> {
+        self.transport.redactor()
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.config()
             .capabilities()

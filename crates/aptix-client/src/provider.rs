@@ -71,6 +71,48 @@ pub trait ResponsesProvider: Send + Sync {
     /// What this provider can carry, so the layers above pick a strategy (native
     /// schema or a forced tool, `previous_response_id` or replayed history).
     fn capabilities(&self) -> Capabilities;
+
+    /// What takes this provider's credentials out of text: the orchestrator passes what
+    /// a turn adds to its session through it before the session is stored, since a
+    /// workspace file holding the API key reaches a request as retrieved context or a
+    /// tool's output (the HTTP providers also take it out of every request body they
+    /// send). `None`, the default, for a provider that holds no credentials; a provider
+    /// that wraps another passes its [`Redactor`] on.
+    fn redactor(&self) -> Option<std::sync::Arc<Redactor>> {
+        None
+    }
+}
+
+/// Takes a secret (an API key) out of text, as `[redacted]`. Its `Debug` shows nothing
+/// of the secret.
+pub struct Redactor {
+    secret: secrecy::SecretString,
+}
+
+impl Redactor {
+    /// A redactor of `secret`.
+    pub fn new(secret: &str) -> Redactor {
+        Redactor {
+            secret: secrecy::SecretString::from(secret.to_owned()),
+        }
+    }
+
+    /// `text` with every occurrence of the secret replaced by `[redacted]`, or `None`
+    /// when it holds none (the common case: one vectorised search, no copy).
+    pub fn redact(&self, text: &str) -> Option<String> {
+        use secrecy::ExposeSecret as _;
+        let secret = self.secret.expose_secret();
+        if secret.is_empty() || memchr::memmem::find(text.as_bytes(), secret.as_bytes()).is_none() {
+            return None;
+        }
+        Some(text.replace(secret, "[redacted]"))
+    }
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Redactor { .. }")
+    }
 }
 
 /// What a provider supports. A plain struct: build it with a constructor and change

@@ -7,6 +7,7 @@
 //! Headers are never recorded: they hold the key.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -32,6 +33,9 @@ pub(crate) struct HttpTransport {
     client: reqwest::Client,
     config: OpenAiConfig,
     headers: HeaderMap,
+    /// The key's redactor, for what the layers above store (see
+    /// [`ResponsesProvider::redactor`](crate::ResponsesProvider::redactor)).
+    redactor: Option<Arc<crate::Redactor>>,
 }
 
 /// A failed attempt: the error for the caller plus the headers the policy reads.
@@ -78,11 +82,22 @@ impl HttpTransport {
             ClientError::config("http_client", error_chain(&error, config.secret()))
         })?;
         let headers = config.headers();
+        // A placeholder key (`x`, `ollama`) is left alone, as in request bodies.
+        let redactor = config
+            .secret()
+            .filter(|secret| crate::config::is_scrubbed_key(secret))
+            .map(|secret| Arc::new(crate::Redactor::new(secret)));
         Ok(HttpTransport {
             client,
             config,
             headers,
+            redactor,
         })
+    }
+
+    /// The key's redactor, when the key is one worth taking out of text.
+    pub(crate) fn redactor(&self) -> Option<Arc<crate::Redactor>> {
+        self.redactor.clone()
     }
 
     /// The configuration.

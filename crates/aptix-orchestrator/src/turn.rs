@@ -444,7 +444,8 @@ impl Orchestrator {
             let response_id = reply.response.id.clone();
             // The body is built anew for any further call, so what it sent and what came
             // back move into the history instead of being copied there.
-            let sent = std::mem::replace(&mut body.request.input, Input::Items(Vec::new()));
+            let mut sent = std::mem::replace(&mut body.request.input, Input::Items(Vec::new()));
+            self.redact_new(&mut sent, body.replayed);
             self.record_exchange(
                 &mut state,
                 sent,
@@ -716,6 +717,37 @@ impl Orchestrator {
     }
 
     /// Appends this exchange to the replayable history and moves the chain on.
+    /// Takes the provider's credentials out of what a model call sent that the session
+    /// did not hold already (the items after the `replayed` ones), before the session
+    /// keeps it: a workspace file holding the API key reaches a request as retrieved
+    /// context or a tool's output, and the store (a team's PostgreSQL database among
+    /// them) would keep the key. The provider took it out of the body it sent already.
+    fn redact_new(&self, sent: &mut Input, replayed: usize) {
+        let Some(redactor) = self.provider.redactor() else {
+            return;
+        };
+        match sent {
+            Input::Text(text) => {
+                if let Some(clean) = redactor.redact(text) {
+                    *text = clean;
+                }
+            }
+            Input::Items(items) => {
+                for item in items.iter_mut().skip(replayed) {
+                    // An item as JSON text, where the key is spelt as it is (it has no
+                    // character JSON escapes), then read back without it.
+                    let clean = serde_json::to_string(&*item)
+                        .ok()
+                        .and_then(|json| redactor.redact(&json))
+                        .and_then(|json| serde_json::from_str::<InputItem>(&json).ok());
+                    if let Some(clean) = clean {
+                        *item = clean;
+                    }
+                }
+            }
+        }
+    }
+
     fn record_exchange(
         &self,
         state: &mut SessionState,

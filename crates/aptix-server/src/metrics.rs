@@ -563,6 +563,10 @@ impl ResponsesProvider for TimedProvider {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
+
+    fn redactor(&self) -> Option<std::sync::Arc<aptix_client::Redactor>> {
+        self.inner.redactor()
+    }
 }
 
 /// A provider stream whose call is timed until it ends or is dropped.

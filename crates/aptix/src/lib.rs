@@ -265,8 +265,8 @@ pub use aptix_request as request;
 
 pub use aptix_client::{
     AuthScheme, CallKind, Capabilities, ClientError, EventStream, FakeProvider, FakeReply,
-    OpenAiConfig, OpenAiConfigBuilder, ProviderResponse, RateLimits, RecordedCall, ReplyMeta,
-    ResponsesProvider, RetryNotice, RetryPolicy, TimeoutKind, Timeouts, TransportPhase,
+    OpenAiConfig, OpenAiConfigBuilder, ProviderResponse, RateLimits, RecordedCall, Redactor,
+    ReplyMeta, ResponsesProvider, RetryNotice, RetryPolicy, TimeoutKind, Timeouts, TransportPhase,
     observe_retries,
 };
 #[cfg(feature = "http")]

@@ -117,6 +117,10 @@ impl ResponsesProvider for ChatCompletionsProvider {
         ))
     }
 
+    fn redactor(&self) -> Option<Arc<crate::Redactor>> {
+        self.transport.redactor()
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.config()
             .capabilities()
