@@ -112,6 +112,32 @@ fn is_code_span(span: &str) -> bool {
         && span.split_whitespace().count() <= 6
 }
 
+/// Whether `text` reads as a message to find verbatim: one line of three to twelve
+/// words, not quoting code in backticks (that quotation is what to find then).
+fn is_message(text: &str) -> bool {
+    let words = text.split_whitespace().count();
+    !text.contains(['\n', '`'])
+        && (3..=12).contains(&words)
+        && (12..=200).contains(&text.len())
+        && text.chars().any(char::is_alphabetic)
+}
+
+/// The phrases of one line in double quotes (`"..."`), of two words or more.
+fn quoted_phrases(line: &str) -> Vec<&str> {
+    let pieces: Vec<&str> = line.split('"').collect();
+    pieces
+        .iter()
+        .enumerate()
+        // An odd piece is quoted only when a closing quote follows it.
+        .filter(|(index, _)| index % 2 == 1 && index + 1 < pieces.len())
+        .map(|(_, piece)| *piece)
+        .filter(|piece| {
+            (2..=12).contains(&piece.split_whitespace().count())
+                && (6..=200).contains(&piece.trim().len())
+        })
+        .collect()
+}
+
 /// Analyses an instruction; see the module documentation.
 pub(crate) fn analyse(text: &str) -> Analysis {
     let mut terms: Vec<QueryTerm> = Vec::new();
@@ -190,9 +216,18 @@ pub(crate) fn analyse(text: &str) -> Analysis {
     }
     wanted_kinds.sort();
     let mut code_spans: Vec<String> = Vec::new();
-    for span in spans {
+    // A query that is one short line of words (an error message pasted from a
+    // terminal, a phrase from a comment) is looked for verbatim too: the code that says
+    // it is where to look, and its words alone rank a file named after one of them
+    // first. Text the user put in double quotes is a phrase to find as it is.
+    let whole = text.trim();
+    let phrases = is_message(whole)
+        .then_some(whole)
+        .into_iter()
+        .chain(text.lines().flat_map(quoted_phrases));
+    for span in phrases.chain(spans.into_iter().filter(|span| is_code_span(span))) {
         let span = span.trim();
-        if is_code_span(span) && !code_spans.iter().any(|known| known == span) {
+        if !code_spans.iter().any(|known| known == span) {
             code_spans.push(span.to_owned());
         }
     }
@@ -928,6 +963,26 @@ mod tests {
             analyse("use `Router` or `this is a whole sentence in backticks ok`")
                 .code_spans
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_pasted_message_and_quoted_phrases_are_looked_for_verbatim() {
+        assert_eq!(
+            analyse("No matching distribution found for").code_spans,
+            ["No matching distribution found for"]
+        );
+        assert_eq!(
+            analyse("why do I get \"values must list at least one value\" here?\nand \"x\"")
+                .code_spans,
+            ["values must list at least one value"]
+        );
+        // A question over many lines, a word or two, or quoted code are not messages.
+        assert!(analyse("where is the\nparser").code_spans.is_empty());
+        assert!(analyse("parser state").code_spans.is_empty());
+        assert_eq!(
+            analyse("what calls `axum::Router::route` here").code_spans,
+            ["axum::Router::route"]
         );
     }
 

@@ -21,7 +21,7 @@
 //! reported as a warning and the condition is ignored (AGN-034 calls scope advisory:
 //! a misspelt key should not silently empty the context).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use aptix_model::contract::{ScopeCondition, ScopeOperator};
@@ -61,6 +61,12 @@ const PATH_LIKE_BOOST: f32 = 3.0;
 /// name it quotes (`Router::route`): quoted code names the places to change more surely
 /// than any of its words alone.
 const CODE_SPAN_BOOST: f32 = 2.0;
+/// The factor for a chunk that holds, verbatim, a sentence of five words or more the
+/// question quotes or is (a pasted error message): the place that says it is the
+/// answer, whatever a word of it matches in another file's name.
+const MESSAGE_BOOST: f32 = 3.0;
+/// The words a quoted span needs to count as a sentence ([`MESSAGE_BOOST`]).
+const MESSAGE_WORDS: usize = 5;
 /// How many chunks holding every term of a quoted span are read to check it verbatim.
 const CODE_SPAN_CANDIDATES: usize = 200;
 
@@ -248,11 +254,7 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
                 .and_then(|index| weights.get(index))
                 .copied()
                 .unwrap_or(1.0);
-            let quoted = if verbatim.contains(&(segment_id, doc)) {
-                CODE_SPAN_BOOST
-            } else {
-                1.0
-            };
+            let quoted = verbatim.get(&(segment_id, doc)).copied().unwrap_or(1.0);
             score * weight * quoted
         }
     });
@@ -315,9 +317,18 @@ fn code_span_chunks(
     searcher: &Searcher,
     fields: &Fields,
     spans: &[String],
-) -> tantivy::Result<HashSet<(SegmentId, DocId)>> {
-    let mut found = HashSet::new();
+) -> tantivy::Result<HashMap<(SegmentId, DocId), f32>> {
+    let mut found: HashMap<(SegmentId, DocId), f32> = HashMap::new();
+    let mut mark = |address: (SegmentId, DocId), boost: f32| {
+        let known = found.entry(address).or_insert(boost);
+        *known = known.max(boost);
+    };
     for span in spans {
+        let boost = if span.split_whitespace().count() >= MESSAGE_WORDS {
+            MESSAGE_BOOST
+        } else {
+            CODE_SPAN_BOOST
+        };
         let mut terms: Vec<String> = tokenizer::tokens(span);
         terms.sort();
         terms.dedup();
@@ -340,7 +351,7 @@ fn code_span_chunks(
                 .is_some_and(|text| text.contains(span.as_str()));
             if holds {
                 let segment = searcher.segment_reader(address.segment_ord).segment_id();
-                found.insert((segment, address.doc_id));
+                mark((segment, address.doc_id), boost);
             }
         }
         let definitions: Vec<(Occur, Box<dyn Query>)> = query::named_definitions(span)
@@ -356,7 +367,7 @@ fn code_span_chunks(
         )?;
         for (_, address) in defining {
             let segment = searcher.segment_reader(address.segment_ord).segment_id();
-            found.insert((segment, address.doc_id));
+            mark((segment, address.doc_id), CODE_SPAN_BOOST);
         }
     }
     Ok(found)

@@ -267,6 +267,41 @@ fn code_quoted_in_the_question_finds_the_chunks_holding_it_verbatim() {
 }
 
 #[test]
+fn a_pasted_error_message_finds_the_code_that_raises_it_before_files_named_for_its_words() {
+    let root = TempDir::new().unwrap();
+    // Files named and filled after the message's words, and one long function that
+    // says the message, among other things.
+    write(
+        root.path(),
+        "src/read.rs",
+        &function("read", "read a file from the disk", 8),
+    );
+    write(
+        root.path(),
+        "src/schema.rs",
+        &function("schema", "the schema of an answer", 8),
+    );
+    let mut ask = String::from("pub fn ask(a: bool, b: bool) -> Result<u32, String> {\n");
+    for line in 0..40 {
+        ask.push_str(&format!("    let step{line} = prepare({line});\n"));
+    }
+    ask.push_str(
+        "    if a && b {\n        return Err(\"the instruction and the schema cannot both be read from stdin: give one as a file\".into());\n    }\n    Ok(0)\n}\n",
+    );
+    write(root.path(), "src/ask.rs", &ask);
+    let index = indexed(root.path());
+    let message = "the instruction and the schema cannot both be read from stdin";
+    let found = paths(&index, message);
+    assert_eq!(found[0], "src/ask.rs", "{found:?}");
+    // In double quotes inside a question, the same.
+    let found = paths(
+        &index,
+        &format!("why does aptix say \"{message}\" when I pipe both?"),
+    );
+    assert_eq!(found[0], "src/ask.rs", "{found:?}");
+}
+
+#[test]
 fn a_quoted_qualified_name_finds_its_definition_before_the_type_and_namesakes() {
     let root = TempDir::new().unwrap();
     // The type, whose docs say "route" and "router" more than anything else ...
