@@ -167,7 +167,10 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
     // A key pasted into the question would otherwise be sent, and stored with the
     // session.
     let key = env("OPENAI_API_KEY");
-    let instruction = without_key(&read_instruction(&args.instruction)?, key.as_deref());
+    let instruction = without_key(
+        &crate::output::text_argument(&args.instruction, "instruction")?,
+        key.as_deref(),
+    );
     let root = match workspace::resolve(args.workspace.as_deref()) {
         // A schema request reads nothing of the workspace (no index, no session): the
         // folder only gives its settings, so one too wide to index (the home folder)
@@ -405,26 +408,6 @@ fn latest_session(workspace: &Workspace, runtime: &Runtime) -> Result<String, an
         .next()
         .map(|latest| latest.session_id)
         .ok_or_else(none)
-}
-
-/// The instruction: the argument, or stdin for `-`.
-fn read_instruction(argument: &str) -> Result<String, anyhow::Error> {
-    let text = if argument == "-" {
-        let bytes = crate::output::read_file_or_stdin(Path::new("-"))
-            .context("could not read the instruction from stdin")?;
-        // Bytes that are not text are the caller's mistake (exit 2), as they are in an
-        // argument; the newline that ends piped text is not part of the instruction.
-        String::from_utf8(bytes)
-            .map_err(|_| usage("the instruction on stdin is not UTF-8 text"))?
-            .trim_end()
-            .to_owned()
-    } else {
-        argument.to_owned()
-    };
-    if text.trim().is_empty() {
-        return Err(usage("the instruction is empty"));
-    }
-    Ok(text)
 }
 
 /// `--dry-run`: the exact first body, printed, nothing sent or stored.

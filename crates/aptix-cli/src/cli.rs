@@ -223,7 +223,7 @@ pub(crate) struct IndexArgs {
 /// `aptix search`.
 #[derive(Debug, Args)]
 pub(crate) struct SearchArgs {
-    /// The question or identifiers to search for
+    /// The question or identifiers to search for (`-` reads it from stdin)
     pub(crate) query: String,
 
     /// The workspace [default: as for `aptix ask --workspace`]

@@ -31,6 +31,28 @@ pub(crate) fn note_request_retry(notice: &aptix_client::RetryNotice) {
     ));
 }
 
+/// A text argument (`aptix ask`'s instruction, `aptix search`'s query) as given, or
+/// read from stdin for `-` (where a long one fits, unlike an argument list); the
+/// newline that ends piped text is not part of it. Bytes that are not UTF-8, and an
+/// empty text, are the caller's mistake (exit 2), naming `what` it is.
+pub(crate) fn text_argument(argument: &str, what: &str) -> Result<String, anyhow::Error> {
+    use anyhow::Context as _;
+    let text = if argument == "-" {
+        let bytes = read_file_or_stdin(std::path::Path::new("-"))
+            .with_context(|| format!("could not read the {what} from stdin"))?;
+        String::from_utf8(bytes)
+            .map_err(|_| crate::exit::usage(format!("the {what} on stdin is not UTF-8 text")))?
+            .trim_end()
+            .to_owned()
+    } else {
+        argument.to_owned()
+    };
+    if text.trim().is_empty() {
+        return Err(crate::exit::usage(format!("the {what} is empty")));
+    }
+    Ok(text)
+}
+
 /// The bytes of the file at `path`, or of stdin for `-`, as every command that reads a
 /// file argument takes it.
 pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> {

@@ -19,9 +19,7 @@ use crate::workspace;
 
 /// Runs `aptix search`; returns the exit code.
 pub(crate) fn run(args: &SearchArgs, env: Env<'_>) -> Result<u8, anyhow::Error> {
-    if args.query.trim().is_empty() {
-        return Err(usage("the query is empty"));
-    }
+    let query = crate::output::text_argument(&args.query, "query")?;
     let scope = args
         .scope
         .iter()
@@ -31,7 +29,7 @@ pub(crate) fn run(args: &SearchArgs, env: Env<'_>) -> Result<u8, anyhow::Error> 
     let index =
         Workspace::load(&workspace, &SettingsLayer::default(), env)?.index(&StderrReporter)?;
     let results = index.search(
-        &SearchQuery::new(args.query.clone())
+        &SearchQuery::new(query)
             .with_scope(scope)
             .with_limit(usize::from(args.limit)),
     )?;

@@ -199,6 +199,26 @@ fn search_shows_ranked_chunks_files_and_why() {
         .output()
         .unwrap();
     assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    // `-` reads the query from stdin, as `ask -` reads its instruction.
+    let piped = sandbox
+        .aptix()
+        .args([
+            "search",
+            "--json",
+            "--workspace",
+            &sandbox.workspace_arg(),
+            "-",
+        ])
+        .write_stdin("where is commit_turn?\n")
+        .output()
+        .unwrap();
+    assert_eq!(code(&piped), 0, "{}", stderr(&piped));
+    assert_eq!(
+        stdout_json(&piped)["chunks"][0]["path"],
+        "src/session.rs",
+        "{}",
+        stdout(&piped)
+    );
     // `--limit 0` showed one result; it is refused, naming the range.
     for limit in ["0", "1001"] {
         let bad = sandbox
