@@ -9,7 +9,10 @@
 //! part (a provider without the orchestrator, the mapping without a network).
 //!
 //! - [`Orchestrator`] runs turns: an AGN-034 [`AgentExecuteRequest`] in, an AGN-004
-//!   [`AgentExecuteResponse`] envelope out; [`OrchestratorConfig`] tunes it.
+//!   [`AgentExecuteResponse`] envelope out; [`OrchestratorConfig`] tunes it. A model or
+//!   provider that failed is an envelope of [`Kind::Error`] (its `error_code` and
+//!   `error_message` say why), the turn's answer; an `Err` ([`OrchestratorError`]) is
+//!   a turn that could not run (an invalid request, a busy session, the store).
 //! - The seams, held as `Arc<dyn Trait>`: [`ResponsesProvider`] (answers
 //!   `/v1/responses`), [`Retriever`] (finds [`Chunk`]s for the `[CONTEXT]` block),
 //!   [`SessionStore`] ([`InMemorySessionStore`], `SqliteSessionStore`,
@@ -343,6 +346,13 @@ pub use aptix_schema as schema;
 ///     "Where is a turn stored?",
 /// )?;
 /// let envelope = orchestrator.execute(request).await?;
+/// // A model or provider that failed (a wrong key, a 5xx after the retries) is an
+/// // envelope too, of kind `error`: the answer to the turn, not an `Err`.
+/// if envelope.kind == aptix::Kind::Error {
+///     let code = envelope.error_code.unwrap_or_default();
+///     let message = envelope.error_message.unwrap_or_default();
+///     return Err(format!("the turn failed ({code}): {message}").into());
+/// }
 /// println!("{}", envelope.text.unwrap_or_default());
 /// # Ok(())
 /// # }
