@@ -65,24 +65,27 @@ pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> 
     }
 }
 
-/// What to do about a failure of this error code, on stderr: the notes `ask` and
-/// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
-/// `message` is the error's: a connection that broke after the server began its reply
-/// reached the server, and is told to check the network rather than base_url.
 /// The setting that bounds the wait a timeout's `message` names (`connect timeout after
 /// 1s`: the client's kinds of timeout), or all three when it names none of them.
 fn timeout_setting(message: &str) -> &'static str {
-    if message.contains("stream idle timeout") {
+    use aptix_client::TimeoutKind;
+    // Read as the client spells a timeout (`TimeoutKind`'s name, then "timeout").
+    let names = |kind: TimeoutKind| message.contains(&format!("{kind} timeout"));
+    if names(TimeoutKind::StreamIdle) {
         "--stream-idle-timeout (silence mid-answer; stream_idle_timeout in aptix.toml)"
-    } else if message.contains("connect timeout") {
+    } else if names(TimeoutKind::Connect) {
         "--connect-timeout (connect_timeout in aptix.toml)"
-    } else if message.contains("request timeout") {
+    } else if names(TimeoutKind::Request) {
         "--request-timeout (the whole reply; request_timeout in aptix.toml)"
     } else {
         "--request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
     }
 }
 
+/// What to do about a failure of this error code, on stderr: the notes `ask` and
+/// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
+/// `message` is the error's: a connection that broke after the server began its reply
+/// reached the server, and is told to check the network rather than base_url.
 pub(crate) fn note_for_error_code(code: &str, message: &str) {
     match code {
         "invalid_api_key" => note(format_args!("check OPENAI_API_KEY")),

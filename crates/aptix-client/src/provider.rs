@@ -101,11 +101,15 @@ impl Redactor {
     /// when it holds none (the common case: one vectorised search, no copy).
     pub fn redact(&self, text: &str) -> Option<String> {
         use secrecy::ExposeSecret as _;
+        self.holds(text.as_bytes())
+            .then(|| text.replace(self.secret.expose_secret(), "[redacted]"))
+    }
+
+    /// Whether `bytes` hold the secret (a vectorised search).
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        use secrecy::ExposeSecret as _;
         let secret = self.secret.expose_secret();
-        if secret.is_empty() || memchr::memmem::find(text.as_bytes(), secret.as_bytes()).is_none() {
-            return None;
-        }
-        Some(text.replace(secret, "[redacted]"))
+        !secret.is_empty() && memchr::memmem::find(bytes, secret.as_bytes()).is_some()
     }
 }
 

@@ -126,23 +126,20 @@ impl HttpTransport {
     /// key, a script) reaches a request as retrieved context or a tool's output, which
     /// the model's provider would then read and keep.
     fn keyless(&self, body: Bytes) -> Bytes {
-        let Some(secret) = self
-            .config
-            .secret()
-            .filter(|secret| crate::config::is_scrubbed_key(secret))
-        else {
+        // The key's redactor: a placeholder key (`x`, `ollama`) has none.
+        let Some(redactor) = &self.redactor else {
             return body;
         };
         // A vectorised byte search: the common body holds no key and is sent as it is.
-        if memchr::memmem::find(&body, secret.as_bytes()).is_none() {
+        if !redactor.holds(&body) {
             return body;
         }
         tracing::warn!(
             "the request held the API key (a file of the workspace holds it?); it is sent as [redacted]"
         );
-        // JSON text, and a key has no character JSON escapes: replaced as bytes.
+        // JSON text, and a key has no character JSON escapes: replaced as text.
         let text = String::from_utf8_lossy(&body);
-        Bytes::from(text.replace(secret, "[redacted]"))
+        Bytes::from(redactor.redact(&text).unwrap_or_else(|| text.into_owned()))
     }
 
     /// The reply's `x-request-id`, scrubbed: it is copied into envelopes, errors and

@@ -716,7 +716,6 @@ impl Orchestrator {
         })
     }
 
-    /// Appends this exchange to the replayable history and moves the chain on.
     /// Takes the provider's credentials out of what a model call sent that the session
     /// did not hold already (the items after the `replayed` ones), before the session
     /// keeps it: a workspace file holding the API key reaches a request as retrieved
@@ -748,6 +747,7 @@ impl Orchestrator {
         }
     }
 
+    /// Appends this exchange to the replayable history and moves the chain on.
     fn record_exchange(
         &self,
         state: &mut SessionState,
