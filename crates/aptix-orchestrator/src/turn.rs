@@ -359,6 +359,8 @@ impl Orchestrator {
         let mut model_calls = 0;
         // A `context_length_exceeded` answer compacts once per turn and retries once.
         let mut overflow_compacted = false;
+        // A chain the provider no longer holds is replayed once per turn.
+        let mut chain_replayed = false;
         loop {
             model_calls += 1;
             self.compact_before_call(
@@ -383,6 +385,23 @@ impl Orchestrator {
                     answered => answered,
                 };
                 match answered {
+                    Err(failed)
+                        if !chain_replayed
+                            && body.request.previous_response_id.is_some()
+                            && is_chain_lost(&failed) =>
+                    {
+                        chain_replayed = true;
+                        let lost = replay_instead_of_chain(&mut state, &mut body);
+                        tracing::warn!(
+                            session = %key.session_id,
+                            turn = %key.turn_id,
+                            response = %lost,
+                            "the provider no longer holds the response the session continues from; replaying the session's history"
+                        );
+                        warnings.push(format!(
+                            "the provider no longer holds response {lost}, which this session continued from (responses expire, and some servers keep none: set stateless = true for those); the session's history was sent instead"
+                        ));
+                    }
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
                         let why = format!(
                             "even after compacting the session (if the model's window is smaller than context_window, {} tokens, set context_window lower)",
@@ -798,6 +817,60 @@ impl Orchestrator {
         state.last_response_id = Some(id);
         remember_usage(state, usage.as_ref());
     }
+}
+
+/// Whether a failed call says the response its request continues from
+/// (`previous_response_id`) is not there: OpenAI's `previous_response_not_found` (a
+/// response past its retention, made with another key or project, or with
+/// `store: false`), or a server's own words for it.
+fn is_chain_lost(envelope: &AgentExecuteResponse) -> bool {
+    if envelope.error_code.as_deref() == Some("previous_response_not_found") {
+        return true;
+    }
+    envelope.error_message.as_deref().is_some_and(|message| {
+        let message = message.to_ascii_lowercase();
+        message.contains("previous_response_id") || message.contains("previous response")
+    })
+}
+
+/// Rebuilds a chained `body` to replay the session's history instead, the chain
+/// dropped from `state` (the reply starts a new one); returns the response id the
+/// chain was lost at. The history goes out as a stateless provider's would: without
+/// the ids the provider gave its items (they name what it no longer holds) and without
+/// reasoning items that have no encrypted content, normalised with the new items'
+/// outputs.
+fn replay_instead_of_chain(state: &mut SessionState, body: &mut Body) -> String {
+    let lost = body.request.previous_response_id.take().unwrap_or_default();
+    let new_items = match std::mem::take(&mut body.request.input) {
+        Input::Items(items) => items,
+        Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
+            Role::User,
+            vec![ContentPart::input_text(text)],
+        ))],
+    };
+    let answered: Vec<&str> = new_items
+        .iter()
+        .filter_map(|item| match item {
+            InputItem::FunctionCallOutput(output) => Some(output.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let history: Vec<InputItem> = state
+        .history
+        .iter()
+        .filter(|item| !matches!(item, InputItem::Reasoning(r) if r.encrypted_content.is_none()))
+        .cloned()
+        .map(without_item_id)
+        .collect();
+    let (history, _) = normalize_history(history, &answered);
+    state.history.clone_from(&history);
+    state.last_response_id = None;
+    state.context = None;
+    body.replayed = history.len();
+    let mut input = history;
+    input.extend(new_items);
+    body.request.input = Input::Items(input);
+    lost
 }
 
 /// `item` without the id the provider gave it, for a history replayed without server

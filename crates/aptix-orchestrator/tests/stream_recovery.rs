@@ -605,3 +605,86 @@ async fn without_sequence_numbers_a_background_stream_is_sent_again_not_resumed(
         ("POST", "POST")
     );
 }
+
+/// The JSON reply of a plain text answer, as `whole` streams it.
+fn whole_json(id: &str) -> Reply {
+    let completed = events(id).pop().unwrap();
+    Reply::json(200, &completed["response"])
+}
+
+#[tokio::test]
+async fn a_chain_the_provider_no_longer_holds_is_replayed_from_the_sessions_history() {
+    // OpenAI keeps a response 30 days (none with `store: false`, none for another key's
+    // project), and some servers keep none at all: a session continued after that was
+    // refused on every turn from then on. The turn now replays the history it keeps.
+    let expired = json!({"error": {
+        "message": "Previous response with id 'resp_1' not found.",
+        "type": "invalid_request_error", "param": "previous_response_id",
+        "code": "previous_response_not_found"
+    }});
+    let unsupported = json!({"error": {
+        "message": "'previous_response_id' is not supported by this server", "type": "invalid_request_error"
+    }});
+    for (streamed, refusal) in [(true, expired), (false, unsupported)] {
+        let answer = if streamed { whole } else { whole_json };
+        let rig = rig(
+            vec![
+                answer("resp_1"),
+                Reply::json(400, &refusal),
+                answer("resp_2"),
+                answer("resp_3"),
+            ],
+            config(),
+        )
+        .await;
+        let rig = &rig;
+        let ask = |n: &'static str| async move {
+            if streamed {
+                run(rig, turn("s", n)).await.0
+            } else {
+                rig.orchestrator.execute(turn("s", n)).await.unwrap()
+            }
+        };
+        assert_eq!(ask("t1").await.kind, Kind::Ok);
+        let second = ask("t2").await;
+        assert_eq!(second.kind, Kind::Ok, "streamed {streamed}: {second:?}");
+        assert_eq!(second.text.as_deref(), Some(TEXT));
+        assert!(
+            second
+                .warnings
+                .iter()
+                .any(|w| w.contains("no longer holds response resp_1")),
+            "{:?}",
+            second.warnings
+        );
+        let third = ask("t3").await;
+        assert_eq!(third.kind, Kind::Ok, "streamed {streamed}: {third:?}");
+
+        let sent: Vec<Value> = rig
+            .server
+            .requests()
+            .iter()
+            .map(|request| request.json().unwrap())
+            .collect();
+        assert_eq!(sent.len(), 4, "streamed {streamed}");
+        assert_eq!(sent[1]["previous_response_id"], "resp_1");
+        // The replay: the first turn's system message, question and answer, then this
+        // turn's question; no item carries an id the provider gave it.
+        assert_eq!(sent[2].get("previous_response_id"), None);
+        let input = sent[2]["input"].as_array().unwrap();
+        let roles: Vec<&str> = input
+            .iter()
+            .map(|item| item["role"].as_str().unwrap_or("?"))
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"], "{input:#?}");
+        assert!(
+            input.iter().all(|item| item.get("id").is_none()),
+            "{input:#?}"
+        );
+        assert!(input[2].to_string().contains(TEXT), "{input:#?}");
+        // The reply started a new chain, which the next turn continues.
+        assert_eq!(sent[3]["previous_response_id"], "resp_2");
+        let stored = rig.store.load("s").await.unwrap().unwrap().value;
+        assert_eq!(stored.last_response_id.as_deref(), Some("resp_3"));
+    }
+}
