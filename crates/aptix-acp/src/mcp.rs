@@ -470,7 +470,7 @@ async fn connect_http(
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(format!(
             "its url {:?} is not an http or https url",
-            server.url
+            shown_url(&server.url)
         ));
     }
     let mut headers = HashMap::new();
@@ -1013,6 +1013,16 @@ mod tests {
         };
         let reason = refused(McpServerHttp::new("x", "ftp://127.0.0.1/mcp")).await;
         assert!(reason.contains("not an http or https url"), "{reason}");
+        // A misspelt scheme: the url is named without the password or token it holds.
+        let reason = refused(McpServerHttp::new(
+            "x",
+            "htps://u:hunter2@mcp.example/mcp?token=t0ken",
+        ))
+        .await;
+        assert!(
+            reason.contains("\"htps://mcp.example/mcp\" is not an http or https url"),
+            "{reason}"
+        );
         let reason = refused(
             McpServerHttp::new("x", "http://127.0.0.1:9/mcp")
                 .headers(vec![HttpHeader::new("bad name", "v")]),

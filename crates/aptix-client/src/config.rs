@@ -351,15 +351,17 @@ impl OpenAiConfigBuilder {
     /// Validates and builds.
     pub fn build(self) -> Result<OpenAiConfig, ClientError> {
         let text = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL).trim();
+        // Named in errors without the password or key it may hold.
+        let shown = || aptix_model::redact_url(text);
         let base_url: Uri = text
             .parse()
-            .map_err(|error| ClientError::config("base_url", format!("{text:?}: {error}")))?;
+            .map_err(|error| ClientError::config("base_url", format!("{:?}: {error}", shown())))?;
         let scheme_ok = matches!(base_url.scheme_str(), Some("http" | "https"));
         let host = base_url.host().unwrap_or_default().to_ascii_lowercase();
         if !scheme_ok || host.is_empty() {
             return Err(ClientError::config(
                 "base_url",
-                format!("{text:?} is not an absolute http or https url"),
+                format!("{:?} is not an absolute http or https url", shown()),
             ));
         }
         // The endpoint pasted whole: requests would go to /v1/responses/responses.
@@ -563,6 +565,19 @@ mod tests {
                 .build()
                 .is_err()
         );
+        // A misspelt scheme is refused without showing the password or key it holds.
+        for url in [
+            "htps://u:hunter2@proxy.example/v1",
+            "ftp://proxy.example/v1?key=hunter2",
+            "https://u:hunter2@proxy example/v1",
+        ] {
+            let error = OpenAiConfig::builder()
+                .base_url(url)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(!error.contains("hunter2"), "{error}");
+        }
         // The endpoint pasted as the base URL: the error says what the base URL is.
         for (pasted, base) in [
             (

@@ -4,8 +4,10 @@
 /// `url` with its password replaced by `***`, in every form it is written in: the URL's
 /// user-info (`postgres://user:secret@host/db`, `https://user:secret@proxy/v1`) and
 /// `password=` parameters (in a URL's query or PostgreSQL's `key=value` connection
-/// string). Text that is neither is returned with every `password=` value masked all
-/// the same.
+/// string), and with the values of the query parameters that carry keys, tokens and
+/// signatures (`key=`, `token=`, `access_token=`, `api-key=`, `sig=`, ...) masked the
+/// same way. Text that is neither is returned with every such value masked all the
+/// same.
 ///
 /// ```
 /// assert_eq!(
@@ -105,16 +107,41 @@ pub fn url_host(url: &str) -> Option<&str> {
     }
 }
 
-/// Masks the value of every `password=` parameter (URL query or key=value form; quoted
-/// values included).
+/// The names of the parameters whose values [`redact_url`] hides: passwords, and the
+/// tokens, keys and signatures that some services take in a URL's query (`?key=` of
+/// Google's APIs, `?sig=` of an Azure SAS, `?access_token=`).
+const SECRET_PARAMETERS: &[&str] = &[
+    "password",
+    "passwd",
+    "token",
+    "access_token",
+    "api_key",
+    "api-key",
+    "apikey",
+    "key",
+    "secret",
+    "client_secret",
+    "sig",
+    "signature",
+];
+
+/// Masks the value of every parameter named in [`SECRET_PARAMETERS`] (URL query or
+/// key=value form; quoted values included).
 fn mask_password_parameters(text: &str) -> String {
+    SECRET_PARAMETERS
+        .iter()
+        .fold(text.to_owned(), |text, name| mask_parameter(&text, name))
+}
+
+/// Masks the value of every `name=` parameter of `text`.
+fn mask_parameter(text: &str, name: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut search = 0;
-    while let Some(found) = lower[search..].find("password") {
+    while let Some(found) = lower[search..].find(name) {
         let start = search + found;
-        let mut cursor = start + "password".len();
+        let mut cursor = start + name.len();
         let boundary = start == 0
             || matches!(
                 text.as_bytes()[start - 1],
@@ -129,7 +156,7 @@ fn mask_password_parameters(text: &str) -> String {
             cursor += 1;
         }
         if !boundary || text.as_bytes().get(cursor) != Some(&b'=') {
-            search = start + "password".len();
+            search = start + name.len();
             continue;
         }
         cursor += 1;
@@ -216,6 +243,19 @@ mod tests {
                 "postgres://tracer:***@db/aptix?sslmode=disable",
             ),
             ("postgres://db:5432/aptix", "postgres://db:5432/aptix"),
+            // Keys and tokens some services take in the query.
+            (
+                "https://proxy.example/v1?api-version=2024-10-21&key=AIzaS3cret",
+                "https://proxy.example/v1?api-version=2024-10-21&key=***",
+            ),
+            (
+                "https://h.example/v1?sig=abc%2Fdef&se=2026&access_token=t0k&sslkey=/k.pem",
+                "https://h.example/v1?sig=***&se=2026&access_token=***&sslkey=/k.pem",
+            ),
+            (
+                "htps://me:s3cret@proxy.example/v1?Token=abc",
+                "htps://me:***@proxy.example/v1?Token=***",
+            ),
         ] {
             assert_eq!(redact_url(url), expected, "{url}");
         }

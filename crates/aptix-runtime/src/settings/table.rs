@@ -301,8 +301,9 @@ impl SettingsLayer {
             let lower = url.to_ascii_lowercase();
             if !(lower.starts_with("http://") || lower.starts_with("https://")) {
                 return Err(Error::config(format!(
-                    "{} {url:?} is not an http or https url (expected e.g. http://127.0.0.1:8080/v1)",
-                    name("base_url")
+                    "{} {:?} is not an http or https url (expected e.g. http://127.0.0.1:8080/v1)",
+                    name("base_url"),
+                    aptix_model::redact_url(url)
                 )));
             }
         }

@@ -188,6 +188,18 @@ fn bad_values_name_their_source() {
     };
     let text = from_flags(&flags).unwrap_err().to_string();
     assert!(text.contains("--base-url"), "{text}");
+    // A misspelt scheme is named without the password or key the url holds.
+    let flags = SettingsLayer {
+        base_url: Some("htps://me:hunter2@proxy.example/v1?key=s3cret".into()),
+        ..SettingsLayer::default()
+    };
+    let text = from_flags(&flags).unwrap_err().to_string();
+    assert!(
+        text.contains("htps://me:***@proxy.example/v1?key=***")
+            && !text.contains("hunter2")
+            && !text.contains("s3cret"),
+        "{text}"
+    );
 
     let path = write(dir.path(), "aptix.toml", "request_timeout = \"soon\"\n");
     let text = from_file(&path).unwrap_err().to_string();
