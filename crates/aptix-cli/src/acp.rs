@@ -198,7 +198,7 @@ impl CliWorkspaces {
     fn root_for(&self, cwd: &Path) -> Result<PathBuf, AcpError> {
         let root = self.pinned.clone().unwrap_or_else(|| cwd.to_path_buf());
         if self.pinned.is_none()
-            && let Some(why) = workspace::too_wide(&root)
+            && let Some(why) = aptix_runtime::workspace_too_wide(&root, &aptix_runtime::process_env)
         {
             return Err(AcpError::NotAWorkspace {
                 path: root,

@@ -10,7 +10,7 @@
 //! Without arguments it makes a small workspace in a temporary folder.
 
 use aptix_model::contract::AgentExecuteRequest;
-use aptix_runtime::{Reporter, SettingsLayer, Workspace, find_workspace, process_env};
+use aptix_runtime::{Reporter, SettingsLayer, Workspace, process_env, resolve_workspace};
 
 /// Notes and warnings on stderr; no progress bar.
 struct Stderr;
@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let scratch;
     let root = match args.next() {
-        Some(dir) => find_workspace(&std::path::absolute(dir)?),
+        Some(dir) => resolve_workspace(None, std::path::Path::new(&dir), &process_env)?,
         None => {
             scratch = tempfile::tempdir()?;
             std::fs::create_dir(scratch.path().join("src"))?;

@@ -116,4 +116,6 @@ pub use settings::{
     SettingsLayer, StoreUrl, configured_log_format, misspelt_variables, process_env,
 };
 pub use store::StoreLocation;
-pub use workspace::{FrontEndTools, Workspace, find_workspace, has_workspace_file};
+pub use workspace::{
+    FrontEndTools, Workspace, find_workspace, resolve_workspace, workspace_too_wide,
+};

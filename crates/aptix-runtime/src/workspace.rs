@@ -383,11 +383,89 @@ impl std::fmt::Debug for FrontEndTools {
 /// The entries that mark a project's root, checked in each folder going up.
 const MARKERS: &[&str] = &[WORKSPACE_FILE, ".git"];
 
-/// Whether `dir` holds an `aptix.toml`: the one marker that says a folder is meant as a
-/// workspace, where a front end would otherwise refuse one too wide to index (the home
-/// folder, `/`; a `.git` there may be dotfiles).
-pub fn has_workspace_file(dir: &Path) -> bool {
-    dir.join(WORKSPACE_FILE).is_file()
+/// The workspace a front end works in: `explicit` when given (it must be a folder; a
+/// leading `~/` is the home folder, as an editor's arguments are not expanded by a
+/// shell), else the one [`find_workspace`] finds from `current`, made absolute. Found,
+/// it is never the home folder or `/` unless an `aptix.toml` there says so
+/// ([`workspace_too_wide`]): the first turn would index every file under it and send
+/// what it found as context. A home folder that is a git repository (dotfiles) does not
+/// make every folder under it one workspace: an index nearer `current` does.
+///
+/// `env` reads `HOME`. Errors are configuration errors ([`Error::is_config`]).
+///
+/// ```no_run
+/// let current = std::env::current_dir()?;
+/// let root = aptix_runtime::resolve_workspace(None, &current, &aptix_runtime::process_env)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn resolve_workspace(
+    explicit: Option<&Path>,
+    current: &Path,
+    env: Env<'_>,
+) -> Result<PathBuf, Error> {
+    if let Some(dir) = explicit {
+        let expanded;
+        let dir = match (dir.strip_prefix("~"), home(env)) {
+            (Ok(rest), Some(home)) => {
+                expanded = home.join(rest);
+                expanded.as_path()
+            }
+            _ => dir,
+        };
+        if !dir.is_dir() {
+            return Err(Error::config(format!(
+                "workspace {} is not a folder",
+                dir.display()
+            )));
+        }
+        return std::path::absolute(dir).map_err(|source| Error::Io {
+            action: "resolve the workspace",
+            path: dir.to_path_buf(),
+            source,
+        });
+    }
+    let current = std::path::absolute(current).map_err(|source| Error::Io {
+        action: "resolve the current folder",
+        path: current.to_path_buf(),
+        source,
+    })?;
+    let found = find_workspace(&current);
+    let Some(why) = workspace_too_wide(&found, env) else {
+        return Ok(found);
+    };
+    if let Some(indexed) = current
+        .ancestors()
+        .take_while(|dir| *dir != found)
+        .find(|dir| dir.join(APTIX_DIR).is_dir())
+    {
+        return Ok(indexed.to_path_buf());
+    }
+    Err(Error::config(format!(
+        "{why}: run aptix in a project folder, pass --workspace DIR, or create \
+         aptix.toml there to mean it"
+    )))
+}
+
+/// Why `dir` is too wide to be a workspace nobody named (an editor's folder, or one
+/// found by default): the home folder (`HOME` as `env` reads it) or `/`, with no
+/// `aptix.toml` in it; `None` for any other folder. Only an `aptix.toml` says such a
+/// folder is meant: a `.git` of dotfiles, or an index an older aptix left there, does
+/// not.
+pub fn workspace_too_wide(dir: &Path, env: Env<'_>) -> Option<String> {
+    let wide = dir.parent().is_none() || home(env).as_deref() == Some(dir);
+    (wide && !dir.join(WORKSPACE_FILE).is_file()).then(|| {
+        format!(
+            "{} holds no aptix.toml, and is too wide a workspace",
+            dir.display()
+        )
+    })
+}
+
+/// The home folder, when `HOME` names one.
+fn home(env: Env<'_>) -> Option<PathBuf> {
+    env("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The workspace a front end started in `start` works in: the nearest folder from
@@ -413,6 +491,47 @@ pub fn find_workspace(start: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workspace_is_a_named_folder_or_a_found_one_never_the_whole_home() {
+        let home = tempfile::tempdir().unwrap();
+        let home_text = home.path().to_string_lossy().into_owned();
+        let env = move |name: &str| (name == "HOME").then(|| home_text.clone());
+        // Named: it must be a folder; `~/` is the home folder.
+        let error =
+            resolve_workspace(Some(&home.path().join("nope")), home.path(), &env).unwrap_err();
+        assert!(error.is_config() && error.to_string().contains("is not a folder"));
+        std::fs::create_dir(home.path().join("p")).unwrap();
+        assert_eq!(
+            resolve_workspace(Some(Path::new("~/p")), Path::new("/"), &env).unwrap(),
+            home.path().join("p")
+        );
+        // Found from a loose folder under the home folder (dotfiles in git): refused,
+        // saying how to mean it.
+        std::fs::create_dir(home.path().join(".git")).unwrap();
+        let error = resolve_workspace(None, &home.path().join("p"), &env).unwrap_err();
+        assert!(error.is_config(), "{error}");
+        assert!(
+            error.to_string().contains("too wide a workspace"),
+            "{error}"
+        );
+        assert!(workspace_too_wide(home.path(), &env).is_some());
+        assert!(workspace_too_wide(Path::new("/"), &env).is_some());
+        assert!(workspace_too_wide(&home.path().join("p"), &env).is_none());
+        // An index nearer the current folder is the workspace; so is a home folder an
+        // aptix.toml means.
+        std::fs::create_dir(home.path().join("p").join(APTIX_DIR)).unwrap();
+        assert_eq!(
+            resolve_workspace(None, &home.path().join("p"), &env).unwrap(),
+            home.path().join("p")
+        );
+        std::fs::write(home.path().join(WORKSPACE_FILE), "").unwrap();
+        assert!(workspace_too_wide(home.path(), &env).is_none());
+        assert_eq!(
+            resolve_workspace(None, home.path(), &env).unwrap(),
+            home.path()
+        );
+    }
 
     #[test]
     fn the_nearest_marked_folder_up_is_the_workspace() {

@@ -329,14 +329,15 @@ pub use aptix_schema as schema;
 /// turns exactly as `aptix ask` in that workspace would:
 ///
 /// ```no_run
-/// use aptix::runtime::{Reporter, SettingsLayer, Workspace, find_workspace, process_env};
+/// use aptix::runtime::{Reporter, SettingsLayer, Workspace, process_env, resolve_workspace};
 ///
 /// struct Quiet;
 /// impl Reporter for Quiet {}
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let root = find_workspace(&std::env::current_dir()?);
+/// // The project around the current folder; never the whole home folder.
+/// let root = resolve_workspace(None, &std::env::current_dir()?, &process_env)?;
 /// let workspace = Workspace::load(&root, &SettingsLayer::default(), &process_env)?;
 /// let provider = workspace.provider(&process_env)?; // the key from OPENAI_API_KEY
 /// let orchestrator = workspace.orchestrator(provider, None, &Quiet).await?;
