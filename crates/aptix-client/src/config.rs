@@ -205,7 +205,7 @@ impl OpenAiConfig {
     }
 
     /// The key, for scrubbing it out of anything the server echoes back (error texts
-    /// are scrubbed of any key; content only of one [`is_scrubbed_key`] accepts).
+    /// are scrubbed of any key; content only of a key of 12 characters or more).
     // Only the HTTP providers need it.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn secret(&self) -> Option<&str> {
@@ -459,22 +459,6 @@ fn needs_a_key(host: &str) -> bool {
     HOSTS_NEEDING_A_KEY
         .iter()
         .any(|suffix| host == suffix.trim_start_matches('.') || host.ends_with(suffix))
-}
-
-/// Keys shorter than this are placeholders, not secrets.
-#[cfg(feature = "http")]
-const MIN_SCRUBBED_KEY: usize = 12;
-
-/// Whether `key` is scrubbed from content (reply bodies, streamed text, what the
-/// command sends and prints): a key of at least 12 characters. Local servers take
-/// placeholders (`ollama`, `EMPTY`, `x`); scrubbed, such a "key" would rewrite ordinary
-/// words in the question sent and the answer read (a `red` in an answer, the `x` of
-/// `text`), while no real API key is that short. Error texts (an error body, a failure
-/// message) are scrubbed of any key, where a word is worth less than a secret, and the
-/// `Authorization` header is never logged, whatever its length.
-#[cfg(feature = "http")]
-pub(crate) fn is_scrubbed_key(key: &str) -> bool {
-    key.trim().len() >= MIN_SCRUBBED_KEY
 }
 
 #[cfg(test)]

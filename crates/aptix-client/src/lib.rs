@@ -104,6 +104,8 @@ mod config;
 mod error;
 mod fake;
 mod provider;
+mod redact;
+pub use redact::Redactor;
 pub mod retry;
 mod stream;
 
@@ -132,7 +134,7 @@ mod transport;
 /// ```
 #[cfg(feature = "http")]
 pub fn scrub_key(text: &str, key: Option<&str>) -> String {
-    transport::scrub(text, key.filter(|key| config::is_scrubbed_key(key)))
+    redact::scrub(text, key.filter(|key| redact::is_scrubbed_key(key)))
 }
 
 #[cfg(feature = "http")]
@@ -144,8 +146,6 @@ pub use error::{
 pub use fake::{CallKind, FakeProvider, FakeReply, RecordedCall};
 #[cfg(feature = "http")]
 pub use openai::OpenAiProvider;
-pub use provider::{
-    Capabilities, ProviderResponse, RateLimits, Redactor, ReplyMeta, ResponsesProvider,
-};
+pub use provider::{Capabilities, ProviderResponse, RateLimits, ReplyMeta, ResponsesProvider};
 pub use retry::{RetryNotice, RetryPolicy, observe_retries};
 pub use stream::EventStream;

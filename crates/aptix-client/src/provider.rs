@@ -77,45 +77,9 @@ pub trait ResponsesProvider: Send + Sync {
     /// workspace file holding the API key reaches a request as retrieved context or a
     /// tool's output (the HTTP providers also take it out of every request body they
     /// send). `None`, the default, for a provider that holds no credentials; a provider
-    /// that wraps another passes its [`Redactor`] on.
-    fn redactor(&self) -> Option<std::sync::Arc<Redactor>> {
+    /// that wraps another passes its [`Redactor`](crate::Redactor) on.
+    fn redactor(&self) -> Option<std::sync::Arc<crate::Redactor>> {
         None
-    }
-}
-
-/// Takes a secret (an API key) out of text, as `[redacted]`. Its `Debug` shows nothing
-/// of the secret.
-pub struct Redactor {
-    secret: secrecy::SecretString,
-}
-
-impl Redactor {
-    /// A redactor of `secret`.
-    pub fn new(secret: &str) -> Redactor {
-        Redactor {
-            secret: secrecy::SecretString::from(secret.to_owned()),
-        }
-    }
-
-    /// `text` with every occurrence of the secret replaced by `[redacted]`, or `None`
-    /// when it holds none (the common case: one vectorised search, no copy).
-    pub fn redact(&self, text: &str) -> Option<String> {
-        use secrecy::ExposeSecret as _;
-        self.holds(text.as_bytes())
-            .then(|| text.replace(self.secret.expose_secret(), "[redacted]"))
-    }
-
-    /// Whether `bytes` hold the secret (a vectorised search).
-    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
-        use secrecy::ExposeSecret as _;
-        let secret = self.secret.expose_secret();
-        !secret.is_empty() && memchr::memmem::find(bytes, secret.as_bytes()).is_some()
-    }
-}
-
-impl std::fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Redactor { .. }")
     }
 }
 

@@ -1,5 +1,5 @@
 //! The key split across streamed deltas. Every event is scrubbed of the key on its own
-//! (`transport::scrub`), but a model that echoes the key (one it was shown, or a
+//! (`redact::scrub`), but a model that echoes the key (one it was shown, or a
 //! server that repeats the `Authorization` header) streams it in token-sized pieces, no
 //! one of which holds it whole: printed as they come, the pieces spell it out.
 //!
@@ -17,8 +17,8 @@ use std::borrow::Cow;
 use aptix_sse::SseEvent;
 use serde::Deserialize;
 
+use crate::redact::scrub;
 use crate::sse_body::Items;
-use crate::transport::scrub;
 
 /// Holds back deltas that may end in the start of the key.
 pub(crate) struct DeltaGuard {
@@ -64,7 +64,7 @@ impl DeltaGuard {
     /// as no API key is).
     pub(crate) fn new(secret: Option<&str>) -> Option<DeltaGuard> {
         let secret =
-            secret.filter(|secret| crate::config::is_scrubbed_key(secret) && secret.is_ascii())?;
+            secret.filter(|secret| crate::redact::is_scrubbed_key(secret) && secret.is_ascii())?;
         Some(DeltaGuard {
             secret: secret.to_owned(),
             held: None,

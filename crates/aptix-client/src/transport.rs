@@ -21,6 +21,7 @@ use tracing::Instrument;
 use crate::config::OpenAiConfig;
 use crate::error::{ClientError, MAX_RAW_BODY, TimeoutKind, TransportPhase, truncate};
 use crate::provider::ReplyMeta;
+use crate::redact::{key_tail, scrub};
 use crate::retry::{Failure, RetryPolicy, headers};
 
 /// The most of an error body read; bodies are decoded (JSON) or truncated to
@@ -85,7 +86,7 @@ impl HttpTransport {
         // A placeholder key (`x`, `ollama`) is left alone, as in request bodies.
         let redactor = config
             .secret()
-            .filter(|secret| crate::config::is_scrubbed_key(secret))
+            .filter(|secret| crate::redact::is_scrubbed_key(secret))
             .map(|secret| Arc::new(crate::Redactor::new(secret)));
         Ok(HttpTransport {
             client,
@@ -156,7 +157,7 @@ impl HttpTransport {
         let secret = self
             .config
             .secret()
-            .filter(|secret| crate::config::is_scrubbed_key(secret))?;
+            .filter(|secret| crate::redact::is_scrubbed_key(secret))?;
         let needle = key_tail(secret).unwrap_or(secret);
         text.contains(needle).then(|| scrub(text, Some(secret)))
     }
@@ -624,30 +625,10 @@ fn error_chain(error: &dyn std::error::Error, secret: Option<&str>) -> String {
     scrub(&aptix_model::error_chain(error), secret)
 }
 
-/// `text` with every occurrence of the secret replaced, and with the masked forms a
-/// server may echo (`sk-...abcd`, `***abcd`, `sk-proj-****abcd`: a word that ends with
-/// the key's last four characters after mask characters) replaced as well.
-pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
-    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else {
-        return text.to_owned();
-    };
-    let mut text = if text.contains(secret) {
-        text.replace(secret, "[redacted]")
-    } else {
-        text.to_owned()
-    };
-    if let Some(tail) = key_tail(secret)
-        && text.contains(tail)
-    {
-        text = scrub_masked(&text, tail);
-    }
-    text
-}
-
 /// A reply's content scrubbed as [`scrub`] does, untouched (not copied) when there is
 /// nothing to scrub, or the key is a placeholder `is_scrubbed_key` leaves alone.
 pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
-    let Some(secret) = secret.filter(|secret| crate::config::is_scrubbed_key(secret)) else {
+    let Some(secret) = secret.filter(|secret| crate::redact::is_scrubbed_key(secret)) else {
         return bytes;
     };
     let needle = key_tail(secret).unwrap_or(secret);
@@ -663,55 +644,6 @@ pub(crate) fn scrub_bytes(bytes: Bytes, secret: Option<&str>) -> Bytes {
     } else {
         Bytes::from(scrubbed)
     }
-}
-
-/// The last four characters of a key long enough for its masked forms to mean it.
-fn key_tail(secret: &str) -> Option<&str> {
-    if secret.len() < 12 || !secret.is_ascii() {
-        return None;
-    }
-    secret.get(secret.len() - 4..)
-}
-
-/// Replaces each word that ends with `tail` after mask characters (`*`, `...`, `…`,
-/// `xxxx`) with `[redacted]`.
-fn scrub_masked(text: &str, tail: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut from = 0;
-    while let Some(found) = text.get(from..).and_then(|rest| rest.find(tail)) {
-        let at = from + found;
-        let end = at + tail.len();
-        let mut start = at;
-        loop {
-            while start > copied
-                && bytes
-                    .get(start - 1)
-                    .is_some_and(|b| b.is_ascii_alphanumeric() || b"-_*.".contains(b))
-            {
-                start -= 1;
-            }
-            // `…` is three bytes: part of the word too.
-            match text.get(copied..start) {
-                Some(before) if before.ends_with('…') => start -= '…'.len_utf8(),
-                _ => break,
-            }
-        }
-        let word = text.get(start..at).unwrap_or_default();
-        let masked = word.contains('*')
-            || word.contains("...")
-            || word.contains('…')
-            || word.to_ascii_lowercase().contains("xxxx");
-        if masked {
-            out.push_str(text.get(copied..start).unwrap_or_default());
-            out.push_str("[redacted]");
-            copied = end;
-        }
-        from = end;
-    }
-    out.push_str(text.get(copied..).unwrap_or_default());
-    out
 }
 
 #[cfg(test)]
