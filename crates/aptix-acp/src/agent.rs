@@ -76,6 +76,16 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
     /// A new session id.
     fn new_session_id(&self) -> String;
 
+    /// Whether `id` is one [`new_session_id`](Self::new_session_id) made. A session
+    /// is stored with its first turn; one made and never prompted (or whose first
+    /// prompts failed: a key fixed, the editor restarted) has nothing stored, and an
+    /// id of this shape loads as that empty session instead of an unknown one. The
+    /// default knows none.
+    fn made_session_id(&self, id: &str) -> bool {
+        let _ = id;
+        false
+    }
+
     /// A new turn id, unique per prompt.
     fn new_turn_id(&self) -> String;
 }
@@ -601,10 +611,14 @@ impl Shared {
                     )));
                 }
             };
-            // A session started on this connection has no stored turn until its first
-            // prompt ends: nothing to replay.
+            // A session has no stored turn until its first prompt ends: one started on
+            // this connection, or one this agent made before a restart, has nothing to
+            // replay.
             if stored.is_none() && open.is_none() {
-                return responder.respond_with_error(unknown_session(&id));
+                if !shared.opener.made_session_id(&id) {
+                    return responder.respond_with_error(unknown_session(&id));
+                }
+                tracing::info!(session = %id, "loading a session with no stored turn: nothing to replay");
             }
             let session = match shared
                 .open_session(&id, &cwd, &request.mcp_servers, &connection)

@@ -257,6 +257,10 @@ impl WorkspaceOpener for CliWorkspaces {
         aptix_runtime::new_session_id()
     }
 
+    fn made_session_id(&self, id: &str) -> bool {
+        aptix_runtime::is_made_session_id(id)
+    }
+
     fn new_turn_id(&self) -> String {
         aptix_runtime::new_turn_id()
     }

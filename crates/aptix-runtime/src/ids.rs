@@ -25,6 +25,14 @@ pub fn new_session_id() -> String {
     format!("s-{}", random_hex().get(..12).unwrap_or_default())
 }
 
+/// Whether `id` has the shape of the ids [`new_session_id`] makes: a front end that
+/// made a session and stored no turn of it yet (never prompted, or its first prompts
+/// failed) knows it by this alone.
+pub fn is_made_session_id(id: &str) -> bool {
+    id.strip_prefix("s-")
+        .is_some_and(|digits| digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// A new turn id, unique per request: `t-`, the time in milliseconds, and eight hex
 /// digits. A turn id is never reused, so a new request is never answered from the
 /// store by mistake.
@@ -44,6 +52,16 @@ mod tests {
     fn ids_are_unique_and_valid_agn034_ids() {
         let sessions: std::collections::HashSet<String> =
             (0..100).map(|_| new_session_id()).collect();
+        assert!(sessions.iter().all(|id| is_made_session_id(id)));
+        for other in [
+            "s-nope",
+            "s-0123456789ab0",
+            "0123456789ab",
+            "s-0123456789aG",
+            "",
+        ] {
+            assert!(!is_made_session_id(other), "{other}");
+        }
         assert_eq!(sessions.len(), 100);
         let turns: std::collections::HashSet<String> = (0..100).map(|_| new_turn_id()).collect();
         assert_eq!(turns.len(), 100);

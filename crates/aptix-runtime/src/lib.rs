@@ -108,7 +108,7 @@ use aptix_index::APTIX_DIR;
 
 pub use client_tools::read_client_tools;
 pub use error::Error;
-pub use ids::{new_session_id, new_turn_id};
+pub use ids::{is_made_session_id, new_session_id, new_turn_id};
 pub use index::{Reporter, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{

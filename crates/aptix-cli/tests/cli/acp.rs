@@ -748,6 +748,65 @@ async fn a_provider_failure_ends_the_prompt_with_an_error_a_person_can_act_on() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_first_prompt_failed_loads_after_a_restart() {
+    // A common first run: the first prompt fails (a wrong key), the user fixes it and
+    // restarts the editor, which loads the thread it saved. Nothing of the session was
+    // stored, and the load said "unknown session": the thread was lost.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![
+        Reply::json(
+            401,
+            &json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}),
+        ),
+        text("resp_1", &["Working now."]),
+    ])
+    .await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let failed = agent.prompt(3, &session_id, "hi");
+        let failed = failed.last().unwrap().clone();
+        let (first_status, _, _) = agent.finish();
+        let mut agent = Agent::start(&sandbox, &server);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let loaded = agent.request(
+            2,
+            "session/load",
+            json!({"sessionId": session_id, "cwd": sandbox.workspace_arg(), "mcpServers": []}),
+        );
+        let again = agent.prompt(3, &session_id, "hi again");
+        // An id this agent never made is still unknown.
+        let unknown = agent.request(
+            4,
+            "session/load",
+            json!({"sessionId": "s-nope", "cwd": sandbox.workspace_arg(), "mcpServers": []}),
+        );
+        (failed, first_status, loaded, again, unknown, agent.finish())
+    })
+    .await;
+    let (failed, first_status, loaded, again, unknown, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert!(failed.get("error").is_some(), "{failed}");
+    assert!(first_status.success());
+    // Nothing to replay: the answer alone.
+    assert_eq!(loaded.len(), 1, "{loaded:?}");
+    assert!(loaded[0].get("result").is_some(), "{loaded:?}");
+    let (answer, updates) = again.split_last().unwrap();
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{again:?}");
+    assert!(
+        updates
+            .iter()
+            .any(|update| update.to_string().contains("Working now.")),
+        "{updates:?}"
+    );
+    assert_eq!(error_code(unknown.last().unwrap()), -32002, "{unknown:?}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_request_is_told_to_the_editor_before_its_wait() {
     let sandbox = Sandbox::new();
     sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
