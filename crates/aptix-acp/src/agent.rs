@@ -203,8 +203,9 @@ impl AcpAgent {
         self
     }
 
-    /// Serves ACP on this process's stdin and stdout until the editor closes stdin.
-    /// Stdout carries nothing but ACP messages; log to stderr.
+    /// Serves ACP on this process's stdin and stdout until the editor closes stdin
+    /// (a prompt still running then is cancelled, and its session released, before
+    /// this returns). Stdout carries nothing but ACP messages; log to stderr.
     ///
     /// A line of bytes that are not UTF-8 (an editor passing a Latin-1 buffer through)
     /// is read with U+FFFD in their place, and a warning logged: the SDK's own stdio
@@ -222,30 +223,58 @@ impl AcpAgent {
         // Blocking reads and writes on threads of their own, as the SDK's transport does:
         // a read of stdin cannot be cancelled, and a detached thread does not hold the
         // process open at exit.
+        let reading = Arc::clone(&self.shared);
         let incoming = futures_util::stream::unfold(
             Some(futures_util::io::BufReader::new(blocking::Unblock::new(
                 std::io::stdin(),
             ))),
-            |reader| async move {
-                let mut reader = reader?;
-                loop {
-                    let mut line = Vec::new();
-                    match read_message(&mut reader, &mut line).await {
-                        Ok(Read::End) => return None,
-                        // Not a message: nothing to answer.
-                        Ok(Read::Line) if line.trim_ascii().is_empty() => {}
-                        Ok(Read::Line) => return Some((Ok(line_text(line)), Some(reader))),
-                        Ok(Read::TooLong) => {
-                            tracing::warn!(
-                                "a message from the editor is over {} MiB; it is dropped unread",
-                                MAX_MESSAGE >> 20
-                            );
-                            // Answered as what it is to the protocol: not a message it
-                            // can read (-32700).
-                            return Some((Ok(TOO_LONG.to_owned()), Some(reader)));
+            move |reader| {
+                let shared = Arc::clone(&reading);
+                async move {
+                    let mut reader = reader?;
+                    loop {
+                        let mut line = Vec::new();
+                        match read_message(&mut reader, &mut line).await {
+                            Ok(Read::End) => {
+                                // The editor closed its end. A prompt still running is
+                                // cancelled and ends while the connection is up, as on a
+                                // stop: ended with it, its session stayed leased (busy to
+                                // a replica on another host) until the lease ran out.
+                                if shared.any_running() {
+                                    tracing::info!(
+                                        "the editor closed stdin: cancelling the prompts running"
+                                    );
+                                    shared.cancel_all();
+                                    let ended = async {
+                                        while shared.any_running() {
+                                            tokio::time::sleep(std::time::Duration::from_millis(5))
+                                                .await;
+                                        }
+                                    };
+                                    if tokio::time::timeout(STOP_GRACE, ended).await.is_err() {
+                                        tracing::warn!(
+                                            "a prompt did not end within {} s of being cancelled; stopping anyway",
+                                            STOP_GRACE.as_secs()
+                                        );
+                                    }
+                                }
+                                return None;
+                            }
+                            // Not a message: nothing to answer.
+                            Ok(Read::Line) if line.trim_ascii().is_empty() => {}
+                            Ok(Read::Line) => return Some((Ok(line_text(line)), Some(reader))),
+                            Ok(Read::TooLong) => {
+                                tracing::warn!(
+                                    "a message from the editor is over {} MiB; it is dropped unread",
+                                    MAX_MESSAGE >> 20
+                                );
+                                // Answered as what it is to the protocol: not a message it
+                                // can read (-32700).
+                                return Some((Ok(TOO_LONG.to_owned()), Some(reader)));
+                            }
+                            // Reported once; the stream ends after it.
+                            Err(error) => return Some((Err(error), None)),
                         }
-                        // Reported once; the stream ends after it.
-                        Err(error) => return Some((Err(error), None)),
                     }
                 }
             },

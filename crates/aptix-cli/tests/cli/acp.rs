@@ -1675,6 +1675,58 @@ async fn a_signal_mid_prompt_answers_the_prompt_cancelled_before_the_agent_ends(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_closed_mid_prompt_cancels_it_and_releases_its_session() {
+    // The editor quits (or crashes) mid-prompt: the agent exits, and the session it was
+    // running must not stay leased, busy to a replica on another host until the lease
+    // runs out.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![text("resp_1", &["Done."]), stalled_text("resp_2")]).await;
+    let workspace = sandbox.workspace.path().to_path_buf();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        let first = agent.prompt(3, &session_id, "First");
+        assert_eq!(
+            first.last().unwrap()["result"]["stopReason"],
+            "end_turn",
+            "{first:?}"
+        );
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+                    "params": {"sessionId": session_id,
+                               "prompt": [{"type": "text", "text": "Think long"}]}})
+            .to_string(),
+        );
+        loop {
+            let message = agent.next();
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                break;
+            }
+        }
+        let (status, stdout, stderr) = agent.finish();
+        (sandbox, session_id, status, stdout, stderr)
+    })
+    .await;
+    let (_sandbox, session_id, status, stdout, stderr) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+    // The row itself: a lease whose holder is a process gone is taken over on this
+    // host, but a replica on another cannot tell, and waits for it to expire.
+    let db = rusqlite::Connection::open(workspace.join(".aptix/sessions.db")).unwrap();
+    let leases: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM leases WHERE session_id = ?1",
+            [&session_id],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(leases, 0, "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on() {
     let Some(python) =
         acp_python("a_hung_mcp_tool_is_cancelled_at_its_time_limit_and_the_turn_goes_on")
