@@ -63,8 +63,9 @@ const PATH_LIKE_BOOST: f32 = 3.0;
 const CODE_SPAN_BOOST: f32 = 2.0;
 /// The factor for a chunk that holds, verbatim, a sentence of five words or more the
 /// question quotes or is (a pasted error message): the place that says it is the
-/// answer, whatever a word of it matches in another file's name.
-const MESSAGE_BOOST: f32 = 3.0;
+/// answer, whatever a word of it matches in another file's name: it outweighs a
+/// short chunk named for one of its words against a long one that says it once.
+const MESSAGE_BOOST: f32 = 10.0;
 /// The words a quoted span needs to count as a sentence ([`MESSAGE_BOOST`]).
 const MESSAGE_WORDS: usize = 5;
 /// How many chunks holding every term of a quoted span are read to check it verbatim.

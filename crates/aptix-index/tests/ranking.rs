@@ -299,6 +299,37 @@ fn a_pasted_error_message_finds_the_code_that_raises_it_before_files_named_for_i
         &format!("why does aptix say \"{message}\" when I pipe both?"),
     );
     assert_eq!(found[0], "src/ask.rs", "{found:?}");
+
+    // As in this repository: a file named for one word of the message, whose chunk is
+    // a short impl saying that word in every name, and the message said once in a long
+    // function about many other things (its score diluted by its length).
+    let root = TempDir::new().unwrap();
+    write(
+        root.path(),
+        "src/read.rs",
+        "impl Tool for ReadFile {\n    fn name(&self) -> &str {\n        \"read_file\"\n    }\n    fn usage(&self) -> &str {\n        \"read_file: read a file; read part of it, then read on\"\n    }\n}\n",
+    );
+    let mut run = String::from("pub fn run(args: &Args) -> Result<u8, Error> {\n");
+    for line in 0..100 {
+        run.push_str(&format!(
+            "    let setting{line} = layer.value_{line}(&args.flag{line}, workspace_{line});\n"
+        ));
+    }
+    run.push_str(
+        "    if args.a && args.b {\n        return Err(usage(\"the instruction and the schema cannot both be read from stdin: give one as a file\"));\n    }\n    Ok(0)\n}\n",
+    );
+    write(root.path(), "src/ask.rs", &run);
+    // Other code, which says none of the message's words, as a real tree has.
+    for n in 0..60 {
+        write(
+            root.path(),
+            &format!("src/other{n}.rs"),
+            &function(&format!("other{n}"), "compute the total of a list", 6),
+        );
+    }
+    let index = indexed(root.path());
+    let found = paths(&index, message);
+    assert_eq!(found[0], "src/ask.rs", "{found:?}");
 }
 
 #[test]
