@@ -132,16 +132,6 @@ pub(crate) fn closest<'a>(
         .map(|(_, candidate)| candidate)
 }
 
-/// `flags` over `env` over the workspace file over the user file, each layer checked,
-/// and the config files that were read (lowest first).
-fn layered<T: Table>(
-    workspace: &Path,
-    flags: &T,
-    env: Env<'_>,
-) -> Result<(T, Vec<PathBuf>), Error> {
-    layers(workspace, flags, env).map(|layers| (layers.merged, layers.files))
-}
-
 /// Every layer applied, and what the user's own layers (flags, environment, user file)
 /// say without the workspace's file.
 struct Layers<T> {
@@ -221,8 +211,45 @@ impl ServeLayer {
     /// `aptix serve`'s own settings for `workspace`: `flags` over `env` over the
     /// workspace file over the user file; a relative `tokens_file` from a config file is
     /// relative to that file's folder.
+    ///
+    /// A folder's own file (a cloned repository's) may not open the service to other
+    /// machines: a `listen` address that is not loopback, or the `tokens_file` of a
+    /// service that listens on one, chosen only by the workspace's `aptix.toml` is
+    /// refused (its author would know the tokens, and run turns on the user's key).
     pub fn load(workspace: &Path, flags: &ServeLayer, env: Env<'_>) -> Result<ServeLayer, Error> {
-        layered(workspace, flags, env).map(|(layer, _)| layer)
+        let Layers { merged, users, .. } = layers(workspace, flags, env)?;
+        let exposed = merged
+            .listen
+            .as_ref()
+            .is_some_and(|listen| !listen.0.ip().is_loopback());
+        let trust = || {
+            format!(
+                "pass it as a flag, an APTIX_* variable or in your user config ({})",
+                user_config_path(env).map_or_else(
+                    || "~/.config/aptix/config.toml".to_owned(),
+                    |path| path.display().to_string(),
+                )
+            )
+        };
+        if let Some(listen) = merged.listen.as_ref().filter(|_| exposed)
+            && users.listen.as_ref() != Some(listen)
+        {
+            return Err(Error::config(format!(
+                "the workspace's aptix.toml sets listen to {}, an address other machines can reach: a folder's own file may only choose a loopback address; if you mean to serve this workspace on the network, {}",
+                listen.0,
+                trust()
+            )));
+        }
+        if let Some(tokens) = merged.tokens_file.as_ref().filter(|_| exposed)
+            && users.tokens_file.as_ref() != Some(tokens)
+        {
+            return Err(Error::config(format!(
+                "the workspace's aptix.toml sets tokens_file to {} for a service other machines can reach: whoever wrote the folder's file would know the tokens; {}",
+                tokens.display(),
+                trust()
+            )));
+        }
+        Ok(merged)
     }
 }
 
@@ -268,10 +295,6 @@ impl Settings {
         })
     }
 
-    /// The base URL when the workspace's `aptix.toml` alone chose it and it names
-    /// another machine: a folder someone else wrote (a cloned repository, whatever an
-    /// editor opens) must not be able to send the user's API key to a host of its
-    /// choosing.
     /// The store URL when the workspace's `aptix.toml` alone chose it and it names a
     /// database on another machine (which `PGPASSWORD` must not be sent to).
     pub(crate) fn workspace_store(&self) -> Option<&str> {
@@ -282,6 +305,10 @@ impl Settings {
             .filter(|_| self.store_from_workspace)
     }
 
+    /// The base URL when the workspace's `aptix.toml` alone chose it and it names
+    /// another machine: a folder someone else wrote (a cloned repository, whatever an
+    /// editor opens) must not be able to send the user's API key to a host of its
+    /// choosing.
     pub(crate) fn workspace_base_url(&self) -> Option<&str> {
         self.configured
             .base_url

@@ -508,6 +508,59 @@ fn the_flags_clap_derives_are_the_ones_errors_name() {
 }
 
 #[test]
+fn a_workspace_file_cannot_open_the_service_to_other_machines() {
+    // A cloned repository's aptix.toml that listens on every interface, with tokens its
+    // author knows, would let anyone run turns on the user's key.
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home_text = home.path().to_string_lossy().into_owned();
+    let env = move |name: &str| (name == "HOME").then(|| home_text.clone());
+    write(
+        dir.path(),
+        "aptix.toml",
+        "listen = \"0.0.0.0:8798\"\ntokens_file = \"repo_tokens.txt\"\n",
+    );
+    let text = ServeLayer::load(dir.path(), &ServeLayer::default(), &env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("sets listen to 0.0.0.0:8798") && text.contains("loopback"),
+        "{text}"
+    );
+    // The user's own flag for the address, with the folder's tokens: still refused.
+    let flags = ServeLayer {
+        listen: Some("0.0.0.0:8798".parse().unwrap()),
+        ..ServeLayer::default()
+    };
+    let text = ServeLayer::load(dir.path(), &flags, &env)
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("sets tokens_file to"), "{text}");
+    // Both the user's: served.
+    let flags = ServeLayer {
+        tokens_file: Some(dir.path().join("mine.txt")),
+        ..flags
+    };
+    let layer = ServeLayer::load(dir.path(), &flags, &env).unwrap();
+    assert_eq!(layer.listen, Some("0.0.0.0:8798".parse().unwrap()));
+    // In the user's config file too; and a loopback address the folder may choose.
+    write(
+        home.path(),
+        ".config/aptix/config.toml",
+        "listen = \"0.0.0.0:8798\"\ntokens_file = \"/etc/aptix/tokens\"\n",
+    );
+    write(dir.path(), "aptix.toml", "max_concurrent_turns = 4\n");
+    assert!(ServeLayer::load(dir.path(), &ServeLayer::default(), &env).is_ok());
+    write(
+        dir.path(),
+        "aptix.toml",
+        "listen = \"127.0.0.1:8798\"\ntokens_file = \"repo_tokens.txt\"\n",
+    );
+    let layer = ServeLayer::load(dir.path(), &ServeLayer::default(), &env).unwrap();
+    assert_eq!(layer.listen, Some("127.0.0.1:8798".parse().unwrap()));
+}
+
+#[test]
 fn serve_settings_layer_flags_over_env_over_the_workspace_file() {
     let dir = tempfile::tempdir().unwrap();
     write(
