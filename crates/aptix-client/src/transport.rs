@@ -1,7 +1,7 @@
 //! Sending one JSON POST with retries: the part both HTTP providers share.
 //!
 //! Each attempt runs in its own tracing span (`aptix_client.attempt`, with the attempt
-//! number, endpoint, status and request id); the retry decision comes from the pure
+//! number, endpoint, `provider_status` and `provider_request_id`); the retry decision comes from the pure
 //! [`RetryPolicy`] through `backon` (`.when()` classifies, `.adjust()` applies
 //! `retry-after-ms` / `retry-after` and the wait cap), never from code in here.
 //! Headers are never recorded: they hold the key.
@@ -284,8 +284,11 @@ impl HttpTransport {
                 "aptix_client.attempt",
                 attempt,
                 endpoint = path,
-                status = tracing::field::Empty,
-                request_id = tracing::field::Empty,
+                // Named for the provider: recorded from inside the attempt, a field
+                // the enclosing span also has (a service's `request_id`) would be
+                // overwritten there when this span is filtered out.
+                provider_status = tracing::field::Empty,
+                provider_request_id = tracing::field::Empty,
             );
             let future = attempt_fn(attempt);
             async move {
@@ -357,10 +360,10 @@ impl HttpTransport {
         attempt: u32,
     ) -> Result<ReplyMeta, HeaderMap> {
         let span = tracing::Span::current();
-        span.record("status", status.as_u16());
+        span.record("provider_status", status.as_u16());
         let request_id = self.request_id(reply_headers);
         if let Some(id) = &request_id {
-            span.record("request_id", id.as_str());
+            span.record("provider_request_id", id.as_str());
         }
         if !status.is_success() {
             return Err(reply_headers.clone());

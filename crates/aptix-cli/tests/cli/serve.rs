@@ -375,7 +375,12 @@ async fn warnings_at_the_default_level_carry_the_request_id() {
     // which request it is about (the id the client sent).
     let refused = json!({"error": {"message": "Incorrect API key provided.",
                                    "type": "invalid_request_error", "code": "invalid_api_key"}});
-    let upstream = FaultServer::start(vec![Reply::json(401, &refused)]).await;
+    // The provider names its own request, as OpenAI always does: that id must not
+    // take the place of the client's in the service's lines.
+    let upstream = FaultServer::start(vec![
+        Reply::json(401, &refused).header("x-request-id", "req_upstream_1"),
+    ])
+    .await;
     let sandbox = Sandbox::new();
     let (served, base) = serve(&sandbox, &upstream, &[("APTIX_LOG_FORMAT", "json")], &[]).await;
     let response = reqwest::Client::new()
