@@ -108,8 +108,11 @@ pub async fn serve(
     use hyper_util::service::TowerToHyperService;
 
     let mut http = hyper::server::conn::http1::Builder::new();
+    // A deadline past what the clock can hold panics in every connection's timer: a
+    // century is as good as none.
+    let century = std::time::Duration::from_secs(100 * 365 * 24 * 60 * 60);
     http.timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(header_read_timeout.min(century));
     // Turns whose client went away are waited for too, after the connections.
     let detached = DetachedTurns::default();
     let app = app.layer(axum::Extension(detached.clone()));

@@ -319,6 +319,35 @@ async fn raw_exchange(base: &str, sent: &[u8]) -> Option<String> {
 }
 
 #[tokio::test]
+async fn timeouts_past_what_the_clock_holds_serve_as_no_timeout() {
+    // A deadline of u64::MAX seconds overflowed the timer of every connection: each
+    // panicked, and the service answered nothing.
+    let config = ServerConfig {
+        header_read_timeout: Duration::MAX,
+        body_read_timeout: Duration::MAX,
+        turn_timeout: Duration::MAX,
+        ..ServerConfig::default()
+    };
+    let provider = FakeProvider::new();
+    provider.push_response(
+        serde_json::from_value(json!({"id": "resp_1", "status": "completed", "model": "m",
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "Still here."}]}]}))
+        .unwrap(),
+    );
+    let server = start(Arc::new(provider), config).await;
+    assert_eq!(server.get("/healthz").await.status(), 200);
+    let answered = server
+        .post(&json!({"sessionId": "s-max", "turnId": "t-1", "instruction": "Up?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let envelope: Value = answered.json().await.unwrap();
+    assert_eq!(envelope["text"], "Still here.", "{envelope}");
+}
+
+#[tokio::test]
 async fn slow_clients_are_cut_off_headers_by_closing_and_bodies_with_408() {
     let config = ServerConfig {
         header_read_timeout: Duration::from_millis(300),

@@ -64,7 +64,8 @@ impl SchemaStrategy {
 
 /// A duration as people write it: `30s`, `5m`, `1h 30m`, `500ms` (humantime's syntax);
 /// a bare whole number is seconds (in a config file also a TOML integer). Zero is
-/// refused.
+/// refused, and so is more than a year ([`HumanDuration::MAX`]): no setting means that
+/// long, and deadlines that far out overflow the clock they are added to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HumanDuration(pub std::time::Duration);
 
@@ -81,8 +82,16 @@ impl std::str::FromStr for HumanDuration {
         if duration.is_zero() {
             return Err("a duration must be longer than zero".to_owned());
         }
+        if duration > HumanDuration::MAX {
+            return Err("a duration must be at most a year (365d)".to_owned());
+        }
         Ok(HumanDuration(duration))
     }
+}
+
+impl HumanDuration {
+    /// The longest duration a setting takes: 365 days.
+    pub const MAX: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 60 * 60);
 }
 
 impl<'de> Deserialize<'de> for HumanDuration {
@@ -434,6 +443,16 @@ mod tests {
         assert_eq!(
             HumanDuration::why_not("0"),
             "a duration must be longer than zero"
+        );
+        // Past a year: refused, not added to a clock that overflows (a panic in every
+        // connection of `aptix serve --header-timeout 18446744073709551615`).
+        assert_eq!(
+            HumanDuration::why_not("18446744073709551615"),
+            "a duration must be at most a year (365d)"
+        );
+        assert_eq!(
+            HumanDuration::from_env_text("365d"),
+            Some(HumanDuration(HumanDuration::MAX))
         );
         assert_eq!(
             bool::why_not("maybe"),
