@@ -40,10 +40,19 @@ impl Workspace {
         if path.contains('\0') {
             return Err(ToolError::Arguments(format!("{path:?}: a path has no NUL")));
         }
-        let unified = path.trim().replace('\\', "/");
+        let mut unified = path.trim().replace('\\', "/");
+        if unified.starts_with('/') {
+            // An absolute path inside the workspace (as the locations shown to an editor
+            // are written, which a model then repeats) names the same file as its path
+            // from the root; the checks below apply to that.
+            match within_root(self.files.root(), &unified) {
+                Some(rest) => unified = rest,
+                None => return Err(ToolError::Outside { path: shown() }),
+            }
+        }
         let bytes = unified.as_bytes();
         let drive = bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic();
-        if unified.starts_with('/') || unified.starts_with('~') || drive {
+        if unified.starts_with('~') || drive {
             return Err(ToolError::Outside { path: shown() });
         }
         let mut parts = Vec::new();
@@ -110,4 +119,16 @@ fn relative_to(root: &Path, absolute: &Path) -> Option<String> {
     let rest = absolute.strip_prefix(root).ok()?;
     let parts: Option<Vec<&str>> = rest.components().map(|c| c.as_os_str().to_str()).collect();
     Some(parts?.join("/"))
+}
+
+/// `path` (absolute, `/`-separated) from `root` on, when it lies under the root as
+/// written or as resolved (`/tmp` a link to `/private/tmp`); `None` otherwise. Only
+/// whole components are stripped: `/work2` is not under `/work`.
+fn within_root(root: &std::path::Path, path: &str) -> Option<String> {
+    let path = std::path::Path::new(path);
+    let resolved = root.canonicalize().ok();
+    std::iter::once(root)
+        .chain(resolved.as_deref())
+        .find_map(|root| path.strip_prefix(root).ok())
+        .map(|rest| rest.to_string_lossy().replace('\\', "/"))
 }

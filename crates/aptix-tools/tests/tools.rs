@@ -113,6 +113,24 @@ async fn read_file_refuses_traversal_and_absolute_paths() {
     let args = serde_json::json!({ "path": outside }).to_string();
     let error = read(&fixture, &args).await.unwrap_err();
     assert!(error.contains("outside the workspace"), "{error}");
+    // An absolute path inside the workspace is that file (a model repeats the absolute
+    // locations an editor is shown), under the same rules; `..` still may not leave.
+    let inside = fixture.dir.path().join("crates/http/src/lib.rs");
+    let args = serde_json::json!({ "path": inside }).to_string();
+    let value = read(&fixture, &args).await.unwrap();
+    assert_eq!(value["path"], "crates/http/src/lib.rs");
+    for path in [
+        format!("{}/../secret.txt", fixture.dir.path().display()),
+        format!("{}/credentials.json", fixture.dir.path().display()),
+        format!("{}2/x.rs", fixture.dir.path().display()),
+    ] {
+        let args = serde_json::json!({ "path": path }).to_string();
+        let error = read(&fixture, &args).await.unwrap_err();
+        assert!(
+            error.contains("outside the workspace") || error.contains("secrets"),
+            "{path}: {error}"
+        );
+    }
 }
 
 #[cfg(unix)]
