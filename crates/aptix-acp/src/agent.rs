@@ -796,24 +796,56 @@ impl Shared {
             return responder.respond_with_error(unknown_session(&id));
         };
         let (cancel, cancelled) = oneshot::channel();
-        {
+        // A prompt sent right after `session/cancel`, before the cancelled one has
+        // answered, waits for it to end (briefly: a cancelled prompt ends at its next
+        // step) instead of being refused as a second prompt.
+        let ending = {
             let mut running = lock(&session.running);
-            if running.is_some() {
-                return responder.respond_with_error(rpc(
-                    ErrorCode::INVALID_REQUEST,
-                    format!(
-                        "session {id} already has a prompt running; wait for its answer or cancel it (session/cancel)"
-                    ),
-                ));
+            match running.as_ref() {
+                None => {
+                    *running = Some(Running {
+                        cancel: Some(cancel),
+                    });
+                    None
+                }
+                Some(Running { cancel: None }) => Some(cancel),
+                Some(_) => {
+                    return responder.respond_with_error(rpc(
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "session {id} already has a prompt running; wait for its answer or cancel it (session/cancel)"
+                        ),
+                    ));
+                }
             }
-            *running = Some(Running {
-                cancel: Some(cancel),
-            });
-        }
+        };
         let turn_id = shared.opener.new_turn_id();
         let request_cancelled = responder.cancellation();
         let connection = cx.clone();
         cx.spawn(async move {
+            if let Some(cancel) = ending {
+                let started = tokio::time::Instant::now();
+                loop {
+                    {
+                        let mut running = lock(&session.running);
+                        if running.is_none() {
+                            *running = Some(Running {
+                                cancel: Some(cancel),
+                            });
+                            break;
+                        }
+                    }
+                    if started.elapsed() > STOP_GRACE {
+                        return responder.respond_with_error(rpc(
+                            ErrorCode::INVALID_REQUEST,
+                            format!(
+                                "session {id}'s cancelled prompt has not ended yet; send this prompt again when it answers"
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            }
             let cancel = async move {
                 tokio::select! {
                     Ok(()) = cancelled => {}

@@ -1675,6 +1675,51 @@ async fn a_signal_mid_prompt_answers_the_prompt_cancelled_before_the_agent_ends(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sent_right_after_a_cancel_waits_for_the_cancelled_one() {
+    // A client that sends `session/cancel` and its next prompt back to back (before the
+    // cancelled prompt has answered) had the new prompt refused as a second one.
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/main.rs", "fn main() {}\n");
+    let server = FaultServer::start(vec![stalled_text("resp_1"), text("resp_2", &["Next."])]).await;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+                    "params": {"sessionId": session_id,
+                               "prompt": [{"type": "text", "text": "Think long"}]}})
+            .to_string(),
+        );
+        loop {
+            let message = agent.next();
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                break;
+            }
+        }
+        agent.send(
+            &json!({"jsonrpc": "2.0", "method": "session/cancel",
+                    "params": {"sessionId": session_id}})
+            .to_string(),
+        );
+        let next = agent.prompt(8, &session_id, "Then this");
+        (next, agent.finish())
+    })
+    .await;
+    let (next, (status, stdout, stderr)) = match outcome {
+        Ok(finished) => finished,
+        Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+    };
+    let first = next
+        .iter()
+        .find(|message| message["id"] == 7)
+        .unwrap_or_else(|| panic!("the cancelled prompt was not answered: {next:?}"));
+    assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
+    let second = next.last().unwrap();
+    assert_eq!(second["result"]["stopReason"], "end_turn", "{next:?}");
+    assert!(status.success(), "{stderr}");
+    assert_only_json_rpc(&stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_closed_mid_prompt_cancels_it_and_releases_its_session() {
     // The editor quits (or crashes) mid-prompt: the agent exits, and the session it was
     // running must not stay leased, busy to a replica on another host until the lease
