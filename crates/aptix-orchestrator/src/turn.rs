@@ -814,7 +814,11 @@ impl Orchestrator {
             outputs.pop();
         }
         state.history.extend(outputs);
-        state.last_response_id = Some(id);
+        // Kept only where a next call can chain from it: the id of a reply from a
+        // provider that keeps no state (a Chat Completions `chatcmpl-...`) names
+        // nothing a `/v1/responses` server holds, if the session is later continued
+        // through one.
+        state.last_response_id = (!stateless).then_some(id);
         remember_usage(state, usage.as_ref());
     }
 }

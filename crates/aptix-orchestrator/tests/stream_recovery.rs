@@ -688,3 +688,46 @@ async fn a_chain_the_provider_no_longer_holds_is_replayed_from_the_sessions_hist
         assert_eq!(stored.last_response_id.as_deref(), Some("resp_3"));
     }
 }
+
+#[tokio::test]
+async fn a_session_answered_without_server_state_is_not_chained_from_later() {
+    // A turn through the Chat Completions bridge, then one through /v1/responses (the
+    // user switched `api`): the bridge's reply id (`chatcmpl-...`) names nothing the
+    // second server holds, and was sent as its previous_response_id.
+    use aptix_client::{Capabilities, FakeProvider};
+    let store = Arc::new(InMemorySessionStore::new());
+    let answer = |id: &str| {
+        serde_json::from_value::<aptix_model::wire::Response>(json!({
+            "id": id, "status": "completed", "model": "m",
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": TEXT}]}]
+        }))
+        .unwrap()
+    };
+    let chat = Arc::new(FakeProvider::new().with_capabilities(Capabilities::chat_completions()));
+    chat.push_response(answer("chatcmpl-1"));
+    let responses = Arc::new(FakeProvider::new());
+    responses.push_response(answer("resp_2"));
+    let through = |provider: Arc<FakeProvider>| {
+        Orchestrator::builder(provider, Arc::clone(&store) as Arc<dyn SessionStore>)
+            .build()
+            .unwrap()
+    };
+    let first = through(Arc::clone(&chat))
+        .execute(turn("s", "t1"))
+        .await
+        .unwrap();
+    assert_eq!(first.kind, Kind::Ok, "{first:?}");
+    let second = through(Arc::clone(&responses))
+        .execute(turn("s", "t2"))
+        .await
+        .unwrap();
+    assert_eq!(second.kind, Kind::Ok, "{second:?}");
+    assert!(second.warnings.is_empty(), "{:?}", second.warnings);
+    let sent = responses.requests();
+    assert_eq!(sent[0].previous_response_id, None);
+    // The history is replayed instead: the first question and answer, then this one.
+    assert_eq!(sent[0].input.items().len(), 4, "{:#?}", sent[0].input);
+    let stored = store.load("s").await.unwrap().unwrap().value;
+    assert_eq!(stored.last_response_id.as_deref(), Some("resp_2"));
+}
