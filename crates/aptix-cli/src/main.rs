@@ -203,7 +203,10 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).try_init(),
-        LogFormat::Json => logs.json().with_ansi(false).try_init(),
+        LogFormat::Json => {
+            output::notes_as_json();
+            logs.json().with_ansi(false).try_init()
+        }
     };
     if let Some(warning) = unread {
         output::warn(&warning);

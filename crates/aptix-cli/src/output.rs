@@ -13,10 +13,36 @@ use aptix_mapping::{AnswerText, ShownAnswer, StreamDelta};
 use aptix_runtime::Reporter;
 use serde::Serialize;
 
-/// Writes a line for a human on stderr, prefixed with `aptix: `. A failing stderr is
-/// ignored: there is nowhere left to report it.
+/// Whether notes and warnings go out as JSON log records (`--log-format json`), so that
+/// a collector reading stderr finds nothing but JSON lines.
+static JSON_LINES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes notes and warnings as JSON log records from now on.
+pub(crate) fn notes_as_json() {
+    JSON_LINES.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// One line on stderr: `prefix` and the message, or with JSON logs a record of the
+/// shape the log lines have (`timestamp`, `level`, `fields.message`, `target`).
+fn say(level: &str, prefix: &str, message: fmt::Arguments<'_>) {
+    let mut stderr = io::stderr().lock();
+    if JSON_LINES.load(std::sync::atomic::Ordering::Relaxed) {
+        let record = serde_json::json!({
+            "timestamp": humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
+            "level": level,
+            "fields": {"message": message.to_string()},
+            "target": "aptix",
+        });
+        let _ = writeln!(stderr, "{record}");
+    } else {
+        let _ = writeln!(stderr, "{prefix}{message}");
+    }
+}
+
+/// Writes a line for a human on stderr, prefixed with `aptix: ` (with JSON logs, a log
+/// record at `INFO`). A failing stderr is ignored: there is nowhere left to report it.
 pub(crate) fn note(message: fmt::Arguments<'_>) {
-    let _ = writeln!(io::stderr().lock(), "aptix: {message}");
+    say("INFO", "aptix: ", message);
 }
 
 /// Says on stderr that a request is sent again, and why: `aptix: rate limited (429);
@@ -116,7 +142,7 @@ fn broke_during_reply(message: &str) -> bool {
 
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
-    let _ = writeln!(io::stderr().lock(), "warning: {message}");
+    say("WARN", "warning: ", format_args!("{message}"));
 }
 
 /// What the runtime reports while it wires a workspace, for a person: notes and

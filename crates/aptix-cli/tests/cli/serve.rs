@@ -410,8 +410,19 @@ async fn warnings_at_the_default_level_carry_the_request_id() {
         "{warned}"
     );
     assert_eq!(warned["fields"]["code"], "invalid_api_key", "{warned}");
+    // The service's notes are records too: a collector reads nothing but JSON.
     assert!(
-        records.iter().all(|record| record["level"] != "INFO"),
+        records.iter().any(|record| record["level"] == "INFO"
+            && record["fields"]["message"]
+                .as_str()
+                .is_some_and(|message| message.starts_with("serving workspace"))),
+        "{log}"
+    );
+    // The notes a person is always shown aside (`target` `aptix`), no INFO event.
+    assert!(
+        records
+            .iter()
+            .all(|record| record["level"] != "INFO" || record["target"] == "aptix"),
         "the default level is warnings: {log}"
     );
 }
@@ -598,11 +609,10 @@ async fn a_second_signal_stops_the_turns_at_once() {
     );
 }
 
-/// The service's log lines as JSON objects: its own notes (serving, stopping) are plain
-/// lines, every log line one JSON object.
+/// The service's stderr as JSON objects: every log line one, and its own notes
+/// (serving, stopping) records of `target` `aptix`.
 fn json_log_records(log: &str) -> Vec<Value> {
     log.lines()
-        .filter(|line| !line.starts_with("aptix: "))
         .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
         .collect()
 }
