@@ -511,10 +511,7 @@ fn report(
                 .error_message
                 .as_deref()
                 .unwrap_or("the provider reported an error");
-            let _ = std::io::Write::write_fmt(
-                &mut std::io::stderr().lock(),
-                format_args!("error: {message} ({code})\n"),
-            );
+            crate::output::error(format_args!("{message} ({code})"));
             crate::output::note_for_error_code(code, message);
             if text_shown {
                 note(format_args!("the answer text above is incomplete"));

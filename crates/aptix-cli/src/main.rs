@@ -58,10 +58,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => exit::SUCCESS,
         Err(error) => {
-            let _ = std::io::Write::write_fmt(
-                &mut std::io::stderr().lock(),
-                format_args!("error: {error:#}\n"),
-            );
+            output::error(format_args!("{error:#}"));
             exit::code_of(&error)
         }
     };

@@ -39,6 +39,12 @@ fn say(level: &str, prefix: &str, message: fmt::Arguments<'_>) {
     }
 }
 
+/// Writes the error a command ends with on stderr, prefixed with `error: ` (with JSON
+/// logs, a log record at `ERROR`).
+pub(crate) fn error(message: fmt::Arguments<'_>) {
+    say("ERROR", "error: ", message);
+}
+
 /// Writes a line for a human on stderr, prefixed with `aptix: ` (with JSON logs, a log
 /// record at `INFO`). A failing stderr is ignored: there is nowhere left to report it.
 pub(crate) fn note(message: fmt::Arguments<'_>) {

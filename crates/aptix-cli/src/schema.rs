@@ -227,10 +227,7 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
         }))?;
     }
     // The error first, then what to do about it, as `aptix ask` prints them.
-    let _ = std::io::Write::write_fmt(
-        &mut std::io::stderr().lock(),
-        format_args!("error: {error:#}\n"),
-    );
+    crate::output::error(format_args!("{error:#}"));
     crate::output::note_for_error_code(&code, &format!("{error:#}"));
     // What `ask` says of the same reply (a 404 naming no model: the base URL is wrong),
     // by the mapping's one rule for error bodies.

@@ -17,6 +17,35 @@ fn dry_run_args(sandbox: &Sandbox) -> [String; 5] {
 }
 
 #[test]
+fn with_json_logs_the_closing_error_is_a_json_record_too() {
+    // A collector reading stderr of `--log-format json` finds only JSON lines, the
+    // error the command ends with among them.
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .aptix()
+        .args(["--log-format", "json", "ask"])
+        .args(["--workspace", &sandbox.workspace_arg(), "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let records: Vec<serde_json::Value> = stderr(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let error = records
+        .iter()
+        .find(|record| record["level"] == "ERROR")
+        .unwrap_or_else(|| panic!("{records:?}"));
+    assert_eq!(error["target"], "aptix");
+    assert!(
+        error["fields"]["message"]
+            .as_str()
+            .is_some_and(|message| message.starts_with("no api key for")),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_missing_key_says_how_to_set_one_and_exits_2() {
     let sandbox = Sandbox::new();
     let output = sandbox
