@@ -855,6 +855,17 @@ impl Shared {
             let outcome = session
                 .run_prompt(&turn_id, request.prompt, connection, cancel)
                 .await;
+            // Said in the agent's log at the default level too: an editor's log shows
+            // the protocol library's "Internal error" line, not why.
+            if let Err(error) = &outcome {
+                tracing::warn!(
+                    session = %session.id,
+                    turn = %turn_id,
+                    code = i32::from(error.code),
+                    "the prompt failed: {}",
+                    error.message
+                );
+            }
             // Free the slot before answering: the editor may send the next prompt as
             // soon as it has the answer.
             *lock(&session.running) = None;

@@ -745,6 +745,14 @@ async fn a_provider_failure_ends_the_prompt_with_an_error_a_person_can_act_on() 
     assert!(status.success(), "{stderr}");
     assert_only_json_rpc(&stdout);
     assert!(!stderr.contains(SECRET_KEY));
+    // The agent's log says why, as a warning (an editor's log shows the protocol
+    // library's "Internal error" line otherwise).
+    assert!(
+        stderr.lines().any(|line| line.contains("WARN")
+            && line
+                .contains("the prompt failed: the model call failed: Incorrect API key provided")),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
