@@ -156,17 +156,14 @@ pub(crate) fn wire_request(
     // The provider's own checks of its settings (a base URL naming the endpoint, a
     // timeout out of range), as a real call would make them: a dry run that shows a
     // request the call would refuse shows nothing true. The key is no setting here.
-    client_config(
+    let config = client_config(
         OpenAiConfigBuilder::from_lookup(|_| None).api_key("dry-run"),
         settings,
         &|_| None,
     )?;
-    let base = settings.base_url().unwrap_or(DEFAULT_BASE_URL);
-    let endpoint = format!(
-        "{}/{}",
-        base.trim_end_matches('/'),
-        settings.api().endpoint()
-    );
+    // Where the provider posts it, by the client's own rule (a base URL's query, such as
+    // Azure's `?api-version=`, follows the path).
+    let endpoint = config.endpoint(settings.api().endpoint());
     let body = match settings.api() {
         ApiKind::Responses => serde_json::to_value(&body).map_err(Error::Json)?,
         ApiKind::Chat => to_chat_request(&body, &ChatOptions::default(), stream)

@@ -347,3 +347,23 @@ async fn a_long_lived_orchestrator_retrieves_what_was_saved_after_it_opened() {
     assert!(sent.contains("pub fn quokka_renamed"), "{sent}");
     assert!(!sent.contains("quokka_original() {}"), "{sent}");
 }
+
+#[test]
+fn a_dry_run_names_the_url_the_provider_posts_to() {
+    // An Azure base URL carries its API version in the query: the call goes to
+    // `.../v1/responses?api-version=...`, and the dry run said `...?api-version=.../responses`.
+    let root = tempfile::tempdir().unwrap();
+    let flags = SettingsLayer {
+        base_url: Some("https://r.openai.azure.com/openai/v1/?api-version=preview".to_owned()),
+        ..SettingsLayer::default()
+    };
+    let none = |_: &str| None;
+    let sent = Workspace::load(root.path(), &flags, &none)
+        .unwrap()
+        .wire_request(aptix_model::wire::CreateResponseRequest::default(), false)
+        .unwrap();
+    assert_eq!(
+        sent.endpoint,
+        "https://r.openai.azure.com/openai/v1/responses?api-version=preview"
+    );
+}
