@@ -48,12 +48,6 @@ pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 /// a build or a test run a tool starts.
 pub(crate) const CALL: Duration = Duration::from_secs(5 * 60);
 
-/// The most text of one tool result the model is given, as `read_file` gives (64 KiB;
-/// a result goes to the model twice, as the call's output and in `[TOOL_RESULTS]`, so a
-/// larger one would crowd a 128k-token window by itself); the rest is cut, and the model
-/// told how much was left out.
-pub(crate) const MAX_RESULT_BYTES: usize = 64 * 1024;
-
 /// The most characters of a tool name the model may call (`^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_NAME: usize = 64;
 
@@ -852,8 +846,8 @@ impl ServerTool for McpTool {
                 )
             })?
             .map_err(|error| format!("the MCP server `{}` failed: {error}", self.server))?;
-        let mut text = result_text(&result.content, result.structured_content.as_ref());
-        cap(&mut text);
+        // Cut to the orchestrator's bound for every tool's result, as it runs it.
+        let text = result_text(&result.content, result.structured_content.as_ref());
         if result.is_error == Some(true) {
             Err(if text.is_empty() {
                 format!("the tool `{}` failed and said nothing more", self.tool)
@@ -944,23 +938,6 @@ fn result_text(content: &[ContentBlock], structured: Option<&Value>) -> String {
 fn base64_len(data: &str) -> usize {
     let padding = data.bytes().rev().take_while(|byte| *byte == b'=').count();
     (data.len() / 4 * 3).saturating_sub(padding)
-}
-
-/// Cuts `text` to [`MAX_RESULT_BYTES`] at a character boundary, saying how much was
-/// left out.
-fn cap(text: &mut String) {
-    if text.len() <= MAX_RESULT_BYTES {
-        return;
-    }
-    let mut end = MAX_RESULT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let left = text.len() - end;
-    text.truncate(end);
-    text.push_str(&format!(
-        "\n[cut: {left} more bytes of this result were left out]"
-    ));
 }
 
 #[cfg(test)]
@@ -1104,20 +1081,6 @@ mod tests {
         let structured = serde_json::json!({"sum": 5});
         assert_eq!(result_text(&[], Some(&structured)), r#"{"sum":5}"#);
         assert_eq!(result_text(&[], None), "");
-
-        // One byte, then two-byte characters: the cut falls inside one, and is moved
-        // back to its start.
-        let mut big = format!("a{}", "é".repeat(MAX_RESULT_BYTES));
-        cap(&mut big);
-        let (kept, note) = big.split_once("\n[cut: ").unwrap();
-        assert_eq!(kept.len(), MAX_RESULT_BYTES - 1);
-        assert_eq!(
-            note,
-            format!(
-                "{} more bytes of this result were left out]",
-                MAX_RESULT_BYTES + 2
-            )
-        );
     }
 
     #[test]

@@ -22,6 +22,31 @@ use serde_json::Value;
 
 use aptix_model::wire::FunctionTool;
 
+/// The most text of one server tool's result (or failure) the model is given, as
+/// `read_file` gives (64 KiB; a result goes to the model twice, as the call's output and
+/// in `[TOOL_RESULTS]`, so a larger one would crowd a 128k-token window by itself): the
+/// rest is cut, and the model told how much was left out. Whatever the tool (a user's
+/// [`TypedTool`], an editor's MCP server), no one result fills the context.
+pub(crate) const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// `text` cut to [`MAX_RESULT_BYTES`] at a character boundary, saying how much was
+/// left out.
+pub(crate) fn cap_result(mut text: String) -> String {
+    if text.len() <= MAX_RESULT_BYTES {
+        return text;
+    }
+    let mut end = MAX_RESULT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[cut: {left} more bytes of this result were left out]"
+    ));
+    text
+}
+
 /// A tool the orchestrator executes.
 #[async_trait]
 pub trait ServerTool: Send + Sync {
@@ -189,5 +214,27 @@ impl<T: TypedTool> ServerTool for Typed<T> {
             .map_err(|error| error.to_string())?;
         serde_json::to_string(&output)
             .map_err(|error| format!("{} could not encode its result: {error}", T::NAME))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_over_the_cap_is_cut_at_a_character_and_says_how_much() {
+        assert_eq!(cap_result("small".to_owned()), "small");
+        // One byte, then two-byte characters: the cut falls inside one, and is moved
+        // back to its start.
+        let big = cap_result(format!("a{}", "é".repeat(MAX_RESULT_BYTES)));
+        let (kept, note) = big.split_once("\n[cut: ").unwrap();
+        assert_eq!(kept.len(), MAX_RESULT_BYTES - 1);
+        assert_eq!(
+            note,
+            format!(
+                "{} more bytes of this result were left out]",
+                MAX_RESULT_BYTES + 2
+            )
+        );
     }
 }

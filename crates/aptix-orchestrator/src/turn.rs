@@ -31,7 +31,7 @@ use crate::session::{
     CompactionReason, CompletedCall, PendingCall, PendingToolCalls, SessionState, StoredTurn,
     TurnKey,
 };
-use crate::tools::function_tool;
+use crate::tools::{cap_result, function_tool};
 
 /// The first request of a turn, with what was learnt preparing it.
 pub(crate) struct FirstRequest {
@@ -486,7 +486,10 @@ impl Orchestrator {
                         });
                     }
                     let started = Instant::now();
-                    let outcome = tool.execute(&call.arguments).await.map(json_text);
+                    let outcome = match tool.execute(&call.arguments).await {
+                        Ok(result) => Ok(json_text(cap_result(result))),
+                        Err(reason) => Err(cap_result(reason)),
+                    };
                     let execution_ms =
                         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     if let Some(sink) = sink.as_mut() {

@@ -328,3 +328,16 @@ async fn a_typed_tool_that_says_it_is_strict_is_offered_strict() {
         json!(false)
     );
 }
+
+#[tokio::test]
+async fn a_tool_result_too_large_for_the_context_is_cut_saying_so() {
+    // A tool of the user's that answers with megabytes (a whole log, a table) would
+    // fill the model's window by itself, sent as the output and in [TOOL_RESULTS].
+    let output = tool_output_sent(r#"{"pattern": "needle", "max_results": 20000}"#, grep()).await;
+    assert!(output.len() < 70 * 1024, "{} bytes sent", output.len());
+    assert!(
+        output.contains("more bytes of this result were left out]"),
+        "{}",
+        &output[output.len() - 200..]
+    );
+}
