@@ -164,3 +164,75 @@ async fn attachments_count_against_the_budget_and_come_first() {
         counter.count(block)
     );
 }
+
+/// The `[CONTEXT]` chunk ids (`c<n>`, by their `item_<n>` text) of a request's last user
+/// message.
+fn chunk_numbers_sent(request: &aptix_model::wire::CreateResponseRequest) -> Vec<usize> {
+    let Input::Items(items) = &request.input else {
+        panic!("{:?}", request.input)
+    };
+    let Some(InputItem::Message(message)) = items.last() else {
+        panic!("{items:?}")
+    };
+    let text = serde_json::to_string(&message.content).unwrap();
+    let Some(start) = text.find("[CONTEXT]") else {
+        return Vec::new();
+    };
+    let mut numbers: Vec<usize> = text[start..]
+        .split("fn item_")
+        .skip(1)
+        .filter_map(|rest| rest.split("()").next()?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    numbers
+}
+
+#[tokio::test]
+async fn a_follow_up_is_not_sent_the_code_the_conversation_holds_already() {
+    // A follow-up question retrieves much of what the first did: sent again, the same
+    // chunks cost thousands of tokens a turn, and crowd out what the follow-up needs.
+    let provider = Arc::new(FakeProvider::new());
+    for id in ["resp_1", "resp_2"] {
+        let mut reply = Response::with_id(id);
+        reply.status = Some(aptix_model::wire::ResponseStatus::Completed);
+        provider.push_response(reply);
+    }
+    let config = OrchestratorConfig {
+        context_token_budget: 4_000,
+        ..OrchestratorConfig::default()
+    };
+    let orchestrator =
+        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
+            .retriever(Arc::new(Careless { count: 30 }))
+            .config(config)
+            .build()
+            .unwrap();
+    let ask = |turn: &str| {
+        AgentExecuteRequest::from_json_value(
+            &json!({"sessionId": "s1", "turnId": turn, "instruction": "where is item_3"}),
+        )
+        .unwrap()
+    };
+    let first = orchestrator.execute(ask("t1")).await.unwrap();
+    let second = orchestrator.execute(ask("t2")).await.unwrap();
+    let requests = provider.requests();
+    let sent_first = chunk_numbers_sent(&requests[0]);
+    let sent_second = chunk_numbers_sent(&requests[1]);
+    assert!(!sent_first.is_empty());
+    // The second turn's budget went to chunks the first did not send.
+    assert!(!sent_second.is_empty(), "{sent_second:?}");
+    assert!(
+        sent_second.iter().all(|n| !sent_first.contains(n)),
+        "{sent_first:?} then {sent_second:?}"
+    );
+    // What the conversation holds is still a source of the follow-up's answer.
+    let first_sources: Vec<&str> = first.sources.iter().map(|s| s.path.as_str()).collect();
+    let second_sources: Vec<&str> = second.sources.iter().map(|s| s.path.as_str()).collect();
+    assert!(
+        first_sources
+            .iter()
+            .all(|path| second_sources.contains(path)),
+        "{first_sources:?} / {second_sources:?}"
+    );
+}

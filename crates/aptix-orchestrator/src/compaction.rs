@@ -293,10 +293,14 @@ impl Orchestrator {
         // A stateful provider's chain starts again from the compacted history.
         state.last_response_id = None;
         state.context = None;
+        // The code earlier turns were sent may be summarised away: sent again when
+        // retrieved again.
+        let context_sent = std::mem::take(&mut state.context_sent);
         let tokens_after = self.estimate(state, body).map_err(|e| e.to_string())?;
         if let Some(before) = before
             && tokens_after >= tokens_before
         {
+            state.context_sent = context_sent;
             // Sending it would overflow again, on this turn and every later one.
             (
                 state.history,

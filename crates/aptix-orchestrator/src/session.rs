@@ -43,6 +43,13 @@ pub struct SessionState {
     /// session stored by an older version, which counted none).
     #[serde(default)]
     pub totals: SessionTotals,
+    /// The ids of the retrieved chunks the conversation holds already: sent in an
+    /// earlier turn's `[CONTEXT]`, and not compacted away since. A later turn does not
+    /// send them again (a follow-up question retrieves much of what the first did;
+    /// sent again, it cost thousands of tokens a turn). Oldest first, at most
+    /// [`MAX_CONTEXT_SENT`](Self::MAX_CONTEXT_SENT).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_sent: Vec<String>,
 }
 
 /// What a session's committed turns add up to.
@@ -189,7 +196,26 @@ impl SessionState {
             context: None,
             compactions: Vec::new(),
             totals: SessionTotals::default(),
+            context_sent: Vec::new(),
         }
+    }
+
+    /// The most chunk ids [`context_sent`](Self::context_sent) keeps; the oldest go
+    /// first (such a chunk is sent again if retrieved again).
+    pub const MAX_CONTEXT_SENT: usize = 4096;
+
+    /// Notes chunks a request carries in its `[CONTEXT]`.
+    pub(crate) fn sent_context<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
+        for id in ids {
+            if !self.context_sent.iter().any(|known| known == id) {
+                self.context_sent.push(id.to_owned());
+            }
+        }
+        let over = self
+            .context_sent
+            .len()
+            .saturating_sub(Self::MAX_CONTEXT_SENT);
+        self.context_sent.drain(..over);
     }
 
     /// The conversation as it happened: [`history`](Self::history) with every

@@ -234,6 +234,26 @@ impl Orchestrator {
                         )),
                     }
                 }
+                // What the conversation holds already (an earlier turn's [CONTEXT]) is
+                // not sent again: the budget goes to what it does not have. Still a
+                // source of this answer.
+                let (in_conversation, retrieved): (Vec<ScoredChunk>, Vec<ScoredChunk>) =
+                    retrieved.into_iter().partition(|scored| {
+                        state
+                            .context_sent
+                            .iter()
+                            .any(|id| id == scored.chunk.id.as_str())
+                    });
+                if !in_conversation.is_empty() {
+                    tracing::debug!(
+                        chunks = in_conversation.len(),
+                        "retrieved chunks the conversation holds already were not sent again"
+                    );
+                }
+                let retrieved_ids: Vec<String> = retrieved
+                    .iter()
+                    .map(|scored| scored.chunk.id.as_str().to_owned())
+                    .collect();
                 let attached = inputs.chunks.len();
                 // Saturating: the count comes from a retriever of anyone's making.
                 let offered = (attached + retrieved.len()).saturating_add(left_by_retriever);
@@ -246,7 +266,17 @@ impl Orchestrator {
                     .saturating_add(packed.past_max_chunks)
                     .saturating_add(left_by_retriever);
                 warnings.extend(packed.left_out_warning(left_out, offered, &query));
-                let sources = packed.kept.iter().map(source_ref).collect();
+                let mut sources: Vec<SourceRef> = packed.kept.iter().map(source_ref).collect();
+                sources.extend(in_conversation.iter().map(source_ref));
+                // Retrieved chunks only: an attachment may be sent cut to its first
+                // lines, and the whole chunk is not in the conversation then.
+                state.sent_context(
+                    packed
+                        .kept
+                        .iter()
+                        .map(|scored| scored.chunk.id.as_str())
+                        .filter(|id| retrieved_ids.iter().any(|retrieved| retrieved == id)),
+                );
                 let (builder, replayed) =
                     self.request_builder(state, &mode, outputs, &mut warnings);
                 let mut builder = builder.instruction(
