@@ -202,7 +202,7 @@ impl SessionState {
 
     /// The most chunk ids [`context_sent`](Self::context_sent) keeps; the oldest go
     /// first (such a chunk is sent again if retrieved again).
-    pub const MAX_CONTEXT_SENT: usize = 4096;
+    pub const MAX_CONTEXT_SENT: usize = 1024;
 
     /// Notes chunks a request carries in its `[CONTEXT]`.
     pub(crate) fn sent_context<'a>(&mut self, ids: impl IntoIterator<Item = &'a str>) {
