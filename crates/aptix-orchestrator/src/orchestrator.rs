@@ -472,6 +472,17 @@ impl Orchestrator {
         });
     }
 
+    /// Why a turn on `session_id` could not start now: the
+    /// [`SessionBusy`](OrchestratorError::SessionBusy) a turn would end with (who holds
+    /// the session, until when), when a live lease holds it; `None` when it is free (or
+    /// the store does not say). For a caller that must refuse a turn before running it
+    /// (a service at capacity) and should say it is the session, not the service, that
+    /// is busy.
+    pub async fn session_busy(&self, session_id: &str) -> Option<OrchestratorError> {
+        let lease = self.store.lease(session_id).await.ok().flatten()?;
+        (!lease.expires_in.is_zero()).then(|| crate::lease::busy(session_id, Some(lease)))
+    }
+
     /// Gives back this instance's lease on a session, for a caller that dropped a
     /// turn's future (Ctrl-C, SIGTERM): a dropped turn cannot release it itself, and
     /// another process would otherwise wait for the lease to expire. Does nothing when

@@ -502,7 +502,7 @@ fn authorize(
         (status = 413, description = "`body_too_large`: over the body limit (default 1 MiB)", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`: the body is not `application/json`, or is sent with a content coding (`Content-Encoding: gzip`), which is not read", body = ErrorBody),
         (status = 500, description = "`internal_error`", body = ErrorBody),
-        (status = 503, description = "`over_capacity` (too many turns in flight; `Retry-After: 1`; a stored turn is answered anyway), `store_unavailable`, or `shutting_down` (the service stopped the turn as it stopped; nothing of it was stored; `Retry-After: 1`)", body = ErrorBody),
+        (status = 503, description = "`over_capacity` (too many turns in flight; `Retry-After: 1`; a stored turn is answered anyway, and a turn on a session running one is 409), `store_unavailable`, or `shutting_down` (the service stopped the turn as it stopped; nothing of it was stored; `Retry-After: 1`)", body = ErrorBody),
         (status = 504, description = "`turn_timeout`: the turn ran past its deadline (default 10 min)", body = ErrorBody),
     ),
     security((), ("bearer" = [])),
@@ -581,7 +581,17 @@ async fn prepare_turn(
         // A turn already stored costs no model call: its retry (what a client sends after
         // losing its connection, often under load) is answered at capacity too.
         Err(_) if is_stored(state, &turn_request).await => None,
+        // A retry of a turn still running (a client that lost its connection) is told
+        // the session is busy, as it would be with room to spare, not that the service
+        // is full.
         Err(_) => {
+            if let Some(busy) = state
+                .orchestrator
+                .session_busy(turn_request.session_id().as_str())
+                .await
+            {
+                return Err(ApiError::from_orchestrator(busy, request_id));
+            }
             let most = state.config.max_concurrent_turns;
             return Err(ApiError::new(
                 ErrorCode::OverCapacity,

@@ -838,6 +838,14 @@ async fn a_second_turn_on_a_busy_session_is_409_and_over_capacity_is_503() {
         (status, body["error"]["code"].as_str()),
         (503, Some("over_capacity"))
     );
+    // At capacity, a turn on a session that is running one (a client's retry after it
+    // lost its connection) is told the session is busy, as with room to spare.
+    let response = server.post(&turn("s2", "t1")).send().await.unwrap();
+    let (status, body) = error_of(response).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("session_busy"))
+    );
 
     provider.open.notify_waiters();
     // Each waiting call takes one wake-up; wake until both have answered.
