@@ -186,7 +186,7 @@ pub(crate) fn run(args: &ServeArgs, env: Env<'_>, runtime: &Runtime) -> Result<u
             () = shutdown_signal() => {}
         }
         note(format_args!(
-            "stopping: no new requests; turns in flight have {} to finish (Ctrl-C again stops them now)",
+            "stopping: no new requests; turns in flight have {} to finish (Ctrl-C or SIGTERM again stops them now)",
             aptix_client::human_duration(grace)
         ));
         let _ = stopping.send(());
