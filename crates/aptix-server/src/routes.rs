@@ -442,7 +442,11 @@ fn single<'h>(
             ViolationCode::DuplicateField,
             format!("the {name} header is sent more than once; send it once"),
         );
-        return Err(unreadable("request's header set", vec![violation], request_id));
+        return Err(unreadable(
+            "request's header set",
+            vec![violation],
+            request_id,
+        ));
     }
     Ok(first)
 }

@@ -602,7 +602,10 @@ async fn a_second_signal_stops_the_turns_at_once() {
     let (status, log) = served.stop().await;
     assert_told_shutting_down(json_turn, streamed_turn).await;
     assert_eq!(status.expect("aptix serve exits").code(), Some(1), "{log}");
-    assert!(log.contains("Ctrl-C or SIGTERM again stops them now"), "{log}");
+    assert!(
+        log.contains("Ctrl-C or SIGTERM again stops them now"),
+        "{log}"
+    );
     assert!(
         log.contains("asked again: 2 turns still running were stopped"),
         "{log}"
