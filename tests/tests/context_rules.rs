@@ -47,15 +47,16 @@ impl Retriever for Careless {
     }
 }
 
-/// The user message's text parts of the one request the turn sent.
-async fn sent_context(
-    budget: usize,
-    request: serde_json::Value,
-) -> (String, aptix_model::contract::AgentExecuteResponse) {
+/// An orchestrator over [`Careless`] with a context budget of `budget` tokens, and its
+/// provider, which answers each of `replies` (response ids) in turn with an empty
+/// completed response.
+fn careless_turns(budget: usize, replies: &[&str]) -> (Arc<FakeProvider>, Orchestrator) {
     let provider = Arc::new(FakeProvider::new());
-    let mut reply = Response::with_id("resp_1");
-    reply.status = Some(aptix_model::wire::ResponseStatus::Completed);
-    provider.push_response(reply);
+    for id in replies {
+        let mut reply = Response::with_id(*id);
+        reply.status = Some(aptix_model::wire::ResponseStatus::Completed);
+        provider.push_response(reply);
+    }
     let config = OrchestratorConfig {
         context_token_budget: budget,
         ..OrchestratorConfig::default()
@@ -66,6 +67,15 @@ async fn sent_context(
             .config(config)
             .build()
             .unwrap();
+    (provider, orchestrator)
+}
+
+/// The user message's text parts of the one request the turn sent.
+async fn sent_context(
+    budget: usize,
+    request: serde_json::Value,
+) -> (String, aptix_model::contract::AgentExecuteResponse) {
+    let (provider, orchestrator) = careless_turns(budget, &["resp_1"]);
     let envelope = orchestrator
         .execute(AgentExecuteRequest::from_json_value(&request).unwrap())
         .await
@@ -192,22 +202,7 @@ fn chunk_numbers_sent(request: &aptix_model::wire::CreateResponseRequest) -> Vec
 async fn a_follow_up_is_not_sent_the_code_the_conversation_holds_already() {
     // A follow-up question retrieves much of what the first did: sent again, the same
     // chunks cost thousands of tokens a turn, and crowd out what the follow-up needs.
-    let provider = Arc::new(FakeProvider::new());
-    for id in ["resp_1", "resp_2"] {
-        let mut reply = Response::with_id(id);
-        reply.status = Some(aptix_model::wire::ResponseStatus::Completed);
-        provider.push_response(reply);
-    }
-    let config = OrchestratorConfig {
-        context_token_budget: 4_000,
-        ..OrchestratorConfig::default()
-    };
-    let orchestrator =
-        Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
-            .retriever(Arc::new(Careless { count: 30 }))
-            .config(config)
-            .build()
-            .unwrap();
+    let (provider, orchestrator) = careless_turns(4_000, &["resp_1", "resp_2"]);
     let ask = |turn: &str| {
         AgentExecuteRequest::from_json_value(
             &json!({"sessionId": "s1", "turnId": turn, "instruction": "where is item_3"}),

@@ -64,6 +64,18 @@ pub(crate) struct Body {
     pub(crate) replayed: usize,
 }
 
+/// The call ids the tool outputs among `items` answer: the new items of a request,
+/// which follow the history they are normalised with.
+pub(crate) fn answered_calls(items: &[InputItem]) -> Vec<&str> {
+    items
+        .iter()
+        .filter_map(|item| match item {
+            InputItem::FunctionCallOutput(output) => Some(output.call_id.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether a failed call's envelope says the context was too long.
 pub(crate) fn is_context_overflow(envelope: &AgentExecuteResponse) -> bool {
     envelope
@@ -184,13 +196,7 @@ impl Orchestrator {
         } else {
             items.get(body.replayed..).unwrap_or_default().to_vec()
         };
-        let answered: Vec<&str> = new_items
-            .iter()
-            .filter_map(|item| match item {
-                InputItem::FunctionCallOutput(output) => Some(output.call_id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let answered = answered_calls(&new_items);
         let (history, _) = normalize_history(state.history.clone(), &answered);
         let lead = history
             .iter()

@@ -21,7 +21,8 @@ use aptix_request::{Continuation, RequestBuilder, ToolOutput, ToolUsageBlock, no
 
 use crate::OrchestratorError;
 use crate::compaction::{
-    Body, is_context_overflow, notice, remember_usage, still_too_long, unkept_compactions,
+    Body, answered_calls, is_context_overflow, notice, remember_usage, still_too_long,
+    unkept_compactions,
 };
 use crate::config::Mode;
 use crate::inputs::{prepare_inputs, read_references};
@@ -885,13 +886,7 @@ fn replay_instead_of_chain(state: &mut SessionState, body: &mut Body) -> String 
             vec![ContentPart::input_text(text)],
         ))],
     };
-    let answered: Vec<&str> = new_items
-        .iter()
-        .filter_map(|item| match item {
-            InputItem::FunctionCallOutput(output) => Some(output.call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered = answered_calls(&new_items);
     let history: Vec<InputItem> = state
         .history
         .iter()

@@ -542,6 +542,23 @@ impl Agent {
             .to_owned()
     }
 
+    /// Sends `session/prompt` of one text block as request `id`, and reads until the
+    /// model's first words are out: the prompt is running, its answer still to come.
+    fn start_prompt(&mut self, id: u64, session_id: &str, text: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+                    "params": {"sessionId": session_id,
+                               "prompt": [{"type": "text", "text": text}]}})
+            .to_string(),
+        );
+        loop {
+            let message = self.next();
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                break;
+            }
+        }
+    }
+
     /// `session/prompt` of one text block on `session_id`.
     fn prompt(&mut self, id: u64, session_id: &str, text: &str) -> Vec<Value> {
         self.request(
@@ -1650,19 +1667,7 @@ async fn a_signal_mid_prompt_answers_the_prompt_cancelled_before_the_agent_ends(
     let server = FaultServer::start(vec![stalled_text("resp_1")]).await;
     let outcome = tokio::task::spawn_blocking(move || {
         let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
-        agent.send(
-            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
-                    "params": {"sessionId": session_id,
-                               "prompt": [{"type": "text", "text": "Think long"}]}})
-            .to_string(),
-        );
-        // The model's first words are out: the prompt is running.
-        loop {
-            let message = agent.next();
-            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-                break;
-            }
-        }
+        agent.start_prompt(7, &session_id, "Think long");
         let killed = Command::new("kill")
             .args(["-TERM", &agent.child.id().to_string()])
             .status()
@@ -1691,18 +1696,7 @@ async fn a_prompt_sent_right_after_a_cancel_waits_for_the_cancelled_one() {
     let server = FaultServer::start(vec![stalled_text("resp_1"), text("resp_2", &["Next."])]).await;
     let outcome = tokio::task::spawn_blocking(move || {
         let (mut agent, session_id) = Agent::with_session(&sandbox, &server);
-        agent.send(
-            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
-                    "params": {"sessionId": session_id,
-                               "prompt": [{"type": "text", "text": "Think long"}]}})
-            .to_string(),
-        );
-        loop {
-            let message = agent.next();
-            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-                break;
-            }
-        }
+        agent.start_prompt(7, &session_id, "Think long");
         agent.send(
             &json!({"jsonrpc": "2.0", "method": "session/cancel",
                     "params": {"sessionId": session_id}})
@@ -1744,18 +1738,7 @@ async fn stdin_closed_mid_prompt_cancels_it_and_releases_its_session() {
             "end_turn",
             "{first:?}"
         );
-        agent.send(
-            &json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
-                    "params": {"sessionId": session_id,
-                               "prompt": [{"type": "text", "text": "Think long"}]}})
-            .to_string(),
-        );
-        loop {
-            let message = agent.next();
-            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-                break;
-            }
-        }
+        agent.start_prompt(7, &session_id, "Think long");
         let (status, stdout, stderr) = agent.finish();
         (sandbox, session_id, status, stdout, stderr)
     })
