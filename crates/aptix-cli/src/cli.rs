@@ -91,7 +91,7 @@ impl Command {
     pub(crate) fn workspace(&self) -> Option<PathBuf> {
         match self {
             Command::Ask(args) => args.workspace.clone(),
-            Command::Index(args) => args.path.clone(),
+            Command::Index(args) => args.folder().map(std::path::Path::to_path_buf),
             Command::Search(args) => args.workspace.clone(),
             Command::Serve(args) => {
                 crate::serve::named_workspace(args, &aptix_runtime::process_env)
@@ -218,6 +218,17 @@ pub(crate) struct IndexArgs {
     /// The workspace to index [default: as for `aptix ask --workspace`]
     #[arg(value_name = "PATH")]
     pub(crate) path: Option<PathBuf>,
+
+    /// The workspace to index, as the other commands name it (the same as PATH)
+    #[arg(long, value_name = "DIR", conflicts_with = "path")]
+    pub(crate) workspace: Option<PathBuf>,
+}
+
+impl IndexArgs {
+    /// The folder named to index, by PATH or `--workspace`.
+    pub(crate) fn folder(&self) -> Option<&std::path::Path> {
+        self.path.as_deref().or(self.workspace.as_deref())
+    }
 }
 
 /// `aptix search`.

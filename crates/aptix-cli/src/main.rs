@@ -87,7 +87,7 @@ fn run(cli: &Cli) -> Result<u8, anyhow::Error> {
                 .build()?;
             ask::run(args, &aptix_runtime::process_env, &runtime)
         }
-        Command::Index(args) => index::run(args.path.as_deref(), &aptix_runtime::process_env),
+        Command::Index(args) => index::run(args.folder(), &aptix_runtime::process_env),
         Command::Search(args) => search::run(args, &aptix_runtime::process_env),
         Command::Inspect(args) => inspect::run(&args.file),
         Command::Serve(args) => {

@@ -70,6 +70,22 @@ fn index_builds_the_index_then_refreshes_only_what_changed() {
         "{}",
         stdout(&changed)
     );
+    // Named as every other command names it: `--workspace DIR`.
+    let named = sandbox
+        .aptix()
+        .args(["index", "--workspace", &sandbox.workspace_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&named), 0, "{}", stderr(&named));
+    assert!(stdout(&named).contains("2 unchanged"), "{}", stdout(&named));
+    // Not both.
+    let both = sandbox
+        .aptix()
+        .args(["index", "--workspace", &sandbox.workspace_arg()])
+        .arg(sandbox.workspace_arg())
+        .output()
+        .unwrap();
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
 }
 
 #[test]
