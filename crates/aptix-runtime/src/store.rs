@@ -279,7 +279,7 @@ async fn open_postgres(
 /// ([`aptix_index::ensure_aptix_dir`]).
 pub(crate) fn ensure_aptix_dir(workspace: &Path) -> Result<PathBuf, Error> {
     aptix_index::ensure_aptix_dir(workspace).map_err(|source| Error::Index {
-        action: "create the folder of",
+        action: "create the index and sessions folder (.aptix/) of",
         path: workspace.to_path_buf(),
         source: Box::new(source),
     })
