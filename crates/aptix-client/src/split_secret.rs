@@ -132,8 +132,13 @@ impl DeltaGuard {
     }
 
     /// Whether `text` ends in the start of the key (at least its first character, not
-    /// all of it: a whole key was scrubbed already).
+    /// all of it: a whole key was scrubbed already), or in a word that may be a masked
+    /// form of it still coming (`sk-proj-****`, whose last characters, which make it
+    /// one, are in a later delta).
     fn may_end_in_the_key(&self, text: &str) -> bool {
+        if crate::redact::key_tail(&self.secret).is_some() && ends_in_a_mask(text) {
+            return true;
+        }
         let secret = self.secret.as_bytes();
         let bytes = text.as_bytes();
         let from = bytes.len().saturating_sub(secret.len() - 1);
@@ -142,6 +147,22 @@ impl DeltaGuard {
             bytes.get(at..).is_some_and(|tail| secret.starts_with(tail))
         })
     }
+}
+
+/// Whether the last word of `text` holds mask characters (`*`, `...`, `…`, `xxxx`), as
+/// the masked forms of a key `redact::scrub` takes out do: the key's last characters may
+/// follow in the next delta.
+fn ends_in_a_mask(text: &str) -> bool {
+    let word_start = text
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || "-_*.…".contains(*c)))
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    let word = &text[word_start..];
+    word.contains('*')
+        || word.contains("...")
+        || word.contains('…')
+        || word.to_ascii_lowercase().contains("xxxx")
 }
 
 /// `event` with its `delta` set to `text`.
@@ -233,6 +254,40 @@ mod tests {
                 Some("response.output_text.done")
             );
         }
+    }
+
+    #[test]
+    fn a_masked_key_split_across_deltas_never_comes_out() {
+        // A server's message echoed by the model: `sk-proj-****...WXYZ`, the mask in one
+        // delta and the key's last characters, which make it one, in the next.
+        let masked = "sk-proj-************************WXYZ";
+        let answer = format!("Incorrect API key provided: {masked}. Check your key");
+        for size in 1..=12 {
+            let events: Vec<SseEvent> = answer
+                .as_bytes()
+                .chunks(size)
+                .enumerate()
+                .map(|(n, chunk)| delta("msg_1", std::str::from_utf8(chunk).unwrap(), n as u64))
+                .chain(std::iter::once(other("response.output_text.done")))
+                .collect();
+            let out = guarded(events);
+            let mut shown = String::new();
+            for event in &out {
+                shown.push_str(&texts(std::slice::from_ref(event)));
+                assert!(!shown.contains("**WXYZ"), "pieces of {size}: {shown}");
+            }
+            assert_eq!(
+                shown, "Incorrect API key provided: [redacted]. Check your key",
+                "pieces of {size}"
+            );
+        }
+        // Markdown's bold is held until its word ends, and comes out as it was.
+        let out = guarded(vec![
+            delta("msg_1", "It is **", 1),
+            delta("msg_1", "done** now", 2),
+            other("response.output_text.done"),
+        ]);
+        assert_eq!(texts(&out), "It is **done** now");
     }
 
     #[test]
