@@ -221,7 +221,7 @@ impl Permission {
 
     /// Whether the user lets the model run `tool` now; the reason the model is told if
     /// not.
-    async fn ask(&self, tool: &str) -> Result<(), String> {
+    async fn ask(&self, tool: &str, arguments: &Value) -> Result<(), String> {
         let refused = || {
             format!(
                 "the user did not allow this call of {tool}; do not call it again unless they ask"
@@ -253,7 +253,15 @@ impl Permission {
         ];
         let request = RequestPermissionRequest::new(
             self.session_id.clone(),
-            ToolCallUpdate::new(call_id, ToolCallUpdateFields::new()),
+            // The call as the editor's card shows it: a client that draws the question
+            // from the request alone (not from the card) shows what is asked.
+            ToolCallUpdate::new(
+                call_id,
+                ToolCallUpdateFields::new()
+                    .title(crate::present::title(tool, arguments))
+                    .kind(crate::present::kind(tool))
+                    .raw_input(arguments.clone()),
+            ),
             options,
         );
         let answer = self
@@ -831,7 +839,9 @@ impl ServerTool for McpTool {
         // Asked once the server is known to be there: a dead server's tool is not put
         // to the user.
         if !self.read_only {
-            self.permission.ask(&self.name).await?;
+            self.permission
+                .ask(&self.name, &Value::Object(arguments.clone()))
+                .await?;
         }
         self.permission.goes_ahead();
         let call = service

@@ -1400,6 +1400,17 @@ async fn the_editors_mcp_servers_are_started_for_the_session_and_their_tools_off
         [&json!("call_close"), &json!("call_close2")],
         "{asked:#?}"
     );
+    // The question names the call as its card does: a client may draw it from the
+    // request alone.
+    let asked_call = &asked[0]["params"]["toolCall"];
+    assert!(
+        asked_call["title"]
+            .as_str()
+            .is_some_and(|title| !title.is_empty()),
+        "{asked_call}"
+    );
+    assert_eq!(asked_call["kind"], "other", "{asked_call}");
+    assert!(asked_call["rawInput"].is_object(), "{asked_call}");
     let options: Vec<&str> = asked[0]["params"]["options"]
         .as_array()
         .unwrap()
