@@ -245,17 +245,11 @@ impl AcpAgent {
                                         "the editor closed stdin: cancelling the prompts running"
                                     );
                                     shared.cancel_all();
-                                    let ended = async {
-                                        while shared.any_running() {
-                                            tokio::time::sleep(std::time::Duration::from_millis(5))
-                                                .await;
-                                        }
-                                    };
-                                    if tokio::time::timeout(STOP_GRACE, ended).await.is_err() {
-                                        tracing::warn!(
-                                            "a prompt did not end within {} s of being cancelled; stopping anyway",
-                                            STOP_GRACE.as_secs()
-                                        );
+                                    if tokio::time::timeout(STOP_GRACE, shared.prompts_ended())
+                                        .await
+                                        .is_err()
+                                    {
+                                        warn_not_ended();
                                     }
                                 }
                                 return None;
@@ -304,9 +298,7 @@ impl AcpAgent {
                 shared.cancel_all();
                 if shared.any_running() {
                     let answered = async {
-                        while shared.any_running() {
-                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                        }
+                        shared.prompts_ended().await;
                         // The answers are written by the connection: a moment more of
                         // it, for them to go out.
                         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -314,9 +306,7 @@ impl AcpAgent {
                     tokio::select! {
                         served = &mut serving => return finish(&shared, served).await,
                         () = answered => {}
-                        () = tokio::time::sleep(STOP_GRACE) => {
-                            tracing::warn!("a prompt did not end within {} s of being cancelled; stopping anyway", STOP_GRACE.as_secs());
-                        }
+                        () = tokio::time::sleep(STOP_GRACE) => warn_not_ended(),
                     }
                 }
                 Ok(())
@@ -470,6 +460,13 @@ impl Shared {
             .iter()
             .filter(|session| session.cancel_running())
             .count()
+    }
+
+    /// Completes once no prompt runs in any session.
+    async fn prompts_ended(&self) {
+        while self.any_running() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 
     /// Whether a prompt is running in any session.
@@ -1070,6 +1067,15 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The end of serving: the editor is gone, so its sessions' MCP servers are stopped,
 /// not left running.
+/// Said when cancelled prompts have not ended within [`STOP_GRACE`] and the agent
+/// stops all the same.
+fn warn_not_ended() {
+    tracing::warn!(
+        "a prompt did not end within {} s of being cancelled; stopping anyway",
+        STOP_GRACE.as_secs()
+    );
+}
+
 async fn finish(
     shared: &Arc<Shared>,
     served: Result<(), agent_client_protocol::Error>,

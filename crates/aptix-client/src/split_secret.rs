@@ -215,6 +215,26 @@ mod tests {
         out.into_iter().map(Result::unwrap).collect()
     }
 
+    /// `answer` streamed in deltas of `size` bytes then `output_text.done`, through a
+    /// guard: the text the events show, checked after each never to hold `never`, and
+    /// the events.
+    fn shown_in_pieces(answer: &str, size: usize, never: &str) -> (String, Vec<SseEvent>) {
+        let events: Vec<SseEvent> = answer
+            .as_bytes()
+            .chunks(size)
+            .enumerate()
+            .map(|(n, chunk)| delta("msg_1", std::str::from_utf8(chunk).unwrap(), n as u64))
+            .chain(std::iter::once(other("response.output_text.done")))
+            .collect();
+        let out = guarded(events);
+        let mut shown = String::new();
+        for event in &out {
+            shown.push_str(&texts(std::slice::from_ref(event)));
+            assert!(!shown.contains(never), "pieces of {size}: {shown}");
+        }
+        (shown, out)
+    }
+
     fn texts(events: &[SseEvent]) -> String {
         events
             .iter()
@@ -227,24 +247,8 @@ mod tests {
     fn a_key_split_anywhere_across_deltas_never_comes_out() {
         let answer = format!("You sent me Bearer {KEY} as your key, thanks");
         for size in 1..=12 {
-            let pieces: Vec<String> = answer
-                .as_bytes()
-                .chunks(size)
-                .map(|chunk| String::from_utf8(chunk.to_vec()).unwrap())
-                .collect();
-            let events: Vec<SseEvent> = pieces
-                .iter()
-                .enumerate()
-                .map(|(n, piece)| delta("msg_1", piece, n as u64))
-                .chain(std::iter::once(other("response.output_text.done")))
-                .collect();
-            let out = guarded(events);
-            let mut shown = String::new();
-            for event in &out {
-                // Never in one event, nor spelt out by those before it.
-                shown.push_str(&texts(std::slice::from_ref(event)));
-                assert!(!shown.contains(KEY), "pieces of {size}: {shown}");
-            }
+            // Never in one event, nor spelt out by those before it.
+            let (shown, out) = shown_in_pieces(&answer, size, KEY);
             assert_eq!(
                 shown, "You sent me Bearer [redacted] as your key, thanks",
                 "pieces of {size}"
@@ -263,19 +267,7 @@ mod tests {
         let masked = "sk-proj-************************WXYZ";
         let answer = format!("Incorrect API key provided: {masked}. Check your key");
         for size in 1..=12 {
-            let events: Vec<SseEvent> = answer
-                .as_bytes()
-                .chunks(size)
-                .enumerate()
-                .map(|(n, chunk)| delta("msg_1", std::str::from_utf8(chunk).unwrap(), n as u64))
-                .chain(std::iter::once(other("response.output_text.done")))
-                .collect();
-            let out = guarded(events);
-            let mut shown = String::new();
-            for event in &out {
-                shown.push_str(&texts(std::slice::from_ref(event)));
-                assert!(!shown.contains("**WXYZ"), "pieces of {size}: {shown}");
-            }
+            let (shown, _) = shown_in_pieces(&answer, size, "**WXYZ");
             assert_eq!(
                 shown, "Incorrect API key provided: [redacted]. Check your key",
                 "pieces of {size}"

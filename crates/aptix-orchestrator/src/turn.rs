@@ -251,7 +251,9 @@ impl Orchestrator {
                         "retrieved chunks the conversation holds already were not sent again"
                     );
                 }
-                let retrieved_ids: Vec<String> = retrieved
+                // Attachments (usually none) are told apart after packing by their ids.
+                let attachment_ids: Vec<String> = inputs
+                    .chunks
                     .iter()
                     .map(|scored| scored.chunk.id.as_str().to_owned())
                     .collect();
@@ -276,7 +278,7 @@ impl Orchestrator {
                         .kept
                         .iter()
                         .map(|scored| scored.chunk.id.as_str())
-                        .filter(|id| retrieved_ids.iter().any(|retrieved| retrieved == id)),
+                        .filter(|id| !attachment_ids.iter().any(|attached| attached == id)),
                 );
                 let (builder, replayed) =
                     self.request_builder(state, &mode, outputs, &mut warnings);
@@ -808,13 +810,7 @@ impl Orchestrator {
         chained: bool,
         response: Response,
     ) {
-        let sent = match sent {
-            Input::Items(items) => items,
-            Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
-                Role::User,
-                vec![ContentPart::input_text(text)],
-            ))],
-        };
+        let sent = input_items(sent);
         if !chained && !state.history.is_empty() {
             // A body that continues a session without a chain (stateless, or a chain
             // started again after a compaction) already starts with the whole history.
@@ -828,18 +824,12 @@ impl Orchestrator {
         } = response;
         let mut outputs: Vec<InputItem> = output
             .into_iter()
-            // Without server state a reasoning item can only be replayed with its
-            // encrypted content; otherwise the provider cannot resolve it.
-            .filter(|item| {
-                !stateless
-                    || !matches!(item, OutputItem::Reasoning(r) if r.encrypted_content.is_none())
-            })
             .map(OutputItem::into_input_item)
-            .map(|item| {
+            .filter_map(|item| {
                 if stateless {
-                    without_item_id(item)
+                    replayable_without_state(item)
                 } else {
-                    item
+                    Some(item)
                 }
             })
             .collect();
@@ -879,20 +869,13 @@ fn is_chain_lost(envelope: &AgentExecuteResponse) -> bool {
 /// outputs.
 fn replay_instead_of_chain(state: &mut SessionState, body: &mut Body) -> String {
     let lost = body.request.previous_response_id.take().unwrap_or_default();
-    let new_items = match std::mem::take(&mut body.request.input) {
-        Input::Items(items) => items,
-        Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
-            Role::User,
-            vec![ContentPart::input_text(text)],
-        ))],
-    };
+    let new_items = input_items(std::mem::take(&mut body.request.input));
     let answered = answered_calls(&new_items);
     let history: Vec<InputItem> = state
         .history
         .iter()
-        .filter(|item| !matches!(item, InputItem::Reasoning(r) if r.encrypted_content.is_none()))
         .cloned()
-        .map(without_item_id)
+        .filter_map(replayable_without_state)
         .collect();
     let (history, _) = normalize_history(history, &answered);
     state.history.clone_from(&history);
@@ -903,6 +886,27 @@ fn replay_instead_of_chain(state: &mut SessionState, body: &mut Body) -> String 
     input.extend(new_items);
     body.request.input = Input::Items(input);
     lost
+}
+
+/// The items of a request's input; its plain-text form is one user message.
+fn input_items(input: Input) -> Vec<InputItem> {
+    match input {
+        Input::Items(items) => items,
+        Input::Text(text) => vec![InputItem::Message(aptix_model::wire::InputMessage::new(
+            Role::User,
+            vec![ContentPart::input_text(text)],
+        ))],
+    }
+}
+
+/// `item` as a history replayed without server state carries it: without the id the
+/// provider gave it ([`without_item_id`]), and `None` for a reasoning item without
+/// encrypted content, which only the provider's state could resolve.
+fn replayable_without_state(item: InputItem) -> Option<InputItem> {
+    match item {
+        InputItem::Reasoning(reasoning) if reasoning.encrypted_content.is_none() => None,
+        item => Some(without_item_id(item)),
+    }
 }
 
 /// `item` without the id the provider gave it, for a history replayed without server
