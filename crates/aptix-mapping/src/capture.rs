@@ -62,6 +62,29 @@ pub fn map_capture(bytes: &[u8], turn: &TurnContext) -> Mapped {
     }
 }
 
+/// Whether `bytes` look like something [`map_capture`] reads: an SSE stream (its first
+/// non-blank line is an SSE field or comment), or a JSON object with a member a
+/// `/v1/responses` reply, an error body or a saved envelope has (`id`, `object`,
+/// `output`, `status`, `error`, or `kind` with `rawResponseJson`). `map_capture` maps
+/// anything else to an `invalid_response_body` envelope, as the orchestrator would map
+/// such a reply; a front end reading a file the user named (`aptix inspect`) can ask
+/// this first and say the file is not a capture at all.
+pub fn is_capture(bytes: &[u8]) -> bool {
+    if looks_like_sse(bytes) {
+        return true;
+    }
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(object)) => {
+            ["id", "object", "output", "status", "error"]
+                .iter()
+                .any(|member| object.contains_key(*member))
+                || (object.contains_key("kind") && object.contains_key("rawResponseJson"))
+        }
+        _ => false,
+    }
+}
+
 /// Whether the first non-blank line is an SSE field or comment.
 fn looks_like_sse(bytes: &[u8]) -> bool {
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);

@@ -26,7 +26,8 @@
 //!   result. The envelope of a folded stream is the envelope of its final response.
 //!   A front end that shows the deltas as they come passes them through
 //!   [`ShownAnswer`], which skips the text a model call sent again repeats.
-//! - **Captures.** [`map_capture`] maps a saved body of unknown kind (`aptix inspect`).
+//! - **Captures.** [`map_capture`] maps a saved body of unknown kind (`aptix inspect`);
+//!   [`is_capture`] tells whether a file is one at all.
 //!
 //! # Decisions
 //!
@@ -103,7 +104,7 @@ mod map;
 mod stream;
 mod warning;
 
-pub use capture::map_capture;
+pub use capture::{is_capture, map_capture};
 pub use context::{Mapped, TurnContext};
 pub use error::MappingError;
 pub use fold::{AnswerText, FoldedStream, RetryCause, ShownAnswer, StreamDelta, StreamFold};

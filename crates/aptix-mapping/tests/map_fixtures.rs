@@ -7,7 +7,9 @@
 //! assertions of the key fields from the table below, written from the fixtures by hand,
 //! so that a wrong snapshot cannot be accepted without a test failing.
 
-use aptix_mapping::{Mapped, TurnContext, map_capture, map_error_body, map_response_body};
+use aptix_mapping::{
+    Mapped, TurnContext, is_capture, map_capture, map_error_body, map_response_body,
+};
 use aptix_model::contract::{
     AgentToolCall, FinishReason, Kind, LlmUsage, RateLimitInfo, SourceRef,
 };
@@ -318,6 +320,7 @@ fn captures_map_as_inspect_shows_them() {
         .filter(|name| name.starts_with("response_") || name.starts_with("error_"))
     {
         let body = read_fixture(&name);
+        assert!(is_capture(&body), "{name}");
         let captured = map_capture(&body, &turn());
         let direct = if name.starts_with("error_") {
             map_error_body(status_of(&name), &body, &turn())

@@ -179,3 +179,43 @@ fn a_missing_capture_is_an_error_naming_the_file() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_file_that_is_no_capture_is_a_usage_error_not_an_envelope() {
+    let sandbox = Sandbox::new();
+    for (input, what) in [
+        (
+            "# My project\n\nSome notes.\n",
+            "neither JSON nor an SSE stream",
+        ),
+        (
+            "{\"name\": \"my-package\", \"version\": \"1.0.0\"}",
+            "JSON, but not a reply",
+        ),
+        ("[1, 2, 3]", "JSON, but not a reply"),
+        ("  \n", "it is empty"),
+    ] {
+        let output = sandbox
+            .aptix()
+            .args(["inspect", "-"])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 2, "{input:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty(), "{input:?}");
+        let said = stderr(&output);
+        assert!(
+            said.contains("standard input is not a captured reply") && said.contains(what),
+            "{input:?}: {said}"
+        );
+    }
+    // A body that is a reply's object, however broken, is still inspected.
+    let output = sandbox
+        .aptix()
+        .args(["inspect", "-"])
+        .write_stdin("{\"id\": \"resp_1\", \"output\": 7}")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(stdout_json(&output)["errorCode"], "invalid_response_body");
+}
