@@ -1134,10 +1134,7 @@ fn bounded_error_reply(line: String) -> String {
 fn cut_texts(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::String(text) if text.len() > MAX_ERROR_ECHO => {
-            let mut end = MAX_ERROR_ECHO;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = text.floor_char_boundary(MAX_ERROR_ECHO);
             *text = format!("{}... ({} bytes in all)", &text[..end], text.len());
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(cut_texts),

@@ -315,11 +315,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut end = max;
-    while end > 0 && !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut cut = text.get(..end).unwrap_or_default().to_owned();
+    let mut cut = text[..text.floor_char_boundary(max)].to_owned();
     cut.push_str("...");
     cut
 }

@@ -192,10 +192,7 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
             continue;
         }
         let body = header.end();
-        let mut window = (body + MAX_KEY_BYTES).min(text.len());
-        while !text.is_char_boundary(window) {
-            window -= 1;
-        }
+        let window = text.floor_char_boundary(body + MAX_KEY_BYTES);
         // An END line counts when only key text lies between: in a file about keys,
         // the next block's END may be far down, past code that is not one.
         let stop = match end.find(&text[body..window]) {

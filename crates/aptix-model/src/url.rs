@@ -181,11 +181,7 @@ fn mask_parameter(text: &str, name: &str) -> String {
                     _ => end += 1,
                 }
             }
-            let mut end = end.min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
-            end
+            text.ceil_char_boundary(end)
         } else {
             text[cursor..]
                 .find(['&', '#', ' ', '\t', '\n'])

@@ -35,10 +35,7 @@ pub(crate) fn cap_result(mut text: String) -> String {
     if text.len() <= MAX_RESULT_BYTES {
         return text;
     }
-    let mut end = MAX_RESULT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(MAX_RESULT_BYTES);
     let left = text.len() - end;
     text.truncate(end);
     text.push_str(&format!(

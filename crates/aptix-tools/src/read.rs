@@ -193,10 +193,7 @@ impl ReadFile {
                     // One line longer than a whole call (minified code, a one-line JSON
                     // fixture): its start, said to be cut, rather than nothing, which a
                     // model would ask for again and again.
-                    let mut keep = MAX_BYTES - width - 3;
-                    while !line.is_char_boundary(keep) {
-                        keep -= 1;
-                    }
+                    let keep = line.floor_char_boundary(MAX_BYTES - width - 3);
                     let _ = writeln!(content, "{number:>width$}| {}", &line[..keep]);
                     end = number;
                     long_line = Some((number, line.len()));

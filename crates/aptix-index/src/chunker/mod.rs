@@ -81,11 +81,7 @@ pub(crate) fn headings<'a>(content: &'a str, language: &str) -> Vec<&'a str> {
         if title.is_empty() {
             continue;
         }
-        let mut end = title.len().min(120);
-        while !title.is_char_boundary(end) {
-            end -= 1;
-        }
-        out.push(&title[..end]);
+        out.push(&title[..title.floor_char_boundary(120)]);
         if out.len() == MAX_HEADINGS {
             break;
         }
