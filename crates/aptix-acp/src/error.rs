@@ -87,19 +87,24 @@ pub(crate) fn from_error_envelope(envelope: &AgentExecuteResponse) -> RpcError {
         .error_message
         .as_deref()
         .unwrap_or("the provider reported an error");
-    let advice = match code {
-        "invalid_api_key" | "401" => {
-            " Check OPENAI_API_KEY in the environment the editor starts `aptix acp` with."
+    // A sentence of its own after the message, as an editor shows it.
+    let advice = match aptix_client::remedy(code, message) {
+        Some(remedy) => {
+            let said = remedy.to_string();
+            let mut chars = said.chars();
+            let first: String = chars
+                .next()
+                .into_iter()
+                .flat_map(char::to_uppercase)
+                .collect();
+            let key_from = if remedy == aptix_client::Remedy::CheckKey {
+                ", in the environment the editor starts `aptix acp` with"
+            } else {
+                ""
+            };
+            format!(" {first}{}{key_from}.", chars.as_str())
         }
-        "insufficient_quota" => {
-            " The account's credit or plan limit is used up; retrying will not help until billing is fixed."
-        }
-        "rate_limit_exceeded" | "429" => " The provider is rate limiting; try again shortly.",
-        // Both a provider never reached and a stream that kept breaking after it began.
-        "transport_error" | "timeout" => {
-            " The connection to the provider failed or kept breaking: try again; if it goes on, check base_url (aptix.toml, OPENAI_BASE_URL) and the network."
-        }
-        _ => "",
+        None => String::new(),
     };
     internal(format!(
         "the model call failed: {message} ({code}).{advice}"

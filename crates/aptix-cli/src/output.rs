@@ -97,53 +97,41 @@ pub(crate) fn read_file_or_stdin(path: &std::path::Path) -> io::Result<Vec<u8>> 
     }
 }
 
-/// The setting that bounds the wait a timeout's `message` names (`connect timeout after
-/// 1s`: the client's kinds of timeout), or all three when it names none of them.
-fn timeout_setting(message: &str) -> &'static str {
+/// The flag (and `aptix.toml` key) that bounds a wait of this kind, or all three when
+/// the error named none.
+fn timeout_setting(kind: Option<aptix_client::TimeoutKind>) -> &'static str {
     use aptix_client::TimeoutKind;
-    // Read as the client spells a timeout (`TimeoutKind`'s name, then "timeout").
-    let names = |kind: TimeoutKind| message.contains(&format!("{kind} timeout"));
-    if names(TimeoutKind::StreamIdle) {
-        "--stream-idle-timeout (silence mid-answer; stream_idle_timeout in aptix.toml)"
-    } else if names(TimeoutKind::Connect) {
-        "--connect-timeout (connect_timeout in aptix.toml)"
-    } else if names(TimeoutKind::Request) {
-        "--request-timeout (the whole reply; request_timeout in aptix.toml)"
-    } else {
-        "--request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+    match kind {
+        Some(TimeoutKind::StreamIdle) => {
+            "--stream-idle-timeout (silence mid-answer; stream_idle_timeout in aptix.toml)"
+        }
+        Some(TimeoutKind::Connect) => "--connect-timeout (connect_timeout in aptix.toml)",
+        Some(TimeoutKind::Request) => {
+            "--request-timeout (the whole reply; request_timeout in aptix.toml)"
+        }
+        _ => {
+            "--request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+        }
     }
 }
 
-/// What to do about a failure of this error code, on stderr: the notes `ask` and
-/// `ask --schema` give for a rejected key, a timeout, a server not reached and no quota.
-/// `message` is the error's: a connection that broke after the server began its reply
-/// reached the server, and is told to check the network rather than base_url.
+/// What to do about a failure of this error code, on stderr
+/// ([`aptix_client::remedy`]), the settings named by their flags where the command
+/// has them: the notes `ask` and `ask --schema` give for a rejected key, a timeout, a
+/// server not reached, a connection broken mid-reply, rate limits and no quota.
 pub(crate) fn note_for_error_code(code: &str, message: &str) {
-    match code {
-        "invalid_api_key" => note(format_args!("check OPENAI_API_KEY")),
-        "timeout" => note(format_args!(
+    use aptix_client::Remedy;
+    match aptix_client::remedy(code, message) {
+        Some(Remedy::RaiseTimeout(kind)) => note(format_args!(
             "if the server is slow rather than gone, raise {}",
-            timeout_setting(message)
+            timeout_setting(kind)
         )),
-        "transport_error" if broke_during_reply(message) => note(format_args!(
-            "the server answered, but the connection broke while its reply arrived: try again; if it goes on, check the network (a proxy, a VPN) between here and the server"
-        )),
-        "transport_error" => note(format_args!(
+        Some(Remedy::CheckServer) => note(format_args!(
             "check that the server runs and that base_url (--base-url, OPENAI_BASE_URL, aptix.toml) names it"
         )),
-        "insufficient_quota" => note(format_args!(
-            "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed"
-        )),
-        _ => {}
+        Some(remedy) => note(format_args!("{remedy}")),
+        None => {}
     }
-}
-
-/// Whether a transport error's message is that of a reply already arriving: the
-/// client's `TransportPhase::ReadBody` ("transport error while reading the reply body:
-/// ..."), said in its own words.
-fn broke_during_reply(message: &str) -> bool {
-    let phase = aptix_client::TransportPhase::ReadBody;
-    message.contains(&format!("while {phase}:"))
 }
 
 /// Writes `warning: ...` on stderr.
@@ -472,16 +460,6 @@ mod tests {
     use super::{for_terminal, timeout_setting};
 
     #[test]
-    fn a_connection_broken_mid_reply_is_told_apart_from_a_server_not_reached() {
-        assert!(super::broke_during_reply(
-            "transport error while reading the reply body: the connection was lost after 7 event(s) (reset) (gave up after 5 attempts)"
-        ));
-        assert!(!super::broke_during_reply(
-            "transport error while connecting: connection refused"
-        ));
-    }
-
-    #[test]
     fn a_terminal_is_shown_control_characters_not_told_to_obey_them() {
         // A title change, a clipboard write (OSC 52), a bell and a line hidden by `\r`.
         let hostile = "ok\u{1b}]0;PWNED\u{7}\u{1b}]52;c;ZXZpbA==\u{7}done\rX\u{9b}31m";
@@ -517,14 +495,14 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_hint_names_the_setting_of_the_wait_that_ran_out() {
+    fn a_timeout_hint_names_the_flag_of_the_wait_that_ran_out() {
+        use aptix_client::TimeoutKind;
         assert!(
-            timeout_setting("no reply: stream idle timeout after 1s (gave up after 5 attempts)")
-                .starts_with("--stream-idle-timeout")
+            timeout_setting(Some(TimeoutKind::StreamIdle)).starts_with("--stream-idle-timeout")
         );
-        let connect = timeout_setting("connect timeout after 1s");
+        let connect = timeout_setting(Some(TimeoutKind::Connect));
         assert!(connect.starts_with("--connect-timeout") && !connect.contains("--request-timeout"));
-        assert!(timeout_setting("request timeout after 10m").starts_with("--request-timeout ("));
-        assert!(timeout_setting("timed out").contains("--connect-timeout"));
+        assert!(timeout_setting(Some(TimeoutKind::Request)).starts_with("--request-timeout ("));
+        assert!(timeout_setting(None).contains("--connect-timeout"));
     }
 }

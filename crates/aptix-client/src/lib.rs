@@ -40,6 +40,9 @@
 //! - **The key is a secret.** It is held in a `secrecy` type, sent in a header marked
 //!   sensitive, scrubbed from anything a server echoes back, and absent from every
 //!   `Debug` output, error and trace.
+//! - **A failure says what to do.** [`remedy`] reads a failure's code and message (a
+//!   [`ClientError::code`], or a provider's own code such as `insufficient_quota`) into
+//!   the fix a person can make; every front end words its advice from it.
 //!
 //! **Architecture invariant:** the only crate that touches the network. It knows the
 //! wire, not the Aptix envelope's meaning, sessions or retrieval.
@@ -105,7 +108,9 @@ mod error;
 mod fake;
 mod provider;
 mod redact;
+mod remedy;
 pub use redact::Redactor;
+pub use remedy::{Remedy, remedy};
 pub mod retry;
 mod stream;
 
