@@ -29,6 +29,9 @@ use crate::workspace;
 
 /// `aptix acp`.
 #[derive(Debug, Args)]
+// Only `ask --schema` asks for a shape: the setting is read (a config file may set it
+// for `ask`), but the flag is not offered here.
+#[command(mut_arg("schema_strategy", |arg| arg.hide(true)))]
 pub(crate) struct AcpArgs {
     /// Use this workspace for every session instead of the folder the editor opens
     /// each session in (its `cwd`)

@@ -25,6 +25,9 @@ use crate::workspace;
 /// `aptix serve`. Each of its own settings is also a key in the config files and an
 /// `APTIX_<KEY>` variable (`aptix_runtime::ServeLayer`).
 #[derive(Debug, Args)]
+// Only `ask --schema` asks for a shape: the setting is read (a config file may set it
+// for `ask`), but the flag is not offered here.
+#[command(mut_arg("schema_strategy", |arg| arg.hide(true)))]
 pub(crate) struct ServeArgs {
     /// The workspace whose settings, sessions and index the service uses [default: as
     /// for `aptix ask`] [env: APTIX_WORKSPACE]
