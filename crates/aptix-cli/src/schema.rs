@@ -246,6 +246,11 @@ fn failed(error: SchemaError, json: bool) -> Result<u8, anyhow::Error> {
             }
         }
     }
+    if let Some(SchemaError::Exhausted { .. }) = schema_error {
+        crate::output::note(format_args!(
+            "the model's answers never matched the schema: a model that follows instructions more closely, or another --schema-strategy (native_schema, tool_call, json_object, prompt_only; schema_strategy in aptix.toml), may do better"
+        ));
+    }
     if let Some(SchemaError::Stopped {
         reason: StopReason::Incomplete { reason },
         ..

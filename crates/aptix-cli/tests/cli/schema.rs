@@ -358,6 +358,8 @@ async fn with_json_a_request_with_no_solution_still_prints_why_on_stdout() {
     let text = stderr(&output);
     assert_eq!(text.matches("error: ").count(), 1, "{text}");
     assert!(text.contains("error: no valid solution"), "{text}");
+    // What to try next.
+    assert!(text.contains("another --schema-strategy"), "{text}");
     assert!(!String::from_utf8_lossy(&output.stdout).contains(SECRET_KEY));
 }
 
