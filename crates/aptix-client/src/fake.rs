@@ -25,6 +25,7 @@ use crate::stream::EventStream;
 
 /// Which method received a recorded request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallKind {
     /// [`ResponsesProvider::create`].
     Create,

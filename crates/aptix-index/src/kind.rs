@@ -29,6 +29,7 @@ use std::fmt;
 /// The role of a file in its workspace, from [`classify`]; stored on every chunk as the
 /// `kind` metadata and usable in scope conditions (`kind == source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum FileKind {
     /// Code of the project itself.
     Source,

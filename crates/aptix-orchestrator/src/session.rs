@@ -84,6 +84,7 @@ pub struct ContextUsage {
 /// Why a session was compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompactionReason {
     /// The next request was estimated above the compaction threshold.
     Threshold,
@@ -104,6 +105,7 @@ impl CompactionReason {
 /// How a session was compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompactionMethod {
     /// The provider's `/responses/compact` endpoint.
     Endpoint,

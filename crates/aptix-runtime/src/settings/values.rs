@@ -9,6 +9,7 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ApiKind {
     /// `POST {base_url}/responses`.
     Responses,
