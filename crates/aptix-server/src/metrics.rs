@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use aptix_client::{Capabilities, ClientError, EventStream, ProviderResponse, ResponsesProvider};
 use aptix_model::contract::{AgentExecuteResponse, Kind};
-use aptix_model::wire::CreateResponseRequest;
+use aptix_model::wire::{CompactRequest, CompactResponse, CreateResponseRequest};
 use async_trait::async_trait;
 use futures_util::Stream;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -560,6 +560,13 @@ impl ResponsesProvider for TimedProvider {
         TimedProvider::timed_stream(timer, result)
     }
 
+    async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
+        let mut timer = CallTimer::begin(&self.metrics, "compact");
+        let result = self.inner.compact(request).await;
+        timer.end(if result.is_ok() { "ok" } else { "error" });
+        result
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
@@ -661,6 +668,39 @@ mod tests {
         let mut envelope = AgentExecuteResponse::new(Kind::Error);
         envelope.error_code = Some(code.to_owned());
         envelope
+    }
+
+    #[test]
+    fn every_call_of_the_provider_goes_through_and_is_timed() {
+        // A method left to the trait's default would answer `Unsupported` while the
+        // inner provider's capabilities still claim it: the service then summarised by
+        // a model call where `aptix ask` used the provider's compaction.
+        let fake = Arc::new(aptix_client::FakeProvider::new());
+        fake.push_compacted(CompactResponse {
+            id: "cmp_1".to_owned(),
+            ..CompactResponse::default()
+        });
+        let metrics = Metrics::new();
+        let timed = TimedProvider::new(fake.clone(), metrics.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let compacted = runtime
+            .block_on(timed.compact(&CompactRequest {
+                model: "m".to_owned(),
+                ..CompactRequest::default()
+            }))
+            .unwrap();
+        assert_eq!(compacted.id, "cmp_1");
+        assert_eq!(fake.calls().len(), 1);
+        let text = metrics.encode();
+        assert!(
+            text.contains(
+                "aptix_provider_call_duration_seconds_count{call=\"compact\",outcome=\"ok\"} 1"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
