@@ -3,7 +3,7 @@
 # `postgresql` package's binaries (installed when missing and possible).
 #
 #   scripts/test-postgres.sh start DIR [--durable]   # prints the server's URL on stdout
-#   scripts/test-postgres.sh stop DIR
+#   scripts/test-postgres.sh stop DIR                   # stops it and deletes DIR, data and all
 #   scripts/test-postgres.sh database URL               # a new empty database; prints its URL
 #
 # `start` creates a cluster in DIR/data (initdb, trust authentication, user `postgres`)

@@ -965,6 +965,17 @@ mod postgres {
             .unwrap();
         let text = aptix_model::error_chain(&error);
         assert!(!text.contains("percent-encoded"), "{text}");
+        // An `@` in the query is the query's: the URL is read, and the connection to
+        // its (closed) port is what fails.
+        let error = PgSessionStore::connect(
+            "postgres://aptix@127.0.0.1:1/aptix?application_name=me@laptop",
+            1,
+        )
+        .await
+        .err()
+        .unwrap();
+        let text = aptix_model::error_chain(&error);
+        assert!(!text.contains("percent-encoded"), "{text}");
     }
 
     /// A plain connection to `database`, to read and write its tables directly.
@@ -1158,6 +1169,40 @@ mod postgres {
                 .await
                 .unwrap()
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_role_not_granted_the_tables_is_told_to_grant_them_not_to_migrate() {
+        // The schema is up to date; what the role lacks is the right to read it. It was
+        // told to start Aptix with the owner's role, which had been done already.
+        let (database, owner_store) = fresh().await;
+        drop(owner_store);
+        let raw = connect_raw(&database).await;
+        let role = format!("nogrant_{}", std::process::id());
+        raw.batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role};
+             CREATE ROLE {role} LOGIN;
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+             GRANT USAGE ON SCHEMA public TO {role};"
+        ))
+        .await
+        .unwrap();
+        let error = PgSessionStore::connect(&database.url_as(&role), 1)
+            .await
+            .err()
+            .unwrap();
+        let text = aptix_model::error_chain(&error);
+        assert!(
+            text.contains("grant it USAGE on their schema and SELECT, INSERT, UPDATE, DELETE")
+                && !text.contains("create or alter"),
+            "{text}"
+        );
+        raw.batch_execute(&format!(
+            "REVOKE USAGE ON SCHEMA public FROM {role};
+             DROP ROLE {role};"
+        ))
+        .await
+        .unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,6 +56,17 @@ impl StoreLocation {
             return Ok(StoreLocation::Sqlite(sessions_path(workspace)));
         };
         let lower = text.to_ascii_lowercase();
+        // Quotes kept as part of the value (`docker --env-file`, systemd's
+        // `Environment=`, a shell's nested quoting): read as a path, the URL would
+        // become a SQLite file in folders named after it, password and all.
+        let unquoted = text.trim_matches(['"', '\'']);
+        if unquoted.len() != text.len() {
+            return Err(Error::config(format!(
+                "the session store `{}` is quoted: the quotes are part of the value (an env \
+                 file or a unit file keeps them); remove them",
+                shown_store_text(unquoted)
+            )));
+        }
         for scheme in ["postgres://", "postgresql://"] {
             if lower.starts_with(scheme) {
                 // A scheme is case-insensitive; the PostgreSQL driver reads only the
@@ -99,6 +110,15 @@ impl StoreLocation {
                 },
             )));
         }
+        // A URL whose scheme is misspelt (`postgres//...`, `postgresql:/...`,
+        // `http+postgres...`) is not a file name either.
+        if lower.contains("://") || lower.starts_with("postgres") {
+            return Err(Error::config(format!(
+                "the session store `{}` is neither a PostgreSQL URL nor a file path: expected \
+                 postgres://user:password@host/db (PostgreSQL) or a SQLite file path",
+                shown_store_text(text)
+            )));
+        }
         Ok(StoreLocation::Sqlite(workspace.join(text)))
     }
 
@@ -108,6 +128,27 @@ impl StoreLocation {
             StoreLocation::Postgres(url) => redact_url(url),
             StoreLocation::Sqlite(path) => path.display().to_string(),
         }
+    }
+}
+
+/// A `store` value that is not one, as it may be shown in an error: its password (and
+/// whatever could be one: the text between the first `:` after `//` and the last `@`)
+/// masked.
+fn shown_store_text(text: &str) -> String {
+    match text.rfind('@') {
+        Some(at) => {
+            let start = text.find("//").map_or(0, |slashes| slashes + 2);
+            let user_end = text
+                .get(start..at)
+                .and_then(|userinfo| userinfo.find(':'))
+                .map_or(at, |colon| start + colon);
+            format!(
+                "{}:***{}",
+                text.get(..user_end).unwrap_or_default(),
+                text.get(at..).unwrap_or_default()
+            )
+        }
+        None => text.to_owned(),
     }
 }
 
@@ -521,6 +562,32 @@ mod tests {
             error.contains("unsupported scheme `mysql`") && !error.contains("hunter2"),
             "{error}"
         );
+        // A URL quoted (an env file keeps the quotes) or with its scheme misspelt is
+        // refused, not made a SQLite file in folders named after it, password and all.
+        for (text, why) in [
+            ("\"postgres://u:hunter2@db/aptix\"", "is quoted"),
+            ("'postgres://u:hunter2@db/aptix'", "is quoted"),
+            (
+                "postgres//u:hunter2@db/aptix",
+                "neither a PostgreSQL URL nor a file path",
+            ),
+            (
+                "postgresql//u:hunter2@db/aptix",
+                "neither a PostgreSQL URL nor a file path",
+            ),
+            (
+                "db+postgres ://u:hunter2@db/aptix",
+                "neither a PostgreSQL URL nor a file path",
+            ),
+        ] {
+            let error = at(Some(text)).unwrap_err();
+            assert!(error.is_config(), "{text}");
+            let error = error.to_string();
+            assert!(
+                error.contains(why) && !error.contains("hunter2") && error.contains("u:***@db"),
+                "{text}: {error}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -449,8 +449,15 @@ impl PgStore {
                     .is_some_and(|(userinfo, _)| userinfo.contains(marks))
             })
         };
+        // An `@` in the query of a URL whose start is clean (`?application_name=me@x`
+        // after at most one `@` and no `#`) is the query's, not the password's.
+        let query_at = url.split_once("://").is_some_and(|(_, rest)| {
+            rest.split_once('?').is_some_and(|(before, query)| {
+                query.contains('@') && !before.contains('#') && before.matches('@').count() <= 1
+            })
+        });
         const ESCAPING: &str = "invalid PostgreSQL URL (a password holding @, /, ? or # is written percent-encoded: %40, %2F, %3F, %23)";
-        if unescaped(&['@']) {
+        if !query_at && unescaped(&['@']) {
             return Err(OrchestratorError::store(
                 "open",
                 AtTarget {
@@ -560,7 +567,24 @@ impl PgStore {
                     &[],
                 )
                 .await
-                .map_err(fail)?
+                .map_err(|error| {
+                    // The schema is there: what this role lacks is the right to use it,
+                    // not to create it.
+                    if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+                        OrchestratorError::store(
+                            "open",
+                            AtTarget {
+                                what: "cannot read the schema's version (this role may not \
+                                       read Aptix's tables: grant it USAGE on their schema and \
+                                       SELECT, INSERT, UPDATE, DELETE on the aptix_* tables) of",
+                                target: self.target.clone(),
+                                source: Box::new(error),
+                            },
+                        )
+                    } else {
+                        fail(error)
+                    }
+                })?
                 .get(0);
             if current == supported {
                 return Ok(());
