@@ -26,20 +26,30 @@ use aptix_model::wire::FunctionTool;
 /// `read_file` gives (64 KiB; a result goes to the model twice, as the call's output and
 /// in `[TOOL_RESULTS]`, so a larger one would crowd a 128k-token window by itself): the
 /// rest is cut, and the model told how much was left out. Whatever the tool (a user's
-/// [`TypedTool`], an editor's MCP server), no one result fills the context.
+/// [`TypedTool`], an editor's MCP server), no one result fills the context. A smaller
+/// window gives less: see [`result_bytes_for`].
 pub(crate) const MAX_RESULT_BYTES: usize = 64 * 1024;
 
-/// `text` cut to [`MAX_RESULT_BYTES`] at a character boundary, saying how much was
-/// left out.
-pub(crate) fn cap_result(mut text: String) -> String {
-    if text.len() <= MAX_RESULT_BYTES {
+/// The most bytes of one tool result for a model whose context window is
+/// `window_tokens`: an eighth of the window at about 4 bytes a token (the result is
+/// sent twice, so a quarter of the window), [`MAX_RESULT_BYTES`] at most and 2 KiB at
+/// least. A 12 KB file read whole into an 8k window overflowed it by itself, and the
+/// model, asked again, read it again.
+pub(crate) fn result_bytes_for(window_tokens: u64) -> usize {
+    let eighth = usize::try_from(window_tokens / 2).unwrap_or(usize::MAX);
+    eighth.clamp(2 * 1024, MAX_RESULT_BYTES)
+}
+
+/// `text` cut to `max_bytes` at a character boundary, saying how much was left out.
+pub(crate) fn cap_result(mut text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
         return text;
     }
-    let end = text.floor_char_boundary(MAX_RESULT_BYTES);
+    let end = text.floor_char_boundary(max_bytes);
     let left = text.len() - end;
     text.truncate(end);
     text.push_str(&format!(
-        "\n[cut: {left} more bytes of this result were left out]"
+        "\n[cut: {left} more bytes of this result were left out; ask for less at a time]"
     ));
     text
 }
@@ -220,18 +230,31 @@ mod tests {
 
     #[test]
     fn a_result_over_the_cap_is_cut_at_a_character_and_says_how_much() {
-        assert_eq!(cap_result("small".to_owned()), "small");
+        assert_eq!(cap_result("small".to_owned(), MAX_RESULT_BYTES), "small");
         // One byte, then two-byte characters: the cut falls inside one, and is moved
         // back to its start.
-        let big = cap_result(format!("a{}", "é".repeat(MAX_RESULT_BYTES)));
+        let big = cap_result(
+            format!("a{}", "é".repeat(MAX_RESULT_BYTES)),
+            MAX_RESULT_BYTES,
+        );
         let (kept, note) = big.split_once("\n[cut: ").unwrap();
         assert_eq!(kept.len(), MAX_RESULT_BYTES - 1);
-        assert_eq!(
-            note,
-            format!(
-                "{} more bytes of this result were left out]",
+        assert!(
+            note.starts_with(&format!(
+                "{} more bytes of this result were left out",
                 MAX_RESULT_BYTES + 2
-            )
+            )),
+            "{note}"
         );
+    }
+
+    #[test]
+    fn a_smaller_window_takes_a_smaller_result() {
+        assert_eq!(result_bytes_for(1_047_576), MAX_RESULT_BYTES);
+        assert_eq!(result_bytes_for(128_000), 64_000);
+        assert_eq!(result_bytes_for(32_768), 16 * 1024);
+        assert_eq!(result_bytes_for(8_192), 4 * 1024);
+        assert_eq!(result_bytes_for(1_000), 2 * 1024);
+        assert_eq!(result_bytes_for(0), 2 * 1024);
     }
 }

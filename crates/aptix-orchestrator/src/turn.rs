@@ -32,7 +32,7 @@ use crate::session::{
     CompactionReason, CompletedCall, PendingCall, PendingToolCalls, SessionState, StoredTurn,
     TurnKey,
 };
-use crate::tools::{cap_result, function_tool};
+use crate::tools::{cap_result, function_tool, result_bytes_for};
 
 /// The first request of a turn, with what was learnt preparing it.
 pub(crate) struct FirstRequest {
@@ -519,9 +519,10 @@ impl Orchestrator {
                         });
                     }
                     let started = Instant::now();
+                    let most = result_bytes_for(self.context_window(&state));
                     let outcome = match tool.execute(&call.arguments).await {
-                        Ok(result) => Ok(json_text(cap_result(result))),
-                        Err(reason) => Err(cap_result(reason)),
+                        Ok(result) => Ok(json_text(cap_result(result, most))),
+                        Err(reason) => Err(cap_result(reason, most)),
                     };
                     let execution_ms =
                         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use aptix_client::FakeProvider;
 use aptix_model::contract::{AgentExecuteRequest, Kind};
 use aptix_model::wire::Response;
-use aptix_orchestrator::{InMemorySessionStore, Orchestrator, ServerTool, Typed, TypedTool};
+use aptix_orchestrator::{
+    InMemorySessionStore, Orchestrator, OrchestratorConfig, ServerTool, Typed, TypedTool,
+};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,10 +84,20 @@ fn call_then_answer(arguments: &str) -> Arc<FakeProvider> {
 
 /// The `output` of the `function_call_output` item the second request sent.
 async fn tool_output_sent(arguments: &str, tool: Arc<Typed<Grep>>) -> String {
+    tool_output_sent_with(arguments, tool, OrchestratorConfig::default()).await
+}
+
+/// [`tool_output_sent`] by an orchestrator of this configuration.
+async fn tool_output_sent_with(
+    arguments: &str,
+    tool: Arc<Typed<Grep>>,
+    config: OrchestratorConfig,
+) -> String {
     let provider = call_then_answer(arguments);
     let orchestrator =
         Orchestrator::builder(provider.clone(), Arc::new(InMemorySessionStore::new()))
             .server_tool(tool)
+            .config(config)
             .build()
             .unwrap();
     let request = AgentExecuteRequest::from_json_slice(
@@ -336,7 +348,26 @@ async fn a_tool_result_too_large_for_the_context_is_cut_saying_so() {
     let output = tool_output_sent(r#"{"pattern": "needle", "max_results": 20000}"#, grep()).await;
     assert!(output.len() < 70 * 1024, "{} bytes sent", output.len());
     assert!(
-        output.contains("more bytes of this result were left out]"),
+        output.contains("more bytes of this result were left out"),
+        "{}",
+        &output[output.len() - 200..]
+    );
+    // A small window takes less: an eighth of it (the result is sent twice), 4 KiB of
+    // an 8k window, where a 12 KB file read whole overflowed it by itself.
+    let small = OrchestratorConfig {
+        context_window: Some(8_192),
+        ..OrchestratorConfig::default()
+    };
+    let output = tool_output_sent_with(
+        r#"{"pattern": "needle", "max_results": 20000}"#,
+        grep(),
+        small,
+    )
+    .await;
+    // (The cut is of the text; its JSON escaping adds a little.)
+    assert!(output.len() < 5 * 1024, "{} bytes sent", output.len());
+    assert!(
+        output.contains("ask for less at a time"),
         "{}",
         &output[output.len() - 200..]
     );
