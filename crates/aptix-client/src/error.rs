@@ -219,17 +219,15 @@ impl ClientError {
 
     /// Whether the same request may succeed if sent again later, by the rules the
     /// retry policy applies (without the reply's headers, which only the policy sees):
-    /// 408, 409, 429 except `insufficient_quota`, 5xx, connection failures before any
-    /// byte of the reply, and connect timeouts. A caller that gets one of these after
+    /// 408, 409, 429 except `insufficient_quota`, 5xx, connection failures (a reply's
+    /// body cut included), and connect timeouts. A caller that gets one of these after
     /// the provider's own retries ran out may try again later.
     pub fn is_retryable(&self) -> bool {
         match self {
             ClientError::Status {
                 status, api_error, ..
             } => crate::retry::status_is_retryable(*status, api_error.as_deref()),
-            ClientError::Transport { phase, .. } => {
-                matches!(phase, TransportPhase::Connect | TransportPhase::Send)
-            }
+            ClientError::Transport { .. } => true,
             ClientError::Timeout { kind, .. } => *kind == TimeoutKind::Connect,
             _ => false,
         }

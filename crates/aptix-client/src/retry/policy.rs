@@ -99,8 +99,6 @@ pub enum GiveUpReason {
     InsufficientQuota,
     /// The server said `x-should-retry: false`.
     ServerSaidNo,
-    /// The reply already started arriving: repeating could duplicate its effect.
-    ReplyStarted,
     /// The bounded number of retries is used up.
     AttemptsExhausted,
 }
@@ -125,8 +123,8 @@ impl RetryPolicy {
     /// Whether the failure is worth another attempt at all (`backon`'s `.when()`);
     /// `Err` says why not. Checked in this order: `insufficient_quota` is permanent
     /// whatever the headers say; then `x-should-retry` overrides; then the status
-    /// rules (408, 409, 429, 5xx); transport failures are retried only before any byte
-    /// of the reply arrived, timeouts only when connecting.
+    /// rules (408, 409, 429, 5xx); transport failures are retried (a non-streamed
+    /// reply's body cut after its head too), timeouts only when connecting.
     pub fn classify(&self, failure: &Failure<'_>) -> Result<(), GiveUpReason> {
         match failure {
             Failure::Status {
@@ -144,8 +142,10 @@ impl RetryPolicy {
                     None => Err(GiveUpReason::NotRetryable),
                 }
             }
-            Failure::Transport(TransportPhase::Connect | TransportPhase::Send) => Ok(()),
-            Failure::Transport(TransportPhase::ReadBody) => Err(GiveUpReason::ReplyStarted),
+            // A body cut after its head is a non-streamed reply's (a stream's body is
+            // never read under this policy): nothing of it was shown, and it is sent
+            // again, as the official SDKs do. The server did generate the lost reply.
+            Failure::Transport(_) => Ok(()),
             // A request or idle timeout means the server had the request and may still
             // be working on it: repeating it doubles cost and the caller's wait.
             Failure::Timeout(TimeoutKind::Connect) => Ok(()),
@@ -349,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn transport_failures_are_retried_only_before_the_reply() {
+    fn transport_failures_are_retried_and_timeouts_only_when_connecting() {
         let policy = RetryPolicy::default();
         let decide = |failure| policy.decide(&failure, BACKOFF, NOW);
         assert!(matches!(
@@ -360,10 +360,12 @@ mod tests {
             decide(Failure::Transport(TransportPhase::Send)),
             RetryDecision::RetryAfter(_)
         ));
-        assert_eq!(
+        // A non-streamed reply's body cut after its head (a stream's is not read under
+        // this policy).
+        assert!(matches!(
             decide(Failure::Transport(TransportPhase::ReadBody)),
-            RetryDecision::GiveUp(GiveUpReason::ReplyStarted)
-        );
+            RetryDecision::RetryAfter(_)
+        ));
         assert!(matches!(
             decide(Failure::Timeout(TimeoutKind::Connect)),
             RetryDecision::RetryAfter(_)

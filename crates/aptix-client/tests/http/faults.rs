@@ -250,3 +250,21 @@ async fn a_whole_reply_over_the_limit_is_refused_before_it_fills_memory() {
     let error = items[0].as_ref().unwrap_err();
     assert!(error.to_string().contains("over the 16 MiB"), "{error}");
 }
+
+#[tokio::test]
+async fn a_non_streamed_reply_cut_mid_body_is_sent_again() {
+    // The head said 200, then the connection dropped half-way through the JSON: nothing
+    // of it was shown, and the official SDKs send it again. (A stream's cut body is the
+    // orchestrator's to recover: see the test above.)
+    let body = aptix_testkit::read_fixture("response_plain_text.json");
+    let half = body[..body.len() / 2].to_vec();
+    let cut = Reply {
+        steps: vec![Step::Send(half), Step::Reset],
+        ..Reply::status(200, "application/json", Vec::new())
+    };
+    let server = FaultServer::start(vec![cut, Reply::status(200, "application/json", body)]).await;
+    let reply = provider(&server).create(&request()).await.unwrap();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(reply.meta.attempts, 2);
+    assert!(!reply.response.output.is_empty());
+}
