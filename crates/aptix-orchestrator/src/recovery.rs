@@ -12,8 +12,11 @@
 //! Sending again is safe only while no hosted tool (web search, file search, code
 //! interpreter, image generation, MCP) has started in the cut attempt: the server ran
 //! it, and a new request would run it again. Failures the server reported (an `error`
-//! event, `response.failed`, a non-retryable status) are not retried here: the
-//! server's verdict stands. Waits before the re-sent request's own reply head
+//! event, `response.failed`, a non-retryable status) are not retried here, the
+//! server's verdict standing, except the transient ones ([`TRANSIENT_CODES`]: an error
+//! of the server's own, a rate limit), which the same request may get past, as a 500 or
+//! a 429 before the stream would have been: those are sent again from the start, as
+//! Codex does. Waits before the re-sent request's own reply head
 //! (`retry-after`, `x-should-retry`) are the client's retry policy's, as for any
 //! request.
 //!
@@ -47,6 +50,17 @@ const HOSTED_TOOL_ITEMS: &[&str] = &[
     "mcp_list_tools",
 ];
 
+/// The error codes of a failure reported in the stream (an `error` event, a `failed`
+/// response) that a request sent again may get past: the server's own error and rate
+/// limits. Others (`insufficient_quota`, `invalid_prompt`, an overflow, which compaction
+/// answers) are the server's verdict on the request itself.
+const TRANSIENT_CODES: &[&str] = &[
+    "server_error",
+    "rate_limit_exceeded",
+    "server_is_overloaded",
+    "slow_down",
+];
+
 /// A streamed model call's result.
 pub(crate) struct Streamed {
     pub(crate) response: Response,
@@ -61,6 +75,9 @@ enum Cut {
     Stream(ClientError),
     /// The body ended without a terminal event.
     EndedEarly,
+    /// The server reported a transient failure (one of [`TRANSIENT_CODES`]) in the
+    /// stream: its code and message.
+    Failed(String, String),
 }
 
 impl Cut {
@@ -69,6 +86,9 @@ impl Cut {
             Cut::Open(error) | Cut::Stream(error) => error.to_string(),
             Cut::EndedEarly => {
                 format!("the stream ended after {events} event(s) without a final event")
+            }
+            Cut::Failed(code, message) => {
+                format!("the server reported a failure it may get past ({code}): {message}")
             }
         }
     }
@@ -83,6 +103,9 @@ struct Seen {
     hosted_tool: bool,
     /// The stream sent an `error` event: the server's verdict, not a cut.
     error_event: bool,
+    /// The code and message of a transient failure the stream reported (an `error`
+    /// event, or a `failed` response's error), one of [`TRANSIENT_CODES`].
+    transient: Option<(String, String)>,
 }
 
 /// `body` in background mode (`background: true`, `store: true`), so that a cut stream
@@ -138,6 +161,30 @@ fn random_unit(salt: u32) -> f64 {
     bits as f64 / (1u64 << 53) as f64
 }
 
+/// The code and message of a `response.failed` event's error, when its code is one of
+/// [`TRANSIENT_CODES`]. Only that error is read (the rest of the response is skipped).
+fn transient_failure(data: &str) -> Option<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Failed {
+        response: FailedResponse,
+    }
+    #[derive(serde::Deserialize)]
+    struct FailedResponse {
+        error: Option<Failure>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Failure {
+        code: Option<String>,
+        #[serde(default)]
+        message: String,
+    }
+    let error = serde_json::from_str::<Failed>(data).ok()?.response.error?;
+    let code = error.code?;
+    TRANSIENT_CODES
+        .contains(&code.as_str())
+        .then_some((code, error.message))
+}
+
 /// Folds one attempt's events into `fold`, passing deltas on; `None` when the terminal
 /// event arrived, else what cut the attempt.
 async fn drain(
@@ -155,9 +202,17 @@ async fn drain(
                 if starts_hosted_tool(event.event_type(), &event.data) {
                     seen.hosted_tool = true;
                 }
+                if event.event_type() == "response.failed"
+                    && let Some(failure) = transient_failure(&event.data)
+                {
+                    seen.transient.get_or_insert(failure);
+                }
                 if let Some(delta) = fold.apply_sse(&event) {
-                    if matches!(delta, StreamDelta::Error { .. }) {
+                    if let StreamDelta::Error { code, message } = &delta {
                         seen.error_event = true;
+                        if TRANSIENT_CODES.contains(&code.as_str()) {
+                            seen.transient = Some((code.clone(), message.clone()));
+                        }
                     }
                     sink(&delta);
                 }
@@ -196,7 +251,8 @@ fn recoverable(cut: &Cut, seen: &Seen) -> bool {
         // already given up when this error comes back.
         Cut::Open(_) => false,
         Cut::Stream(error) => connection_lost(error),
-        Cut::EndedEarly => !seen.error_event,
+        Cut::EndedEarly => !seen.error_event || seen.transient.is_some(),
+        Cut::Failed(..) => true,
     }
 }
 
@@ -243,7 +299,14 @@ pub(crate) async fn stream_with_recovery(
                 }
                 log_rate_limits(stream.meta());
                 match drain(&mut stream, &mut fold, sink, &mut seen).await {
-                    None => break,
+                    // Ended with a transient failure: tried again while attempts are
+                    // left, else the failed response is the answer, as sent.
+                    None => match seen.transient.take() {
+                        Some((code, message)) if attempt < max_attempts && !seen.hosted_tool => {
+                            Cut::Failed(code, message)
+                        }
+                        _ => break,
+                    },
                     Some(cut) => cut,
                 }
             }
@@ -262,7 +325,10 @@ pub(crate) async fn stream_with_recovery(
         }
         // Resuming needs the response and where it stopped: without sequence numbers
         // the resumed stream would start over and the fold could not skip what it had.
+        // A response that failed is over: it is sent again, not resumed.
+        let failed = matches!(cut, Cut::Failed(..)) || seen.transient.is_some();
         let resumable = background
+            && !failed
             && !resume_missing
             && fold.response_id().is_some()
             && fold.last_sequence_number().is_some();
@@ -326,7 +392,11 @@ pub(crate) async fn stream_with_recovery(
     let folded = fold
         .finish()
         .map_err(|error| map_mapping_error(&error, &context).envelope)?;
-    let (mapped, response) = map_folded(folded, &context);
+    let (mut mapped, response) = map_folded(folded, &context);
+    if mapped.envelope.kind == aptix_model::contract::Kind::Error {
+        // A transient failure that came again on the last attempt.
+        note_attempts(&mut mapped.envelope, sent, None);
+    }
     Ok(Streamed { response, mapped })
 }
 
@@ -395,7 +465,7 @@ fn give_up(cut: &Cut, fold: StreamFold, context: &TurnContext) -> AgentExecuteRe
             envelope.text = fold.partial_text();
             envelope
         }
-        Cut::EndedEarly => match fold.finish() {
+        Cut::EndedEarly | Cut::Failed(..) => match fold.finish() {
             Err(error) => map_mapping_error(&error, context).envelope,
             // Not reached: a cut fold has no terminal event.
             Ok(folded) => map_folded(folded, context).0.envelope,

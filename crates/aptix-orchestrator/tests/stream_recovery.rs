@@ -1,8 +1,8 @@
 //! Cut streams through the real HTTP client and the orchestrator, against the fault
 //! server: a connection reset mid-body, a body without a terminal event, a stall past
 //! the idle timeout, attempts running out, a hosted tool that makes sending again
-//! unsafe, an in-stream error (not retried), and a background response resumed where
-//! it stopped. Waits are checked as the orchestrator announces them (jitter off), not
+//! unsafe, an in-stream error (a transient one sent again, any other not retried), and
+//! a background response resumed where it stopped. Waits are checked as the orchestrator announces them (jitter off), not
 //! by timing the test.
 
 use std::sync::{Arc, Mutex};
@@ -268,7 +268,7 @@ async fn a_hosted_tool_that_ran_makes_sending_again_unsafe() {
 async fn an_in_stream_error_is_the_servers_verdict_and_not_retried() {
     let mut failed = events("resp_a")[..2].to_vec();
     failed.push(
-        json!({"type": "error", "sequence_number": 2, "code": "server_error", "message": "boom"}),
+        json!({"type": "error", "sequence_number": 2, "code": "insufficient_quota", "message": "no credit"}),
     );
     let rig = rig(
         vec![Reply::sse(sse_text(&failed)), whole("resp_b")],
@@ -277,9 +277,37 @@ async fn an_in_stream_error_is_the_servers_verdict_and_not_retried() {
     .await;
     let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
     assert_eq!(envelope.kind, Kind::Error);
-    assert_eq!(envelope.error_code.as_deref(), Some("server_error"));
+    assert_eq!(envelope.error_code.as_deref(), Some("insufficient_quota"));
     assert!(retries(&deltas).is_empty());
     assert_eq!(rig.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_transient_in_stream_error_is_sent_again_from_the_start() {
+    // As OpenAI sends a failure mid-answer: an `error` event, then `response.failed`.
+    for code in ["server_error", "rate_limit_exceeded"] {
+        let mut failed = events("resp_a")[..5].to_vec();
+        failed.push(json!({"type": "error", "sequence_number": 5, "code": code,
+                           "message": "The server had an error while processing your request."}));
+        failed.push(json!({"type": "response.failed", "sequence_number": 6, "response": {
+            "id": "resp_a", "status": "failed", "output": [],
+            "error": {"code": code, "message": "The server had an error while processing your request."}}}));
+        let rig = rig(
+            vec![Reply::sse(sse_text(&failed)), whole("resp_b")],
+            config(),
+        )
+        .await;
+        let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+        assert_eq!(envelope.kind, Kind::Ok, "{code}: {envelope:?}");
+        assert_eq!(envelope.text.as_deref(), Some(TEXT), "{code}");
+        assert_eq!(retries(&deltas), [(2, 10, 7, false)], "{code}");
+        assert_eq!(text_after_last_retry(&deltas), TEXT, "{code}");
+        let requests = rig.server.requests();
+        assert_eq!(requests.len(), 2, "{code}");
+        assert_eq!(requests[0].body, requests[1].body, "the same request again");
+        let stored = rig.store.load("s-1").await.unwrap().unwrap();
+        assert_eq!(stored.value.last_response_id.as_deref(), Some("resp_b"));
+    }
 }
 
 #[tokio::test]
@@ -470,7 +498,7 @@ async fn response_failed_is_the_servers_verdict_and_not_retried() {
     failed.push(
         json!({"type": "response.failed", "sequence_number": 4, "response": {
         "id": "resp_a", "status": "failed", "output": [],
-        "error": {"code": "server_error", "message": "the model crashed"}}}),
+        "error": {"code": "invalid_prompt", "message": "the prompt was flagged"}}}),
     );
     let rig = rig(
         vec![Reply::sse(sse_text(&failed)), whole("resp_b")],
@@ -479,9 +507,39 @@ async fn response_failed_is_the_servers_verdict_and_not_retried() {
     .await;
     let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
     assert_eq!(envelope.kind, Kind::Error);
-    assert_eq!(envelope.error_code.as_deref(), Some("server_error"));
+    assert_eq!(envelope.error_code.as_deref(), Some("invalid_prompt"));
     assert!(retries(&deltas).is_empty());
     assert_eq!(rig.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_transient_failure_that_comes_every_time_ends_the_turn_after_the_attempts() {
+    // `response.failed` alone (no `error` event before it), five times.
+    let mut failed = events("resp_a")[..4].to_vec();
+    failed.push(
+        json!({"type": "response.failed", "sequence_number": 4, "response": {
+        "id": "resp_a", "status": "failed", "output": [],
+        "error": {"code": "server_error", "message": "the model crashed"}}}),
+    );
+    let rig = rig(
+        (0..5).map(|_| Reply::sse(sse_text(&failed))).collect(),
+        config(),
+    )
+    .await;
+    let (envelope, deltas) = run(&rig, turn("s-1", "t-1")).await;
+    assert_eq!(envelope.kind, Kind::Error);
+    assert_eq!(envelope.error_code.as_deref(), Some("server_error"));
+    assert_eq!(retries(&deltas).len(), 4);
+    assert_eq!(rig.server.requests().len(), 5);
+    let message = envelope.error_message.unwrap();
+    assert!(
+        message.contains("the model crashed") && message.ends_with("(gave up after 5 attempts)"),
+        "{message}"
+    );
+    assert!(
+        rig.store.load("s-1").await.unwrap().is_none(),
+        "nothing stored"
+    );
 }
 
 #[tokio::test]

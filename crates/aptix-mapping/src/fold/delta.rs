@@ -243,7 +243,8 @@ pub enum RetryCause {
     /// sent again: `attempt` counts this request's sends.
     RequestFailed,
     /// The stream was cut mid-answer (the connection lost, a stall past the idle
-    /// timeout, a body ended without its final event): `attempt` counts the model
-    /// call's streams.
+    /// timeout, a body ended without its final event), or ended with a failure the
+    /// server may get past (`server_error`, `rate_limit_exceeded`): `attempt` counts
+    /// the model call's streams.
     StreamCut,
 }
