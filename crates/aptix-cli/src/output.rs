@@ -334,6 +334,9 @@ impl AnswerPrinter {
                 self.last_index = Some(*output_index);
                 self.write(&text);
             }
+            // The next text is the next model call's (its message is at index 0 again):
+            // a paragraph of its own, not run on ("Let me look.The session ...").
+            StreamDelta::ToolFinished { .. } => self.last_index = None,
             _ => {}
         }
     }

@@ -379,3 +379,44 @@ async fn the_serve_tokens_file_in_the_workspace_is_neither_context_nor_read_by_a
     let read = output_for(&requests[3], "call_r");
     assert!(read.contains("secret"), "{read}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_before_a_tool_call_and_the_answer_after_it_are_two_paragraphs() {
+    use aptix_testkit::fault_server::{sse_text, text_answer_events};
+    let sandbox = Sandbox::new();
+    sandbox.write_workspace_file("src/store.rs", "pub fn commit_turn() {}\n");
+    // "Let me look." streamed, and the final response also calls read_file.
+    let mut first = text_answer_events("resp_1", &["Let me look."]);
+    let last = first.len() - 1;
+    first[last]["response"]["output"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_r",
+                     "name": "read_file", "arguments": "{\"path\": \"src/store.rs\"}",
+                     "status": "completed"}),
+        );
+    let second = text_answer_events("resp_2", &["It is in src/store.rs."]);
+    let server = FaultServer::start(vec![
+        Reply::sse(sse_text(&first)),
+        Reply::sse(sse_text(&second)),
+    ])
+    .await;
+    let mut command = sandbox.aptix();
+    command
+        .env("OPENAI_API_KEY", SECRET_KEY)
+        .args(["ask", "--base-url", &server.base_url()])
+        .args(["--workspace", &sandbox.workspace_arg()])
+        .arg("Where is a turn committed?");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(server.requests().len(), 2, "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "Let me look.\n\nIt is in src/store.rs.\n",
+        "{}",
+        stderr(&output)
+    );
+}
