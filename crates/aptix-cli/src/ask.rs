@@ -254,7 +254,12 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         .is_some();
     if existed {
         note(format_args!("session {session_id} (continued)"));
-    } else {
+    } else if runtime
+        .block_on(orchestrator.session_busy(&session_id))
+        .is_none()
+    {
+        // (A session whose first turn runs elsewhere is not called new: the turn says
+        // who holds it.)
         note(format_args!(
             "session {session_id} (new); continue it with --session {session_id} (or -c)"
         ));
