@@ -103,14 +103,14 @@ fn timeout_setting(kind: Option<aptix_client::TimeoutKind>) -> &'static str {
     use aptix_client::TimeoutKind;
     match kind {
         Some(TimeoutKind::StreamIdle) => {
-            "--stream-idle-timeout (silence mid-answer; stream_idle_timeout in aptix.toml)"
+            "--stream-idle-timeout (silence before or during the answer; stream_idle_timeout in aptix.toml)"
         }
         Some(TimeoutKind::Connect) => "--connect-timeout (connect_timeout in aptix.toml)",
         Some(TimeoutKind::Request) => {
             "--request-timeout (the whole reply; request_timeout in aptix.toml)"
         }
         _ => {
-            "--request-timeout (the whole reply), --stream-idle-timeout (silence mid-answer) or --connect-timeout, or their keys in aptix.toml"
+            "--request-timeout (the whole reply), --stream-idle-timeout (silence before or during the answer) or --connect-timeout, or their keys in aptix.toml"
         }
     }
 }

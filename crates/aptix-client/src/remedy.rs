@@ -57,11 +57,13 @@ fn timeout_named(message: &str) -> Option<TimeoutKind> {
 /// with what it times.
 fn timeout_key(kind: Option<TimeoutKind>) -> &'static str {
     match kind {
-        Some(TimeoutKind::StreamIdle) => "stream_idle_timeout (silence mid-answer)",
+        Some(TimeoutKind::StreamIdle) => {
+            "stream_idle_timeout (silence before or during the answer)"
+        }
         Some(TimeoutKind::Connect) => "connect_timeout",
         Some(TimeoutKind::Request) => "request_timeout (the whole reply)",
         _ => {
-            "request_timeout (the whole reply), stream_idle_timeout (silence mid-answer) or connect_timeout"
+            "request_timeout (the whole reply), stream_idle_timeout (silence before or during the answer) or connect_timeout"
         }
     }
 }
@@ -144,7 +146,7 @@ mod tests {
     fn a_timeout_names_the_setting_to_raise() {
         let idle = Remedy::RaiseTimeout(Some(TimeoutKind::StreamIdle)).to_string();
         assert!(
-            idle.ends_with("raise stream_idle_timeout (silence mid-answer)"),
+            idle.ends_with("raise stream_idle_timeout (silence before or during the answer)"),
             "{idle}"
         );
         let unknown = Remedy::RaiseTimeout(None).to_string();

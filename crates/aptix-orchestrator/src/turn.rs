@@ -425,7 +425,9 @@ impl Orchestrator {
                     {
                         chain_replayed = true;
                         let lost = replay_instead_of_chain(&mut state, &mut body);
-                        tracing::warn!(
+                        // INFO: the envelope's warning is what its reader is told (a
+                        // WARN line too would say it twice on a terminal).
+                        tracing::info!(
                             session = %key.session_id,
                             turn = %key.turn_id,
                             response = %lost,

@@ -1295,10 +1295,12 @@ mod postgres {
             }
             text
         };
-        // No password: refused, and the error says it was the password.
+        // No password: refused, and the error says it was the password, and where one
+        // goes.
         let error = PgSessionStore::connect(&bare, 1).await.unwrap_err();
         let text = chain(&error);
         assert!(text.contains("password"), "{text}");
+        assert!(text.contains("PGPASSWORD"), "{text}");
         // A wrong one: refused, and never printed.
         let error = PgSessionStore::connect_with_password(&bare, 1, "wrong-secret-xyz")
             .await

@@ -686,7 +686,15 @@ impl PgStore {
                 deadpool_postgres::PoolError::Timeout(_) => {
                     "timed out waiting for a connection".into()
                 }
-                other => root_cause(other),
+                other => {
+                    let cause = root_cause(other);
+                    if cause.to_string() == "password missing" {
+                        "password missing (write it in the URL, percent-encoded, or set PGPASSWORD)"
+                            .into()
+                    } else {
+                        cause
+                    }
+                }
             };
             OrchestratorError::store(
                 operation,
