@@ -34,6 +34,9 @@ pub enum CallKind {
     /// [`ResponsesProvider::compact`]: the recorded request carries the compact body's
     /// model, input, `previous_response_id` and instructions.
     Compact,
+    /// [`ResponsesProvider::cancel`]: the recorded request carries the response id as
+    /// its `previous_response_id`. Answered `Ok` without taking a scripted reply.
+    Cancel,
 }
 
 /// One request the fake received.
@@ -212,6 +215,17 @@ impl ResponsesProvider for FakeProvider {
                 "compact was called but the script's next reply is not a compact reply",
             )),
         }
+    }
+
+    async fn cancel(&self, response_id: &str) -> Result<(), ClientError> {
+        lock(&self.calls).push(RecordedCall {
+            kind: CallKind::Cancel,
+            request: CreateResponseRequest {
+                previous_response_id: Some(response_id.to_owned()),
+                ..CreateResponseRequest::default()
+            },
+        });
+        Ok(())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -184,16 +184,7 @@ impl ResponsesProvider for OpenAiProvider {
         response_id: &str,
         starting_after: Option<u64>,
     ) -> Result<EventStream, ClientError> {
-        if response_id.is_empty()
-            || !response_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(ClientError::config(
-                "response_id",
-                format!("{response_id:?} is not a response id"),
-            ));
-        }
+        check_response_id(response_id)?;
         let mut query = "stream=true".to_owned();
         if let Some(after) = starting_after {
             query.push_str(&format!("&starting_after={after}"));
@@ -201,6 +192,15 @@ impl ResponsesProvider for OpenAiProvider {
         let path = format!("{RESPONSES_PATH}/{response_id}");
         let (response, meta) = self.transport.get_for_stream(&path, &query).await?;
         self.events(response, meta)
+    }
+
+    async fn cancel(&self, response_id: &str) -> Result<(), ClientError> {
+        check_response_id(response_id)?;
+        let path = format!("{RESPONSES_PATH}/{response_id}/cancel");
+        self.transport
+            .post(&path, Bytes::from_static(b"{}"))
+            .await
+            .map(|_| ())
     }
 
     async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
@@ -339,4 +339,20 @@ impl fmt::Debug for OpenAiProvider {
             .field("config", self.config())
             .finish()
     }
+}
+
+/// A response id as the server makes them (`resp_...`): it goes into a URL path, so
+/// anything else is refused before a request is made.
+fn check_response_id(response_id: &str) -> Result<(), ClientError> {
+    if response_id.is_empty()
+        || !response_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(ClientError::config(
+            "response_id",
+            format!("{response_id:?} is not a response id"),
+        ));
+    }
+    Ok(())
 }

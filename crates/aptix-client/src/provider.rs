@@ -55,6 +55,20 @@ pub trait ResponsesProvider: Send + Sync {
         })
     }
 
+    /// Cancels a background response (`POST /responses/{id}/cancel`) that no one will
+    /// read any more (its turn was stopped, or given up and sent again): the server
+    /// would otherwise go on generating, and billing, to its end.
+    ///
+    /// The default is [`ClientError::Unsupported`]: only a server that keeps responses
+    /// runs them in the background.
+    async fn cancel(&self, response_id: &str) -> Result<(), ClientError> {
+        let _ = response_id;
+        Err(ClientError::Unsupported {
+            provider: "this provider",
+            feature: "cancelling a background response".to_owned(),
+        })
+    }
+
     /// Compacts a conversation on the server (`POST /v1/responses/compact`): the reply's
     /// `output` items replace the conversation in the next request's `input`. Only for
     /// providers whose [`Capabilities::compact_endpoint`] is true.

@@ -50,6 +50,9 @@ pub struct Orchestrator {
     active: Arc<Mutex<HashSet<String>>>,
     /// Commits of dropped turns still running (see `commit.rs`).
     pub(crate) commits: Arc<crate::commit::InFlight>,
+    /// Background responses of streamed model calls in flight, for a dropped turn's
+    /// to be cancelled (see `recovery.rs`).
+    pub(crate) running: crate::recovery::Running,
     /// The provider answered its compaction route with 404, 405 or 501: compaction
     /// writes a summary instead, without asking again.
     pub(crate) compact_endpoint_missing: std::sync::atomic::AtomicBool,
@@ -198,6 +201,7 @@ impl OrchestratorBuilder {
             instance: instance_name(),
             active: Arc::new(Mutex::new(HashSet::new())),
             commits: Arc::default(),
+            running: crate::recovery::Running::default(),
             compact_endpoint_missing: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -485,8 +489,10 @@ impl Orchestrator {
 
     /// Gives back this instance's lease on a session, for a caller that dropped a
     /// turn's future (Ctrl-C, SIGTERM): a dropped turn cannot release it itself, and
-    /// another process would otherwise wait for the lease to expire. Does nothing when
-    /// this instance holds no lease on the session.
+    /// another process would otherwise wait for the lease to expire. A background
+    /// response the dropped turn was streaming (`OrchestratorConfig::background`) is
+    /// cancelled on the server first. Does nothing when this instance holds no lease on
+    /// the session.
     pub async fn release_session(&self, session_id: &str) -> Result<(), OrchestratorError> {
         // A dropped turn's commit still running keeps the session until it lands.
         self.commits.settled(session_id).await;
@@ -499,6 +505,11 @@ impl Orchestrator {
             .contains(session_id)
         {
             return Ok(());
+        }
+        // No turn of this instance runs on the session: a background response left
+        // here is a dropped turn's, generating for no one.
+        if let Some(response) = self.running.take(session_id) {
+            crate::recovery::cancel_quietly(self.provider.as_ref(), &response).await;
         }
         self.store.release_lease(session_id, &self.instance).await
     }

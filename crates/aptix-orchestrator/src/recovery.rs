@@ -61,6 +61,57 @@ const TRANSIENT_CODES: &[&str] = &[
     "slow_down",
 ];
 
+/// The background responses of this instance's streamed model calls, by session, while
+/// they run: a turn dropped before its end (Ctrl-C, a deadline, a stop) leaves its
+/// response generating, and billed, on the server, and the front end's
+/// `release_session` cancels it from here.
+#[derive(Debug, Default)]
+pub(crate) struct Running(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn started(&self, session: &str, response: &str) {
+        self.lock().insert(session.to_owned(), response.to_owned());
+    }
+
+    fn ended(&self, session: &str) {
+        self.lock().remove(session);
+    }
+
+    /// The background response a dropped turn of `session` left running.
+    pub(crate) fn take(&self, session: &str) -> Option<String> {
+        self.lock().remove(session)
+    }
+}
+
+/// Cancels a background response no one will read (bounded: a server that does not
+/// answer in 5 s is left to finish it); failures are logged, not returned.
+pub(crate) async fn cancel_quietly(provider: &dyn ResponsesProvider, response_id: &str) {
+    let cancelled = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        provider.cancel(response_id),
+    )
+    .await;
+    match cancelled {
+        Ok(Ok(())) => tracing::info!(response = %response_id, "background response cancelled"),
+        Ok(Err(ClientError::Unsupported { .. })) => {}
+        Ok(Err(error)) => tracing::warn!(
+            response = %response_id,
+            %error,
+            "could not cancel a background response no one will read; the server may go on generating it"
+        ),
+        Err(_) => tracing::warn!(
+            response = %response_id,
+            "could not cancel a background response no one will read (no answer in 5 s); the server may go on generating it"
+        ),
+    }
+}
+
 /// A streamed model call's result.
 pub(crate) struct Streamed {
     pub(crate) response: Response,
@@ -192,6 +243,7 @@ async fn drain(
     fold: &mut StreamFold,
     sink: &mut (dyn FnMut(&StreamDelta) + Send),
     seen: &mut Seen,
+    mut named: impl FnMut(&str),
 ) -> Option<Cut> {
     // Once the terminal event is in, the rest of the body is not read: dropping the
     // stream releases the connection.
@@ -207,7 +259,12 @@ async fn drain(
                 {
                     seen.transient.get_or_insert(failure);
                 }
-                if let Some(delta) = fold.apply_sse(&event) {
+                let unnamed = fold.response_id().is_none();
+                let delta = fold.apply_sse(&event);
+                if unnamed && let Some(id) = fold.response_id() {
+                    named(id);
+                }
+                if let Some(delta) = delta {
                     if let StreamDelta::Error { code, message } = &delta {
                         seen.error_event = true;
                         if TRANSIENT_CODES.contains(&code.as_str()) {
@@ -264,6 +321,24 @@ pub(crate) async fn stream_with_recovery(
     body: &CreateResponseRequest,
     sink: &mut (dyn FnMut(&StreamDelta) + Send),
     context: &TurnContext,
+    running: &Running,
+) -> Result<Streamed, AgentExecuteResponse> {
+    let session = context.conversation_id.clone().unwrap_or_default();
+    let result = stream_attempts(provider, policy, body, sink, context, running, &session).await;
+    // Ended (answered, or given up and cancelled): nothing left to cancel. A call whose
+    // future is dropped never gets here, and leaves its response for `release_session`.
+    running.ended(&session);
+    result
+}
+
+async fn stream_attempts(
+    provider: &dyn ResponsesProvider,
+    policy: StreamRecovery,
+    body: &CreateResponseRequest,
+    sink: &mut (dyn FnMut(&StreamDelta) + Send),
+    context: &TurnContext,
+    running: &Running,
+    session: &str,
 ) -> Result<Streamed, AgentExecuteResponse> {
     let max_attempts = policy.max_attempts.max(1);
     let background = is_background(body);
@@ -298,7 +373,13 @@ pub(crate) async fn stream_with_recovery(
                     context.rate_limits = Some(limits.into());
                 }
                 log_rate_limits(stream.meta());
-                match drain(&mut stream, &mut fold, sink, &mut seen).await {
+                let drained = drain(&mut stream, &mut fold, sink, &mut seen, |id| {
+                    if background {
+                        running.started(session, id);
+                    }
+                })
+                .await;
+                match drained {
                     // Ended with a transient failure: tried again while attempts are
                     // left, else the failed response is the answer, as sent.
                     None => match seen.transient.take() {
@@ -322,6 +403,10 @@ pub(crate) async fn stream_with_recovery(
         if cannot_resume {
             tracing::info!("the server cannot resume a response; sending the request again");
             resume_missing = true;
+            // The response it could not resume is still generating: no one reads it.
+            if let Some((id, _)) = &resume_after {
+                cancel_quietly(provider, id).await;
+            }
         }
         // Resuming needs the response and where it stopped: without sequence numbers
         // the resumed stream would start over and the fold could not skip what it had.
@@ -334,6 +419,14 @@ pub(crate) async fn stream_with_recovery(
             && fold.last_sequence_number().is_some();
         let safe = resumable || !seen.hosted_tool;
         if !(recoverable(&cut, &seen) || cannot_resume) || !safe || attempt >= max_attempts {
+            // A background response given up mid-way goes on generating unless told.
+            if background
+                && !cannot_resume
+                && !fold.is_finished()
+                && let Some(id) = fold.response_id()
+            {
+                cancel_quietly(provider, id).await;
+            }
             let mut envelope = give_up(&cut, fold, &context);
             if cannot_resume {
                 // The status is the resume route's, not base_url's: the hint to check

@@ -766,6 +766,7 @@ impl Orchestrator {
             body,
             &mut **sink,
             context,
+            &self.running,
         )
         .await?;
         Ok(Reply {

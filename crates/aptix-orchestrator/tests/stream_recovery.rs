@@ -32,6 +32,14 @@ fn cut_after(n: usize, id: &str) -> Reply {
     ])
 }
 
+/// The answer to `POST /responses/{id}/cancel`.
+fn cancelled(id: &str) -> Reply {
+    Reply::json(
+        200,
+        &json!({"id": id, "object": "response", "status": "cancelled", "output": []}),
+    )
+}
+
 fn whole(id: &str) -> Reply {
     Reply::sse(sse_text(&events(id)))
 }
@@ -351,10 +359,12 @@ async fn a_server_that_cannot_resume_gets_the_request_again_from_the_start() {
         background: true,
         ..config()
     };
-    // Cut; the resume finds no route; the request sent again answers whole.
+    // Cut; the resume finds no route; the response left generating is cancelled; the
+    // request sent again answers whole.
     let script = vec![
         cut_after(5, "resp_bg"),
         Reply::status(404, "text/plain", "Not Found"),
+        cancelled("resp_bg"),
         whole("resp_again"),
     ];
     let rig = rig(script, config).await;
@@ -362,8 +372,19 @@ async fn a_server_that_cannot_resume_gets_the_request_again_from_the_start() {
     assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
     assert_eq!(envelope.text.as_deref(), Some(TEXT));
     let requests = rig.server.requests();
-    let methods: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
-    assert_eq!(methods, ["POST", "GET", "POST"]);
+    let calls: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("POST", "/v1/responses"),
+            ("GET", "/v1/responses/resp_bg?stream=true&starting_after=4"),
+            ("POST", "/v1/responses/resp_bg/cancel"),
+            ("POST", "/v1/responses"),
+        ]
+    );
     let notices: Vec<(bool, String)> = deltas
         .iter()
         .filter_map(|delta| match delta {
@@ -398,14 +419,27 @@ async fn a_hosted_tool_that_ran_is_not_sent_again_when_the_server_cannot_resume(
     let script = vec![
         Reply::sse_steps(vec![Step::Send(sse_text(&cut).into_bytes()), Step::Reset]),
         Reply::status(404, "text/plain", "Not Found"),
+        cancelled("resp_bg"),
         whole("resp_again"),
     ];
     let rig = rig(script, config).await;
     let (envelope, _) = run(&rig, turn("s-1", "t-1")).await;
     assert_eq!(envelope.kind, Kind::Error, "{envelope:?}");
     let requests = rig.server.requests();
-    let methods: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
-    assert_eq!(methods, ["POST", "GET"], "not sent again");
+    let calls: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.target.as_str()))
+        .collect();
+    assert_eq!(
+        calls[..2],
+        [
+            ("POST", "/v1/responses"),
+            ("GET", "/v1/responses/resp_bg?stream=true&starting_after=2")
+        ],
+        "not sent again"
+    );
+    // The response that ran the hosted tool, which no one will read, is cancelled.
+    assert_eq!(calls[2..], [("POST", "/v1/responses/resp_bg/cancel")]);
     let message = envelope.error_message.unwrap();
     assert!(
         message.starts_with("the server cannot resume the response")
@@ -788,4 +822,61 @@ async fn a_session_answered_without_server_state_is_not_chained_from_later() {
     assert_eq!(sent[0].input.items().len(), 4, "{:#?}", sent[0].input);
     let stored = store.load("s").await.unwrap().unwrap().value;
     assert_eq!(stored.last_response_id.as_deref(), Some("resp_2"));
+}
+
+#[tokio::test]
+async fn a_dropped_turns_background_response_is_cancelled_when_its_session_is_released() {
+    // Ctrl-C mid-answer: the future is dropped, and the response would go on generating
+    // (and billing) on the server to its end.
+    let config = OrchestratorConfig {
+        background: true,
+        ..config()
+    };
+    let script = vec![
+        Reply::sse_steps(vec![
+            Step::Send(sse_text(&events("resp_bg")[..6]).into_bytes()),
+            Step::Stall,
+        ]),
+        cancelled("resp_bg"),
+    ];
+    let rig = rig(script, config).await;
+    let request = turn("s-1", "t-1");
+    let (seen, text_came) = tokio::sync::oneshot::channel();
+    let mut seen = Some(seen);
+    let mut sink = move |delta: &StreamDelta| {
+        if matches!(delta, StreamDelta::TextDelta { .. })
+            && let Some(seen) = seen.take()
+        {
+            let _ = seen.send(());
+        }
+    };
+    {
+        let running = rig
+            .orchestrator
+            .execute_streaming(request.clone(), &mut sink);
+        tokio::select! {
+            ended = running => panic!("the stalled turn ended: {ended:?}"),
+            _ = text_came => {}
+        }
+    }
+    assert_eq!(
+        rig.server.requests().len(),
+        1,
+        "nothing cancelled while it ran"
+    );
+    let settled = rig
+        .orchestrator
+        .settle_dropped_turn(&request)
+        .await
+        .unwrap();
+    assert!(settled.is_none());
+    let requests = rig.server.requests();
+    let last = requests.last().unwrap();
+    assert_eq!(
+        (last.method.as_str(), last.target.as_str()),
+        ("POST", "/v1/responses/resp_bg/cancel")
+    );
+    // Released once: nothing is left to cancel.
+    rig.orchestrator.release_session("s-1").await.unwrap();
+    assert_eq!(rig.server.requests().len(), 2);
 }

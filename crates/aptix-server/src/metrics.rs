@@ -560,6 +560,11 @@ impl ResponsesProvider for TimedProvider {
         TimedProvider::timed_stream(timer, result)
     }
 
+    async fn cancel(&self, response_id: &str) -> Result<(), ClientError> {
+        // Not a call of the turn's answer: not timed as provider time.
+        self.inner.cancel(response_id).await
+    }
+
     async fn compact(&self, request: &CompactRequest) -> Result<CompactResponse, ClientError> {
         let mut timer = CallTimer::begin(&self.metrics, "compact");
         let result = self.inner.compact(request).await;
@@ -693,7 +698,16 @@ mod tests {
             }))
             .unwrap();
         assert_eq!(compacted.id, "cmp_1");
-        assert_eq!(fake.calls().len(), 1);
+        runtime.block_on(timed.cancel("resp_1")).unwrap();
+        let kinds: Vec<aptix_client::CallKind> =
+            fake.calls().iter().map(|call| call.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                aptix_client::CallKind::Compact,
+                aptix_client::CallKind::Cancel
+            ]
+        );
         let text = metrics.encode();
         assert!(
             text.contains(
