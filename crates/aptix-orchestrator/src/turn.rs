@@ -533,6 +533,13 @@ impl Orchestrator {
                             Ok(result) => (true, result.clone()),
                             Err(reason) => (false, reason.clone()),
                         };
+                        // A workspace file holding the key, read by a tool, reaches the
+                        // front end (an editor's tool card, a service's `event: tool`)
+                        // without it, as the provider and the store get it.
+                        let output = match self.provider.redactor() {
+                            Some(redactor) => redactor.redact(&output).unwrap_or(output),
+                            None => output,
+                        };
                         sink(&StreamDelta::ToolFinished {
                             call_id: call.call_id.clone(),
                             name: call.name.clone(),

@@ -2,7 +2,8 @@
 //! it reaches a request as retrieved context, an attachment or a tool's output, and the
 //! store (a team's PostgreSQL database among them) would otherwise keep it. The HTTP
 //! providers also take it out of every body they send; here the provider is scripted,
-//! and only its [`Redactor`] is the real one.
+//! and only its [`Redactor`] is the real one. What a front end is shown of a tool's
+//! output is redacted the same way.
 
 use std::sync::Arc;
 
@@ -93,8 +94,24 @@ async fn the_key_in_a_turns_inputs_and_tool_outputs_is_not_stored() {
         "files": [{"path": "proxy.toml", "content": format!("[proxy]\nkey = \"{KEY}\"\n")}]
     }))
     .unwrap();
-    let envelope = orchestrator.execute(request).await.unwrap();
+    // Streamed, as a front end runs it: the tool's output reaches the sink too.
+    let mut finished = Vec::new();
+    let mut sink = |delta: &aptix_mapping::StreamDelta| {
+        if let aptix_mapping::StreamDelta::ToolFinished { output, .. } = delta {
+            finished.push(output.clone());
+        }
+    };
+    let envelope = orchestrator
+        .execute_streaming(request, &mut sink)
+        .await
+        .unwrap();
     assert_eq!(envelope.kind, Kind::Ok, "{envelope:?}");
+    // An editor's tool card or a service's `event: tool` shows it without the key.
+    assert_eq!(finished.len(), 1);
+    assert!(
+        !finished[0].contains(KEY) && finished[0].contains("[redacted]"),
+        "{finished:?}"
+    );
     // The scripted provider got it (a real one sends `[redacted]`): the turn's inputs
     // held it.
     assert!(
