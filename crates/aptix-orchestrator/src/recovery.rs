@@ -327,7 +327,9 @@ pub(crate) async fn stream_with_recovery(
     let result = stream_attempts(provider, policy, body, sink, context, running, &session).await;
     // Ended (answered, or given up and cancelled): nothing left to cancel. A call whose
     // future is dropped never gets here, and leaves its response for `release_session`.
-    running.ended(&session);
+    if is_background(body) {
+        running.ended(&session);
+    }
     result
 }
 
