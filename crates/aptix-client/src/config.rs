@@ -390,7 +390,10 @@ impl OpenAiConfigBuilder {
         if api_key.is_none() && needs_a_key(&host) {
             return Err(ClientError::config(
                 "api_key",
-                format!("{host} needs an api key; set OPENAI_API_KEY or configure one"),
+                format!(
+                    "{host} needs an api key: give one to the builder (api_key), or set \
+                     OPENAI_API_KEY and build with OpenAiConfigBuilder::from_env"
+                ),
             ));
         }
         if let Some(key) = &api_key

@@ -345,9 +345,9 @@ impl fmt::Display for MappingWarning {
                 )
             }
             MappingWarning::NoSuchEndpoint => f.write_str(
-                "the server has no such endpoint (404): check base_url (--base-url, \
-                 OPENAI_BASE_URL, aptix.toml); it is the part before /responses (or \
-                 /chat/completions with --api chat), and usually ends in /v1",
+                "the server has no such endpoint (404): check the base URL (base_url, \
+                 OPENAI_BASE_URL); it is the part before /responses (or /chat/completions \
+                 for the Chat Completions API), and usually ends in /v1",
             ),
             MappingWarning::OutputFilledFromStream { items } => write!(
                 f,

@@ -84,7 +84,7 @@ fn body_case(case: &str, status: u16, body: &str, code: &str, message: &str, war
 }
 
 /// The warning of a 404 that names nothing it did not find.
-const NO_SUCH_ENDPOINT: &str = "the server has no such endpoint (404): check base_url (--base-url, OPENAI_BASE_URL, aptix.toml); it is the part before /responses (or /chat/completions with --api chat), and usually ends in /v1";
+const NO_SUCH_ENDPOINT: &str = "the server has no such endpoint (404): check the base URL (base_url, OPENAI_BASE_URL); it is the part before /responses (or /chat/completions for the Chat Completions API), and usually ends in /v1";
 
 #[test]
 fn error_bodies_of_every_shape() {

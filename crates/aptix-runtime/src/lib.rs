@@ -66,7 +66,9 @@
 //! };
 //! let workspace = Workspace::load(&root, &SettingsLayer::default(), &env)?;
 //!
-//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let runtime = tokio::runtime::Builder::new_current_thread()
+//!     .enable_all()
+//!     .build()?;
 //! let orchestrator = runtime.block_on(workspace.dry_run_orchestrator(&Quiet))?;
 //! let request = AgentExecuteRequest::from_json_value(&serde_json::json!({
 //!     "sessionId": "s-doc", "turnId": "t-doc", "instruction": "Where is a turn committed?"

@@ -35,9 +35,58 @@
 //! | `schema` | no | `aptix::schema`: seed 003, JSON of a given shape on any provider |
 //! | `runtime` | no | `aptix::runtime`: a workspace wired as the `aptix` command wires it, from its `aptix.toml`, the user's file and `APTIX_*` (brings `http`, `sqlite`, `index`) |
 //!
-//! The default is lean on purpose: reaching a model needs `http`; everything that
-//! compiles C (SQLite, tree-sitter) is asked for by name. Without `http` the crate is
-//! still whole: bring a provider of your own.
+//! The default is lean on purpose: reaching a model needs `http` (whose TLS, rustls
+//! over aws-lc-rs, is the default's one C compile); SQLite and tree-sitter are asked for
+//! by name. Without `http` the crate is still whole: bring a provider of your own.
+//!
+//! The HTTP providers need a Tokio runtime with its timers on (`#[tokio::main]`, or a
+//! `Builder` with `enable_all()`): every request is bounded by timeouts.
+//!
+//! # A turn against a server
+//!
+//! Any server that speaks `/v1/responses`: OpenAI (the default base URL), or a local
+//! one by its base URL. The key is given to the builder (or read with
+//! [`OpenAiConfigBuilder::from_env`] from `OPENAI_API_KEY` and `OPENAI_BASE_URL`); the
+//! model is the orchestrator's setting ([`OrchestratorConfig::model`]).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use aptix::{
+//!     InMemorySessionStore, Kind, OpenAiConfig, OpenAiProvider, Orchestrator,
+//!     OrchestratorConfig, StreamDelta, ValidatedRequest,
+//! };
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = OpenAiConfig::builder()
+//!     .base_url("http://127.0.0.1:8080/v1")
+//!     .api_key(std::env::var("OPENAI_API_KEY")?)
+//!     .build()?;
+//! let mut config = OrchestratorConfig::default();
+//! config.model.model = "gpt-5-mini".into();
+//! let orchestrator = Orchestrator::builder(
+//!     Arc::new(OpenAiProvider::new(client)?),
+//!     Arc::new(InMemorySessionStore::new()),
+//! )
+//! .config(config)
+//! .build()?;
+//! let request = ValidatedRequest::from_json_slice(
+//!     br#"{"sessionId": "s1", "turnId": "t1", "instruction": "What does this crate do?"}"#,
+//! )?;
+//! // The answer's text as it streams, then the whole envelope.
+//! let mut sink = |delta: &StreamDelta| {
+//!     if let Some(text) = delta.text() {
+//!         print!("{text}");
+//!     }
+//! };
+//! let envelope = orchestrator.execute_streaming(request, &mut sink).await?;
+//! if envelope.kind == Kind::Error {
+//!     eprintln!("{:?}: {:?}", envelope.error_code, envelope.error_message);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # A provider of your own
 //!
@@ -269,8 +318,8 @@ pub use aptix_request as request;
 pub use aptix_client::{
     AuthScheme, CallKind, Capabilities, ClientError, EventStream, FakeProvider, FakeReply,
     OpenAiConfig, OpenAiConfigBuilder, ProviderResponse, RateLimits, RecordedCall, Redactor,
-    ReplyMeta, ResponsesProvider, RetryNotice, RetryPolicy, TimeoutKind, Timeouts, TransportPhase,
-    observe_retries,
+    Remedy, ReplyMeta, ResponsesProvider, RetryNotice, RetryPolicy, TimeoutKind, Timeouts,
+    TransportPhase, observe_retries, remedy,
 };
 #[cfg(feature = "http")]
 pub use aptix_client::{ChatCompletionsProvider, OpenAiProvider, chat};

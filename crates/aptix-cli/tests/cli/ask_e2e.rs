@@ -411,7 +411,8 @@ async fn a_base_url_without_its_v1_gets_a_hint_and_a_pasted_endpoint_is_refused(
     let missing_v1 = ask(&server.uri());
     assert_eq!(code(&missing_v1), 1, "{}", stderr(&missing_v1));
     assert!(
-        stderr(&missing_v1).contains("check base_url") && stderr(&missing_v1).contains("/v1"),
+        stderr(&missing_v1).contains("check the base URL (base_url")
+            && stderr(&missing_v1).contains("/v1"),
         "{}",
         stderr(&missing_v1)
     );
