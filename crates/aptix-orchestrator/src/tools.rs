@@ -130,10 +130,10 @@ pub trait TypedTool: Send + Sync + 'static {
         None
     }
 
-    /// Whether the provider must hold arguments to the schema exactly (`strict`). The
-    /// derived schema must then follow strict mode's rules: every property required
-    /// (an optional one as `Option<T>`, which may be `null`) and no others
-    /// (`#[serde(deny_unknown_fields)]` derives `additionalProperties: false`).
+    /// Whether the provider must hold arguments to the schema exactly (`strict`).
+    /// [`Typed::new`] then normalises the derived schema for strict mode: every
+    /// property required (an `Option<T>` one made nullable: the model sends `null` for
+    /// "absent"), objects closed to other properties.
     fn strict(&self) -> bool {
         false
     }
@@ -159,10 +159,16 @@ fn invalid_arguments(tool: &str, error: &serde_path_to_error::Error<serde_json::
 pub struct Typed<T> {
     tool: T,
     parameters: Value,
+    /// The tool asks for strict mode and its schema could be made strict.
+    strict: bool,
 }
 
 impl<T: TypedTool> Typed<T> {
-    /// Wraps `tool`, deriving its arguments' JSON schema.
+    /// Wraps `tool`, deriving its arguments' JSON schema. A [`strict`](TypedTool::strict)
+    /// tool's schema is normalised for strict mode (`aptix_request::normalize_strict`:
+    /// an `Option<T>` field required and nullable, objects closed, keywords strict mode
+    /// rejects removed), as the provider would otherwise refuse it; one that cannot be
+    /// (a map field, say) is sent as derived and not strict, with a warning in the log.
     pub fn new(tool: T) -> Typed<T> {
         let mut parameters = schemars::schema_for!(T::Args).to_value();
         if let Value::Object(schema) = &mut parameters {
@@ -170,7 +176,25 @@ impl<T: TypedTool> Typed<T> {
             schema.remove("$schema");
             schema.remove("title");
         }
-        Typed { tool, parameters }
+        let mut strict = tool.strict();
+        if strict {
+            match aptix_request::normalize_strict(&parameters) {
+                Ok(normalised) => parameters = normalised.wire,
+                Err(error) => {
+                    tracing::warn!(
+                        tool = T::NAME,
+                        %error,
+                        "the tool's arguments cannot be held to strict mode; it is offered without strict"
+                    );
+                    strict = false;
+                }
+            }
+        }
+        Typed {
+            tool,
+            parameters,
+            strict,
+        }
     }
 
     /// The wrapped tool.
@@ -198,7 +222,7 @@ impl<T: TypedTool> ServerTool for Typed<T> {
     }
 
     fn strict(&self) -> bool {
-        self.tool.strict()
+        self.strict
     }
 
     async fn execute(&self, arguments_json: &str) -> Result<String, String> {

@@ -341,6 +341,90 @@ async fn a_typed_tool_that_says_it_is_strict_is_offered_strict() {
     );
 }
 
+/// Strict, with an optional field (and no `deny_unknown_fields`), as users write them.
+#[derive(Deserialize, JsonSchema)]
+struct SearchArgs {
+    pattern: String,
+    max_results: Option<u32>,
+}
+
+struct StrictSearch;
+
+#[async_trait]
+impl TypedTool for StrictSearch {
+    const NAME: &'static str = "strict_search";
+    type Args = SearchArgs;
+    type Output = String;
+    type Error = String;
+
+    fn description(&self) -> &str {
+        "Searches"
+    }
+
+    fn strict(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, args: SearchArgs) -> Result<String, String> {
+        Ok(format!("{} {:?}", args.pattern, args.max_results))
+    }
+}
+
+/// Strict, with a map field, which strict mode cannot express.
+#[derive(Deserialize, JsonSchema)]
+struct TaggedArgs {
+    tags: std::collections::HashMap<String, String>,
+}
+
+struct Tagged;
+
+#[async_trait]
+impl TypedTool for Tagged {
+    const NAME: &'static str = "tagged";
+    type Args = TaggedArgs;
+    type Output = usize;
+    type Error = String;
+
+    fn description(&self) -> &str {
+        "Counts tags"
+    }
+
+    fn strict(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, args: TaggedArgs) -> Result<usize, String> {
+        Ok(args.tags.len())
+    }
+}
+
+#[test]
+fn a_strict_tools_schema_is_made_what_strict_mode_accepts() {
+    // schemars derives `Option<u32>` as optional, with `format: uint32`: strict mode
+    // wants every property required (an optional one nullable), objects closed, and no
+    // integer formats. The provider refused the first call otherwise.
+    let tool = Typed::new(StrictSearch);
+    assert!(tool.strict());
+    let parameters = tool.parameters();
+    assert_eq!(
+        parameters["required"],
+        json!(["pattern", "max_results"]),
+        "{parameters}"
+    );
+    assert_eq!(
+        parameters["additionalProperties"],
+        json!(false),
+        "{parameters}"
+    );
+    let max_results = &parameters["properties"]["max_results"];
+    assert!(max_results.get("format").is_none(), "{parameters}");
+    assert!(max_results.to_string().contains("null"), "{parameters}");
+    // A schema strict mode cannot express is offered as derived, not strict.
+    let tool = Typed::new(Tagged);
+    assert!(!tool.strict());
+    assert!(tool.parameters()["properties"]["tags"].is_object());
+}
+
 #[tokio::test]
 async fn a_tool_result_too_large_for_the_context_is_cut_saying_so() {
     // A tool of the user's that answers with megabytes (a whole log, a table) would

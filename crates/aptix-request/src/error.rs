@@ -8,6 +8,15 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
+    /// A schema cannot be normalised for strict mode (native structured output, strict
+    /// tools): [`normalize_strict`](crate::normalize_strict).
+    #[error("the schema cannot be made strict at {pointer:?}: {reason}")]
+    NotStrict {
+        /// JSON pointer into the schema, `""` for the root.
+        pointer: String,
+        /// What strict mode cannot express there.
+        reason: String,
+    },
     /// The model id was empty or blank.
     #[error("the model id is blank")]
     BlankModel,

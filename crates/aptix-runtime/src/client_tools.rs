@@ -139,7 +139,7 @@ pub fn read_client_tools(path: &Path) -> Result<Vec<ClientTool>, Error> {
 /// would then get arguments of another shape than its schema says (a `null` for an
 /// absent member).
 fn strict_compatible(schema: &serde_json::Value) -> bool {
-    aptix_schema::normalize_strict(schema).is_ok_and(|strict| strict.wire == *schema)
+    aptix_request::normalize_strict(schema).is_ok_and(|strict| strict.wire == *schema)
 }
 
 #[cfg(test)]

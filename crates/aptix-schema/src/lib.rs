@@ -87,7 +87,9 @@
 //!         {"type": "output_text", "text": "{\"name\":\"Paris\",\"population\":null}"}]}]
 //! }))?);
 //! let request = SchemaRequest::for_type::<City>("gpt-4o-mini").user("The capital of France?");
-//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let runtime = tokio::runtime::Builder::new_current_thread()
+//!     .enable_all()
+//!     .build()?;
 //! let city: City = runtime.block_on(solve(&provider, request))?;
 //! assert_eq!(city, City { name: "Paris".into(), population: None });
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -54,7 +54,10 @@ pub struct Prepared {
 }
 
 /// Runs the handlers, picks the strategy (the `forced` one, or the best that `support`
-/// allows) and assembles the first attempt's body.
+/// allows) and assembles the first attempt's body. A schema strict mode cannot express
+/// (a map, `not`, ...) with no strategy forced is asked for without strict mode (the
+/// `generate_response` tool not strict, else JSON mode, else the prompt) and its
+/// answers still validated against the whole schema.
 ///
 /// # Errors
 ///
@@ -71,7 +74,36 @@ pub fn prepare(
         Some(strategy) => strategy,
         None => support.choose(processed.tools.len())?,
     };
-    Prepared::new(processed, strategy, support.strict_tools)
+    let strict = match strategy {
+        Strategy::NativeSchema => true,
+        Strategy::ToolCall => support.strict_tools,
+        Strategy::JsonObject | Strategy::PromptOnly => false,
+    };
+    if forced.is_some() || !strict {
+        return Prepared::new(processed, strategy, support.strict_tools);
+    }
+    match Prepared::new(processed.clone(), strategy, support.strict_tools) {
+        // A schema strict mode cannot express (a map, `not`, a long `allOf`) is asked
+        // for without strict mode, as a caller who chose no strategy would ask next:
+        // the answer is still validated against the whole schema, and re-asked.
+        Err(SchemaError::NotStrict { pointer, reason }) => {
+            let (fallback, strict_tools) = if support.function_tools {
+                (Strategy::ToolCall, false)
+            } else if support.json_object {
+                (Strategy::JsonObject, false)
+            } else {
+                (Strategy::PromptOnly, false)
+            };
+            tracing::warn!(
+                at = %pointer,
+                %reason,
+                strategy = fallback.as_str(),
+                "the schema cannot be made strict; asking without strict mode (the answer is still validated against the whole schema)"
+            );
+            Prepared::new(processed, fallback, strict_tools)
+        }
+        prepared => prepared,
+    }
 }
 
 impl Prepared {

@@ -417,10 +417,30 @@ fn invalid_configuration_and_tools_are_errors_naming_the_culprit() {
         with(|r| r.schema = json!("not a schema")),
         Some(SchemaError::InvalidSchema { .. })
     ));
+    // A schema strict mode cannot express is an error naming where when native output
+    // is asked for by name ...
+    let not_strict = json!({"type": "object", "properties": {"a": {"type": "object"}}});
+    let mut forced = request(false);
+    forced.schema = not_strict.clone();
     assert!(matches!(
-        with(|r| r.schema = json!({"type": "object", "properties": {"a": {"type": "object"}}})),
+        prepare(forced, &HandlerRegistry::default(), &SchemaSupport::full(), Some(Strategy::NativeSchema)).err(),
         Some(SchemaError::NotStrict { pointer, .. }) if pointer == "/properties/a"
     ));
+    // ... and, chosen by the provider's support, asked for without strict mode (the
+    // `generate_response` tool, not strict), validated against the whole schema.
+    let mut chosen = request(false);
+    chosen.schema = not_strict;
+    let prepared = prepare(
+        chosen,
+        &HandlerRegistry::default(),
+        &SchemaSupport::full(),
+        None,
+    )
+    .expect("falls back");
+    assert_eq!(prepared.strategy(), Strategy::ToolCall);
+    let body = serde_json::to_value(prepared.body()).expect("serialises");
+    assert_eq!(body["tools"][0]["name"], "generate_response", "{body}");
+    assert_ne!(body["tools"][0]["strict"], json!(true), "{body}");
     assert!(matches!(
         with(|r| r.tools.push(FunctionTool {
             name: "generate_response".into(),

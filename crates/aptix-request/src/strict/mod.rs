@@ -31,7 +31,7 @@
 //!   `uniqueItems`, `minProperties`, `contains`, `default`, `examples`, `$schema`,
 //!   unknown ones, ...) are removed and listed in [`StrictSchema::removed`]. The rest
 //!   (`not`, `if`/`then`/`else`, `patternProperties`, `prefixItems`, ...) are rejected
-//!   with [`SchemaError::NotStrict`] naming the JSON pointer.
+//!   with [`RequestError::NotStrict`] naming the JSON pointer.
 //! - **Types.** A schema that accepts anything (`true`, `{}`, one without `type`,
 //!   `$ref`, `anyOf`, `enum` or `const`) is rejected, and so is an array without
 //!   `items`. The root must be an object schema, not a union.
@@ -53,7 +53,7 @@ mod nullable;
 
 use serde_json::{Map, Value};
 
-use super::error::SchemaError;
+use crate::error::RequestError;
 use keywords::{STRING_FORMATS, is_kept, rejection};
 use nullable::nullable;
 
@@ -85,9 +85,9 @@ pub struct RemovedKeyword {
 ///
 /// # Errors
 ///
-/// [`SchemaError::NotStrict`] naming the JSON pointer of the first construct strict
+/// [`RequestError::NotStrict`] naming the JSON pointer of the first construct strict
 /// mode cannot express.
-pub fn normalize_strict(schema: &Value) -> Result<StrictSchema, SchemaError> {
+pub fn normalize_strict(schema: &Value) -> Result<StrictSchema, RequestError> {
     // Walked in key order, so `required` and the removed keywords come out in the same
     // order whatever serde_json's features.
     let schema = &aptix_model::canonical::sorted(schema);
@@ -118,8 +118,8 @@ struct Walker<'r> {
     inlining: Vec<String>,
 }
 
-fn not_strict(pointer: &str, reason: impl Into<String>) -> SchemaError {
-    SchemaError::NotStrict {
+fn not_strict(pointer: &str, reason: impl Into<String>) -> RequestError {
+    RequestError::NotStrict {
         pointer: pointer.to_owned(),
         reason: reason.into(),
     }
@@ -150,7 +150,7 @@ impl<'r> Walker<'r> {
         }
     }
 
-    fn root(&mut self) -> Result<Value, SchemaError> {
+    fn root(&mut self) -> Result<Value, RequestError> {
         let Value::Object(map) = self.root else {
             return Err(not_strict(
                 "",
@@ -198,7 +198,7 @@ impl<'r> Walker<'r> {
         });
     }
 
-    fn node(&mut self, schema: &Value, pointer: &str, depth: usize) -> Result<Value, SchemaError> {
+    fn node(&mut self, schema: &Value, pointer: &str, depth: usize) -> Result<Value, RequestError> {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(not_strict(
                 pointer,
@@ -264,7 +264,7 @@ impl<'r> Walker<'r> {
         pointer: &str,
         depth: usize,
         out: &mut Map<String, Value>,
-    ) -> Result<(), SchemaError> {
+    ) -> Result<(), RequestError> {
         let here = child(pointer, keyword);
         if let Some(reason) = rejection(keyword) {
             return Err(not_strict(&here, reason));
@@ -359,7 +359,7 @@ impl<'r> Walker<'r> {
     /// Checks that a bare `$ref` leads to a schema: it resolves, and a chain of bare
     /// references from it ends somewhere else than where it began (a cycle of them
     /// names no schema, so accepts anything).
-    fn names_a_schema(&self, reference: &str, pointer: &str) -> Result<(), SchemaError> {
+    fn names_a_schema(&self, reference: &str, pointer: &str) -> Result<(), RequestError> {
         let at = child(pointer, "$ref");
         let mut seen = vec![reference];
         let mut current = reference;
@@ -401,7 +401,7 @@ impl<'r> Walker<'r> {
         reference: &str,
         pointer: &str,
         depth: usize,
-    ) -> Result<Value, SchemaError> {
+    ) -> Result<Value, RequestError> {
         if self.inlining.iter().any(|seen| seen == reference) {
             return Err(not_strict(
                 &child(pointer, "$ref"),
@@ -437,7 +437,7 @@ impl<'r> Walker<'r> {
 }
 
 /// The reference of a `$ref`, which must be a local one (`#`, `#/$defs/...`).
-fn local_reference<'v>(reference: &'v Value, pointer: &str) -> Result<&'v str, SchemaError> {
+fn local_reference<'v>(reference: &'v Value, pointer: &str) -> Result<&'v str, RequestError> {
     match reference.as_str() {
         Some(text) if text == "#" || text.starts_with("#/") => Ok(text),
         _ => Err(not_strict(
@@ -452,7 +452,7 @@ fn local_reference<'v>(reference: &'v Value, pointer: &str) -> Result<&'v str, S
 fn merge_all_of(
     map: &Map<String, Value>,
     pointer: &str,
-) -> Result<Map<String, Value>, SchemaError> {
+) -> Result<Map<String, Value>, RequestError> {
     let Some(all_of) = map.get("allOf") else {
         return Ok(map.clone());
     };
@@ -509,7 +509,7 @@ fn close_object(
     original: &Map<String, Value>,
     pointer: &str,
     mode: Mode,
-) -> Result<(), SchemaError> {
+) -> Result<(), RequestError> {
     let explicitly_closed = original.get("additionalProperties") == Some(&Value::Bool(false));
     let mut properties = match out.remove("properties") {
         Some(Value::Object(properties)) => properties,
@@ -554,7 +554,7 @@ fn close_object(
         }
     }
     // The solution is judged with optional properties optional: a `null` strict mode
-    // made the model write for one is read as absent first (`crate::absent`).
+    // made the model write for one is read as absent first (`aptix-schema`'s `absent`).
     if mode == Mode::Wire {
         for (name, schema) in properties.iter_mut() {
             if !declared.contains(name) {
