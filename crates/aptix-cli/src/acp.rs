@@ -257,14 +257,14 @@ impl WorkspaceOpener for CliWorkspaces {
     }
 
     fn new_session_id(&self) -> String {
-        aptix_runtime::new_session_id()
+        aptix_orchestrator::new_session_id()
     }
 
     fn made_session_id(&self, id: &str) -> bool {
-        aptix_runtime::is_made_session_id(id)
+        aptix_orchestrator::is_made_session_id(id)
     }
 
     fn new_turn_id(&self) -> String {
-        aptix_runtime::new_turn_id()
+        aptix_orchestrator::new_turn_id()
     }
 }

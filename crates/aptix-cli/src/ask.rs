@@ -19,7 +19,8 @@ use aptix_model::contract::{
     AgentExecuteRequest, AgentExecuteResponse, FinishReason, Kind, MediaType,
 };
 use aptix_orchestrator::OrchestratorError;
-use aptix_runtime::{Env, Workspace, new_session_id, new_turn_id};
+use aptix_orchestrator::{new_session_id, new_turn_id};
+use aptix_runtime::{Env, Workspace};
 use base64::Engine as _;
 use serde_json::json;
 use tokio::runtime::Runtime;

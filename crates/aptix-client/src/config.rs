@@ -353,16 +353,27 @@ impl OpenAiConfigBuilder {
         let text = self.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL).trim();
         // Named in errors without the password or key it may hold.
         let shown = || aptix_model::redact_url(text);
-        let base_url: Uri = text
-            .parse()
-            .map_err(|error| ClientError::config("base_url", format!("{:?}: {error}", shown())))?;
+        let not_absolute = || {
+            ClientError::config(
+                "base_url",
+                format!(
+                    "{:?} is not an absolute http or https url (e.g. http://127.0.0.1:8080/v1)",
+                    shown()
+                ),
+            )
+        };
+        // `127.0.0.1:8080/v1` does not parse as a URI at all: a scheme left out, said so.
+        let base_url: Uri = text.parse().map_err(|error| {
+            if text.contains("://") {
+                ClientError::config("base_url", format!("{:?}: {error}", shown()))
+            } else {
+                not_absolute()
+            }
+        })?;
         let scheme_ok = matches!(base_url.scheme_str(), Some("http" | "https"));
         let host = base_url.host().unwrap_or_default().to_ascii_lowercase();
         if !scheme_ok || host.is_empty() {
-            return Err(ClientError::config(
-                "base_url",
-                format!("{:?} is not an absolute http or https url", shown()),
-            ));
+            return Err(not_absolute());
         }
         // The endpoint pasted whole: requests would go to /v1/responses/responses.
         let path = base_url.path().trim_end_matches('/');
@@ -536,6 +547,25 @@ mod tests {
             "https://r.openai.azure.com/openai/v1/responses?api-version=preview"
         );
         assert_eq!(config.headers()["api-key"], "k");
+    }
+
+    #[test]
+    fn a_base_url_without_its_scheme_is_said_to_lack_one() {
+        for url in [
+            "127.0.0.1:8931/v1",
+            "localhost:8080/v1",
+            "api.example.com/v1",
+        ] {
+            let error = OpenAiConfig::builder()
+                .base_url(url)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("is not an absolute http or https url (e.g. http://"),
+                "{url}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -72,6 +72,7 @@ mod commit;
 mod compaction;
 mod config;
 mod error;
+mod ids;
 mod inputs;
 mod json_len;
 mod lease;
@@ -88,6 +89,7 @@ pub use config::{
     OrchestratorConfig, StreamRecovery, context_window_for,
 };
 pub use error::OrchestratorError;
+pub use ids::{is_made_session_id, new_session_id, new_turn_id};
 pub use inputs::{ReferenceReader, ReferencedFile};
 pub use lease::{LeaseInfo, delete_session};
 pub use orchestrator::{DeltaSink, Orchestrator, OrchestratorBuilder};

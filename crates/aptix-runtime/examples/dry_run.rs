@@ -48,8 +48,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let orchestrator = runtime.block_on(workspace.dry_run_orchestrator(&Stderr))?;
     let request = AgentExecuteRequest::from_json_value(&serde_json::json!({
-        "sessionId": aptix_runtime::new_session_id(),
-        "turnId": aptix_runtime::new_turn_id(),
+        "sessionId": aptix_orchestrator::new_session_id(),
+        "turnId": aptix_orchestrator::new_turn_id(),
         "instruction": instruction,
     }))?;
     let body = runtime.block_on(orchestrator.dry_run(&request))?;

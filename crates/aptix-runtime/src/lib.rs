@@ -98,7 +98,6 @@
 
 mod client_tools;
 mod error;
-mod ids;
 mod index;
 mod provider;
 mod settings;
@@ -110,7 +109,6 @@ use aptix_index::APTIX_DIR;
 
 pub use client_tools::read_client_tools;
 pub use error::Error;
-pub use ids::{is_made_session_id, new_session_id, new_turn_id};
 pub use index::{Reporter, refresh_index};
 pub use provider::WireRequest;
 pub use settings::{

@@ -346,7 +346,8 @@ pub use aptix_orchestrator::{
     Orchestrator, OrchestratorBuilder, OrchestratorConfig, OrchestratorError, PendingCall,
     PendingToolCalls, ReferenceReader, ReferencedFile, Scenario, ServerTool, SessionPage,
     SessionState, SessionStore, SessionSummary, SessionTotals, StoredTurn, StreamRecovery, TurnKey,
-    Typed, TypedTool, Versioned, delete_session, retry_delta,
+    Typed, TypedTool, Versioned, delete_session, is_made_session_id, new_session_id, new_turn_id,
+    retry_delta,
 };
 /// The defaults a configuration starts from, and whether an envelope is a turn cut
 /// short at its bound of model calls.
@@ -391,8 +392,8 @@ pub use aptix_schema as schema;
 /// let provider = workspace.provider(&process_env)?; // the key from OPENAI_API_KEY
 /// let orchestrator = workspace.orchestrator(provider, None, &Quiet).await?;
 /// let request = aptix::AgentExecuteRequest::user_turn(
-///     aptix::runtime::new_session_id(),
-///     aptix::runtime::new_turn_id(),
+///     aptix::new_session_id(),
+///     aptix::new_turn_id(),
 ///     "Where is a turn stored?",
 /// )?;
 /// let envelope = orchestrator.execute(request).await?;

@@ -1,5 +1,5 @@
-//! The ids a front end makes: a session id for a new conversation, a turn id per
-//! request.
+//! The ids a caller makes: a session id for a new conversation, a turn id per request
+//! (every front end and library user makes them the same way).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
