@@ -89,11 +89,12 @@ impl Running {
     }
 }
 
-/// Cancels a background response no one will read (bounded: a server that does not
-/// answer in 5 s is left to finish it); failures are logged, not returned.
+/// Cancels a background response no one will read, bounded (a person who pressed
+/// Ctrl-C is waiting: a server that does not answer in 3 s is left to finish it);
+/// failures are logged, not returned.
 pub(crate) async fn cancel_quietly(provider: &dyn ResponsesProvider, response_id: &str) {
     let cancelled = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
+        std::time::Duration::from_secs(3),
         provider.cancel(response_id),
     )
     .await;
@@ -107,7 +108,7 @@ pub(crate) async fn cancel_quietly(provider: &dyn ResponsesProvider, response_id
         ),
         Err(_) => tracing::warn!(
             response = %response_id,
-            "could not cancel a background response no one will read (no answer in 5 s); the server may go on generating it"
+            "could not cancel a background response no one will read (no answer in 3 s); the server may go on generating it"
         ),
     }
 }
