@@ -61,6 +61,9 @@ pub(crate) struct Analysis {
     /// than one word (`map_response(IntoResponse::into_response)`, `serde_json::Value`),
     /// in order of appearance, at most [`MAX_CODE_SPANS`].
     pub(crate) code_spans: Vec<String>,
+    /// The spans of `code_spans` the user put in double quotes: a phrase asked for as
+    /// it is, whatever its length.
+    pub(crate) quoted: Vec<String>,
 }
 
 /// The weight of the singular a plural prose word is also searched as ("features"
@@ -232,10 +235,17 @@ pub(crate) fn analyse(text: &str) -> Analysis {
         }
     }
     code_spans.truncate(MAX_CODE_SPANS);
+    let quoted = text
+        .lines()
+        .flat_map(quoted_phrases)
+        .map(|phrase| phrase.trim().to_owned())
+        .filter(|phrase| code_spans.contains(phrase))
+        .collect();
     Analysis {
         terms,
         wanted_kinds,
         code_spans,
+        quoted,
     }
 }
 

@@ -61,8 +61,9 @@ const PATH_LIKE_BOOST: f32 = 3.0;
 /// name it quotes (`Router::route`): quoted code names the places to change more surely
 /// than any of its words alone.
 const CODE_SPAN_BOOST: f32 = 2.0;
-/// The factor for a chunk that holds, verbatim, a sentence of five words or more the
-/// question quotes or is (a pasted error message): the place that says it is the
+/// The factor for a chunk that holds, verbatim, a phrase the question puts in double
+/// quotes, or a sentence of five words or more it quotes or is (a pasted error
+/// message): the place that says it is the
 /// answer, whatever a word of it matches in another file's name: it outweighs a
 /// short chunk named for one of its words against a long one that says it once.
 const MESSAGE_BOOST: f32 = 10.0;
@@ -236,8 +237,13 @@ pub(crate) fn search(inner: &Inner, query: &SearchQuery) -> Result<SearchResults
         .max(MIN_CANDIDATES);
     let weights: Arc<[f32; FileKind::ALL.len()]> = Arc::new(kind_weights(&analysis.wanted_kinds));
     let verbatim = Arc::new(
-        code_span_chunks(&searcher, &inner.fields, &analysis.code_spans)
-            .map_err(|e| inner.store_error(e))?,
+        code_span_chunks(
+            &searcher,
+            &inner.fields,
+            &analysis.code_spans,
+            &analysis.quoted,
+        )
+        .map_err(|e| inner.store_error(e))?,
     );
     let collector = TopDocs::with_limit(fetch).tweak_score(move |segment: &SegmentReader| {
         let column = segment
@@ -318,6 +324,7 @@ fn code_span_chunks(
     searcher: &Searcher,
     fields: &Fields,
     spans: &[String],
+    quoted: &[String],
 ) -> tantivy::Result<HashMap<(SegmentId, DocId), f32>> {
     let mut found: HashMap<(SegmentId, DocId), f32> = HashMap::new();
     let mut mark = |address: (SegmentId, DocId), boost: f32| {
@@ -325,7 +332,8 @@ fn code_span_chunks(
         *known = known.max(boost);
     };
     for span in spans {
-        let boost = if span.split_whitespace().count() >= MESSAGE_WORDS {
+        // A phrase in double quotes is asked for as it is, however short.
+        let boost = if quoted.contains(span) || span.split_whitespace().count() >= MESSAGE_WORDS {
             MESSAGE_BOOST
         } else {
             CODE_SPAN_BOOST

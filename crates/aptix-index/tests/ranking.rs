@@ -580,3 +580,39 @@ fn a_short_search_is_a_prefix_of_a_long_one() {
         assert_eq!(spans(limit), long[..limit], "limit {limit}");
     }
 }
+
+#[test]
+fn a_short_phrase_in_double_quotes_finds_the_chunks_that_say_it_first() {
+    // "names no file": three words, each common; the chunks that hold them apart (and a
+    // file named for one of them) outranked the one that says the phrase. A phrase in
+    // double quotes is asked for as it is, whatever its length.
+    let root = TempDir::new().unwrap();
+    write(
+        root.path(),
+        "src/file.rs",
+        &function("file", "a file names a path; no file is empty", 6),
+    );
+    write(
+        root.path(),
+        "src/names.rs",
+        &function("names", "names of files, no names twice, file names", 6),
+    );
+    let mut attach = String::from("pub fn attach(path: &str) -> Result<u32, String> {\n");
+    for line in 0..40 {
+        attach.push_str(&format!("    let part{line} = read_part(path, {line});\n"));
+    }
+    attach.push_str(
+        "    if path.is_empty() {\n        return Err(format!(\"--file {path} names no file\"));\n    }\n    Ok(0)\n}\n",
+    );
+    write(root.path(), "src/attach.rs", &attach);
+    for n in 0..30 {
+        write(
+            root.path(),
+            &format!("src/other{n}.rs"),
+            &function(&format!("other{n}"), "compute the total of a list", 6),
+        );
+    }
+    let index = indexed(root.path());
+    let found = paths(&index, "why \"names no file\"?");
+    assert_eq!(found[0], "src/attach.rs", "{found:?}");
+}
