@@ -36,7 +36,14 @@ pub(crate) fn run(
         ..SettingsLayer::default()
     };
     let workspace = Workspace::load(&root, &flags, env)?;
-    let location = workspace.store_location()?.shown();
+    let store_location = workspace.store_location()?;
+    let mut location = store_location.shown();
+    if let aptix_runtime::StoreLocation::Sqlite(path) = &store_location
+        && !path.exists()
+    {
+        // A typo in --store is told apart from a store that holds nothing.
+        location.push_str(" (no session store there yet)");
+    }
     // Looking creates nothing: a SQLite file that is not there holds no session.
     let store = runtime.block_on(workspace.existing_store())?;
     match &args.action {
@@ -182,6 +189,12 @@ async fn show(
     );
     if let Some(response) = view["lastResponseId"].as_str() {
         let _ = writeln!(text, "continues from response {response}");
+    }
+    // What a listing cuts at 1,000 characters, whole.
+    if let Ok(Some(stored)) = store.load(id).await
+        && let Some(instruction) = stored.value.last_instruction()
+    {
+        let _ = writeln!(text, "last asked: {instruction}");
     }
     for call in view["pendingToolCalls"].as_array().into_iter().flatten() {
         let _ = writeln!(

@@ -81,14 +81,10 @@ impl StoreLocation {
             return Ok(StoreLocation::Postgres(text.clone()));
         }
         if lower.starts_with("sqlite://") {
-            return Ok(StoreLocation::Sqlite(
-                workspace.join(&text["sqlite://".len()..]),
-            ));
+            return sqlite_file(workspace.join(&text["sqlite://".len()..]));
         }
         if lower.starts_with("sqlite:") {
-            return Ok(StoreLocation::Sqlite(
-                workspace.join(&text["sqlite:".len()..]),
-            ));
+            return sqlite_file(workspace.join(&text["sqlite:".len()..]));
         }
         // Any other `scheme:` is a mistake, not a file name: `postgres:user:pw@db/x`
         // (the `//` forgotten) made a SQLite file in a folder named after the URL,
@@ -119,7 +115,7 @@ impl StoreLocation {
                 shown_store_text(text)
             )));
         }
-        Ok(StoreLocation::Sqlite(workspace.join(text)))
+        sqlite_file(workspace.join(text))
     }
 
     /// The location as it may be shown: a URL's password hidden.
@@ -129,6 +125,19 @@ impl StoreLocation {
             StoreLocation::Sqlite(path) => path.display().to_string(),
         }
     }
+}
+
+/// A SQLite store at `path`, unless `path` is a folder (`--store src`, an empty
+/// `sqlite:`): a listing would otherwise say "no sessions" and a turn fail to open it.
+fn sqlite_file(path: PathBuf) -> Result<StoreLocation, Error> {
+    if path.is_dir() {
+        return Err(Error::config(format!(
+            "the session store {} is a folder: name a SQLite file in it (e.g. {})",
+            path.display(),
+            path.join("sessions.db").display()
+        )));
+    }
+    Ok(StoreLocation::Sqlite(path))
 }
 
 /// A `store` value that is not one, as it may be shown in an error: its password (and
@@ -478,6 +487,26 @@ mod tests {
         ] {
             assert!(!is_local_database(remote), "{remote}");
         }
+    }
+
+    #[test]
+    fn a_folder_is_no_sqlite_store() {
+        // `--store src` listed "no sessions" and made a turn fail to open it; an empty
+        // `sqlite:` names the workspace itself.
+        let workspace =
+            std::env::temp_dir().join(format!("aptix-store-dir-{}", std::process::id()));
+        std::fs::create_dir_all(workspace.join("src")).unwrap();
+        for store in ["src", "sqlite:", "sqlite:src", "./"] {
+            let error =
+                StoreLocation::of(&workspace, &settings_with_store(Some(store))).unwrap_err();
+            assert!(error.is_config(), "{store}");
+            assert!(
+                error.to_string().contains("is a folder"),
+                "{store}: {error}"
+            );
+        }
+        assert!(StoreLocation::of(&workspace, &settings_with_store(Some("src/s.db"))).is_ok());
+        std::fs::remove_dir_all(&workspace).unwrap();
     }
 
     #[test]

@@ -560,7 +560,21 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
     );
     let store = sandbox.workspace.path().join(".aptix").join("sessions.db");
     assert!(!store.exists());
+    assert!(
+        stderr(&none).contains("(no session store there yet)"),
+        "{}",
+        stderr(&none)
+    );
     assert_eq!(stdout_json(&sessions(&["--json"])), json!([]));
+    // A folder named as the store is refused, not listed as empty.
+    sandbox.write_workspace_file("src/lib.rs", "");
+    let folder = sessions(&["--store", "src"]);
+    assert_eq!(code(&folder), 2, "{}", stderr(&folder));
+    assert!(
+        stderr(&folder).contains("is a folder"),
+        "{}",
+        stderr(&folder)
+    );
 
     let first = ask(&[], "What is Aptix?");
     assert_eq!(code(&first), 0, "{}", stderr(&first));
@@ -629,6 +643,11 @@ async fn sessions_lists_shows_and_deletes_what_ask_stored() {
         "{text}"
     );
     assert!(text.contains("turns: 2;") && text.contains("recent turns, newest first:"));
+    // The last instruction, whole, where the listing cut it.
+    assert!(
+        text.contains("last asked: And what does it store?\nIn detail."),
+        "{text}"
+    );
     let (prompt, completion) = (
         shown["usage"]["promptTokens"].as_u64().unwrap(),
         shown["usage"]["completionTokens"].as_u64().unwrap(),
