@@ -262,7 +262,8 @@ pub(crate) fn run(args: &AskArgs, env: Env<'_>, runtime: &Runtime) -> Result<u8,
         // (A session whose first turn runs elsewhere is not called new: the turn says
         // who holds it.)
         note(format_args!(
-            "session {session_id} (new); continue it with --session {session_id} (or -c)"
+            "session {session_id} (new); continue it with --session {} (or -c)",
+            crate::output::shell_word(session_id.as_str())
         ));
     }
 
@@ -539,7 +540,10 @@ fn report(
             // The orchestrator's warning says where it stopped; this says what next.
             note(format_args!(
                 "the answer is not done: the model still wanted tools when the turn reached its bound on model calls; ask again with --session {} to go on",
-                envelope.conversation_id.as_deref().unwrap_or("ID")
+                envelope
+                    .conversation_id
+                    .as_deref()
+                    .map_or("ID".into(), crate::output::shell_word)
             ));
             Ok(TRUNCATED)
         }

@@ -134,6 +134,21 @@ pub(crate) fn note_for_error_code(code: &str, message: &str) {
     }
 }
 
+/// `text` as one word a POSIX shell reads back as it is: unchanged when it holds only
+/// characters no shell treats specially, else in single quotes (a session id given as
+/// `--session "two words"` is shown so that it can be pasted).
+pub(crate) fn shell_word(text: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !text.is_empty()
+        && text.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/' | b'+' | b'=')
+        });
+    if plain {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(format!("'{}'", text.replace('\'', "'\\''")))
+    }
+}
+
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
     say("WARN", "warning: ", format_args!("{message}"));
@@ -461,6 +476,16 @@ impl AnswerPrinter {
 #[cfg(test)]
 mod tests {
     use super::{for_terminal, timeout_setting};
+
+    #[test]
+    fn a_word_the_shell_would_split_is_quoted() {
+        use super::shell_word;
+        assert_eq!(shell_word("s-0123456789ab"), "s-0123456789ab");
+        assert_eq!(shell_word("two words"), "'two words'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn a_terminal_is_shown_control_characters_not_told_to_obey_them() {

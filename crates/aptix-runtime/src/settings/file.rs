@@ -67,9 +67,28 @@ pub(super) fn read<T: Table>(path: &Path) -> Result<Option<T>, Error> {
         }
     };
     let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
+        // Where: the line, and its key (never its value, which may be a secret put
+        // there by mistake).
+        let at = error.span().map(|span| {
+            let line = text
+                .get(..span.start)
+                .unwrap_or_default()
+                .matches('\n')
+                .count();
+            let key = text
+                .lines()
+                .nth(line)
+                .and_then(|line| line.split_once('='))
+                .map(|(key, _)| key.trim())
+                .filter(|key| !key.is_empty())
+                .map(|key| format!(", at `{key}`"))
+                .unwrap_or_default();
+            format!(" (line {}{key})", line + 1)
+        });
         Error::config(format!(
-            "config file {} is not valid toml: {}",
+            "config file {} is not valid toml{}: {}",
             path.display(),
+            at.unwrap_or_default(),
             error.message()
         ))
     })?;

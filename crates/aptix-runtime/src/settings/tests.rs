@@ -151,6 +151,17 @@ fn bad_values_name_their_source() {
     let path = write(dir.path(), "aptix.toml", "model = \n");
     let text = from_file(&path).unwrap_err().to_string();
     assert!(text.contains("not valid toml"), "{text}");
+    // Where, by line and key, never the value.
+    let path = write(
+        dir.path(),
+        "aptix.toml",
+        "model = \"m\"\ntemperature = 0.2\nmodel = \"secret-ish\"\n",
+    );
+    let text = from_file(&path).unwrap_err().to_string();
+    assert!(
+        text.contains("not valid toml (line 3, at `model`)") && !text.contains("secret-ish"),
+        "{text}"
+    );
 
     let env = env_of(&[("APTIX_API", "grpc")]);
     let text = SettingsLayer::from_env(&env).unwrap_err().to_string();
