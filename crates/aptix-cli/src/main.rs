@@ -38,7 +38,10 @@ use crate::cli::{Cli, Command, LogFormat};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     // `aptix ask` tells a request sent again as a note of its own.
     let notes_retries = matches!(cli.command, Command::Ask(_));
     let format = match cli.log_format {
@@ -63,6 +66,40 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// A command line that does not parse: clap's own message and exit code, except that
+/// with JSON logs asked for on the command line or in `APTIX_LOG_FORMAT` the error is
+/// a JSON record too (a collector reading stderr finds nothing but JSON lines). Help
+/// and version go out as clap writes them.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let json = || {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter()
+            .any(|arg| arg.eq_ignore_ascii_case("--log-format=json"))
+            || args
+                .windows(2)
+                .any(|pair| pair[0] == "--log-format" && pair[1].eq_ignore_ascii_case("json"))
+            || std::env::var("APTIX_LOG_FORMAT")
+                .is_ok_and(|format| format.trim().eq_ignore_ascii_case("json"))
+    };
+    let shown = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if shown || !json() {
+        error.exit();
+    }
+    output::notes_as_json();
+    let rendered = error.render().to_string();
+    output::error(format_args!(
+        "{}",
+        rendered.trim().trim_start_matches("error: ")
+    ));
+    ExitCode::from(exit::USAGE)
 }
 
 /// A warning for each `APTIX_*` variable that is not one but is close to one

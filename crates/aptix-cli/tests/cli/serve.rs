@@ -318,6 +318,26 @@ async fn log_lines_are_json_objects_with_the_request_id_when_asked() {
         "{}",
         stderr(&bad)
     );
+    // A command line that does not parse is a JSON record too, with clap's exit code.
+    for env_format in [None, Some("json")] {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_aptix"));
+        match env_format {
+            Some(format) => command.env("APTIX_LOG_FORMAT", format),
+            None => command.args(["--log-format", "json"]),
+        };
+        let unparsed = command.args(["sessions", "--limit", "0"]).output().unwrap();
+        assert_eq!(code(&unparsed), 2, "{}", stderr(&unparsed));
+        let records = json_log_records(&stderr(&unparsed));
+        assert_eq!(records.len(), 1, "{}", stderr(&unparsed));
+        assert_eq!(records[0]["level"], "ERROR");
+        assert!(
+            records[0]["fields"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("--limit")),
+            "{}",
+            records[0]
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
