@@ -330,6 +330,9 @@ fn a_bare_switch_before_the_instruction_is_on_and_leaves_the_instruction_alone()
         "--background",
         "--tools",
         "--stateless=false",
+        // The words the variables take (`APTIX_STATELESS=yes`) are taken here too.
+        "--stateless=yes",
+        "--background=off",
     ] {
         let output = sandbox
             .aptix()

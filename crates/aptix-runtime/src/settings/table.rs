@@ -156,7 +156,7 @@ settings! {
     /// previous_response_id (servers that keep no state, such as llama-server); a bare
     /// `--stateless` is `true`, `--stateless=false` turns it off [config: stateless,
     /// env: APTIX_STATELESS]
-    stateless: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
+    stateless: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new());
     /// Sampling temperature, 0 to 2 [config: temperature, env: APTIX_TEMPERATURE]
     temperature: f64, arg(value_name = "T");
     /// Upper bound on generated tokens [config: max_output_tokens, env:
@@ -191,7 +191,7 @@ settings! {
     /// stream resumes where it stopped instead of being sent again; a bare
     /// `--background` is `true`, `--background=false` turns it off [config:
     /// background, env: APTIX_BACKGROUND]
-    background: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
+    background: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new());
     /// The model's context window in tokens, for a server or model Aptix does not know;
     /// default from the model id (e.g. 128000 for gpt-4o, 32768 for an unknown model)
     /// [config: context_window, env: APTIX_CONTEXT_WINDOW]
@@ -207,7 +207,7 @@ settings! {
     /// Offer the model the built-in read-only tools (search_code, read_file,
     /// list_files) over the workspace; `--no-tools` or `--tools=false` turns them off
     /// [config: tools, env: APTIX_TOOLS]
-    tools: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true");
+    tools: bool, arg(value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new());
     /// Do not offer this built-in tool (search_code, read_file or list_files); repeat
     /// it or separate names with commas [config: disabled_tools, env:
     /// APTIX_DISABLED_TOOLS]
