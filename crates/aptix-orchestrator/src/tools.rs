@@ -36,8 +36,9 @@ pub(crate) const MAX_RESULT_BYTES: usize = 64 * 1024;
 /// least. A 12 KB file read whole into an 8k window overflowed it by itself, and the
 /// model, asked again, read it again.
 pub(crate) fn result_bytes_for(window_tokens: u64) -> usize {
-    let eighth = usize::try_from(window_tokens / 2).unwrap_or(usize::MAX);
-    eighth.clamp(2 * 1024, MAX_RESULT_BYTES)
+    // An eighth of the window's tokens, at 4 bytes each: half the window in bytes.
+    let bytes = usize::try_from(window_tokens / 2).unwrap_or(usize::MAX);
+    bytes.clamp(2 * 1024, MAX_RESULT_BYTES)
 }
 
 /// `text` cut to `max_bytes` at a character boundary, saying how much was left out.
