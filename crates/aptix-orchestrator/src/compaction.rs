@@ -140,10 +140,68 @@ pub(crate) fn unkept_compactions(warnings: &mut Vec<String>) {
     });
 }
 
+/// The context window an overflow error's message names, as servers word it:
+/// OpenAI's "maximum context length is 128000 tokens", llama.cpp's "available context
+/// size (8192 tokens)", "exceeds the context window of this model (9947 > 8192)" (the
+/// number after `>`). `None` when it names none (or only a number too small to be a
+/// window). A number that is the request's size instead is still an upper bound of the
+/// window, the request having overflowed it.
+pub(crate) fn window_in_message(message: &str) -> Option<u64> {
+    const ANCHORS: &[&str] = &[
+        "maximum context length is",
+        "context window of this model",
+        "available context size",
+        "context length of",
+        "context window of",
+        "context size of",
+    ];
+    let lower = message.to_ascii_lowercase();
+    ANCHORS.iter().find_map(|anchor| {
+        let after = lower.get(lower.find(anchor)? + anchor.len()..)?;
+        let clause = after.split(['.', ';', ',']).next().unwrap_or_default();
+        // "(9947 > 8192)": the limit is what the size was compared with.
+        let clause = clause.rsplit_once('>').map_or(clause, |(_, limit)| limit);
+        let digits: String = clause
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit())
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u64>().ok().filter(|window| *window >= 256)
+    })
+}
+
 impl Orchestrator {
-    /// The context window of the session's model.
+    /// The context window of the session's model: the configured (or known) one, or
+    /// the smaller one an overflow of this model showed this process (a window
+    /// configured too high otherwise cost a failed call before every compaction).
     pub(crate) fn context_window(&self, state: &SessionState) -> u64 {
-        self.config.context_window(&state.model.model)
+        let configured = self.config.context_window(&state.model.model);
+        let learned = self
+            .learned_windows
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&state.model.model)
+            .copied();
+        learned.map_or(configured, |learned| learned.min(configured))
+    }
+
+    /// Keeps what an overflow error says of the model's window, when it says less than
+    /// what is assumed.
+    pub(crate) fn learn_window(&self, state: &SessionState, failed: &AgentExecuteResponse) {
+        let Some(window) = failed.error_message.as_deref().and_then(window_in_message) else {
+            return;
+        };
+        if window < self.context_window(state) {
+            tracing::info!(
+                model = %state.model.model,
+                window,
+                "the provider's overflow names a smaller context window than assumed; compacting against it from now on"
+            );
+            self.learned_windows
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(state.model.model.clone(), window);
+        }
     }
 
     /// The token count past which the session is compacted before a request.
@@ -587,6 +645,29 @@ mod tests {
         assert!(clipped.ends_with(&"b".repeat(2_000)));
         assert!(clipped.contains("6000 characters left out"));
         assert_eq!(clip("short"), "short");
+    }
+
+    #[test]
+    fn an_overflow_message_names_the_window_as_servers_word_it() {
+        for (message, window) in [
+            (
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+                Some(128_000),
+            ),
+            (
+                "the request exceeds the available context size (8192 tokens), try increasing it",
+                Some(8_192),
+            ),
+            (
+                "Your input exceeds the context window of this model (9947 > 8192). Please adjust your input and try again.",
+                Some(8_192),
+            ),
+            ("Your input exceeds the context window of this model.", None),
+            ("prompt is too long", None),
+            ("maximum context length is 12 tokens", None),
+        ] {
+            assert_eq!(window_in_message(message), window, "{message}");
+        }
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct Orchestrator {
     /// The provider answered its compaction route with 404, 405 or 501: compaction
     /// writes a summary instead, without asking again.
     pub(crate) compact_endpoint_missing: std::sync::atomic::AtomicBool,
+    /// Context windows, by model, that overflow errors showed smaller than configured
+    /// (see `compaction.rs`).
+    pub(crate) learned_windows: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -203,6 +206,7 @@ impl OrchestratorBuilder {
             commits: Arc::default(),
             running: crate::recovery::Running::default(),
             compact_endpoint_missing: std::sync::atomic::AtomicBool::new(false),
+            learned_windows: Mutex::default(),
         })
     }
 }

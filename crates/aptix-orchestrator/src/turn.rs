@@ -438,6 +438,7 @@ impl Orchestrator {
                         ));
                     }
                     Err(failed) if is_context_overflow(&failed) && overflow_compacted => {
+                        self.learn_window(&state, &failed);
                         let why = format!(
                             "even after compacting the session (if the model's window is smaller than context_window, {} tokens, set context_window lower)",
                             self.context_window(&state)
@@ -446,6 +447,7 @@ impl Orchestrator {
                     }
                     Err(failed) if is_context_overflow(&failed) => {
                         overflow_compacted = true;
+                        self.learn_window(&state, &failed);
                         let compacted = self
                             .compact_and_notify(
                                 &mut state,

@@ -505,21 +505,38 @@ async fn a_server_without_a_compaction_route_gets_a_summary_and_is_not_asked_aga
 async fn a_window_configured_above_the_model_s_is_learnt_from_its_overflow() {
     // Configured at 23,600 tokens, the model takes 6,000: the threshold is never met,
     // and a quarter of the configured window (what a compaction keeps verbatim) is
-    // nearly all of the real one. Each overflow compacts to what the overflowing
-    // request shows of the window instead.
+    // nearly all of the real one. The overflow compacts to what the overflowing
+    // request shows of the window instead, and what its message says of the window is
+    // kept: later compactions come at the threshold, before the provider refuses a
+    // request (each cycle used to cost a failed call).
     let rig = rig_with(Sim::new(Capabilities::stateless_responses()), 23_600);
     for n in 1..=30 {
         let envelope = rig.orchestrator.execute(turn(n)).await.unwrap();
         assert_eq!(envelope.kind, Kind::Ok, "turn {n}: {envelope:?}");
     }
     let state = session(&rig).await;
-    assert!(!state.compactions.is_empty());
+    let reasons: Vec<CompactionReason> = state
+        .compactions
+        .iter()
+        .map(|record| record.reason)
+        .collect();
+    assert_eq!(
+        reasons.first(),
+        Some(&CompactionReason::Overflow),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.len() > 1
+            && reasons[1..]
+                .iter()
+                .all(|reason| *reason == CompactionReason::Threshold),
+        "{reasons:?}"
+    );
     assert!(
         state
             .compactions
             .iter()
-            .all(|record| record.reason == CompactionReason::Overflow
-                && record.tokens_after < record.tokens_before),
+            .all(|record| record.tokens_after < record.tokens_before),
         "{:?}",
         state
             .compactions
