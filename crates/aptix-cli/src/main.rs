@@ -232,9 +232,17 @@ fn init_logging(verbose: u8, format: Option<LogFormat>, notes_retries: bool) -> 
             };
             EnvFilter::new(directives)
         });
+    // Whatever a library logs (at `-vvv`, each message it handles), without the key.
+    let redactor = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|key| !key.trim().is_empty())
+        .map(|key| std::sync::Arc::new(aptix_client::Redactor::new(key.trim())));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(output::ScrubbedLogs {
+            inner: std::io::stderr,
+            redactor,
+        });
     let _ = match format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).try_init(),
         LogFormat::Json => {

@@ -149,6 +149,64 @@ pub(crate) fn shell_word(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Where log lines go: a writer per event (`inner`'s), each line held until the event
+/// is written whole and then passed on without the provider's key. The libraries log
+/// what they handle at trace level (the ACP library each JSON-RPC message: a prompt
+/// with a file holding the key, a tool's output), and `-vvv` logs everything: no level
+/// may show the key.
+pub(crate) struct ScrubbedLogs<M> {
+    pub(crate) inner: M,
+    pub(crate) redactor: Option<std::sync::Arc<aptix_client::Redactor>>,
+}
+
+impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
+    for ScrubbedLogs<M>
+{
+    type Writer = ScrubbedLine<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbedLine {
+            line: Vec::new(),
+            inner: self.inner.make_writer(),
+            redactor: self.redactor.clone(),
+        }
+    }
+}
+
+/// One log event's text, written to the inner writer, scrubbed, when dropped.
+pub(crate) struct ScrubbedLine<W: io::Write> {
+    line: Vec<u8>,
+    inner: W,
+    redactor: Option<std::sync::Arc<aptix_client::Redactor>>,
+}
+
+impl<W: io::Write> io::Write for ScrubbedLine<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.line.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: io::Write> Drop for ScrubbedLine<W> {
+    fn drop(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        let clean = self
+            .redactor
+            .as_ref()
+            .and_then(|redactor| redactor.redact(&String::from_utf8_lossy(&line)));
+        // A failing stderr is ignored: there is nowhere left to report it.
+        let _ = match clean {
+            Some(clean) => self.inner.write_all(clean.as_bytes()),
+            None => self.inner.write_all(&line),
+        };
+        let _ = self.inner.flush();
+    }
+}
+
 /// Writes `warning: ...` on stderr.
 pub(crate) fn warn(message: &str) {
     say("WARN", "warning: ", format_args!("{message}"));
@@ -476,6 +534,31 @@ impl AnswerPrinter {
 #[cfg(test)]
 mod tests {
     use super::{for_terminal, timeout_setting};
+
+    #[test]
+    fn log_lines_leave_the_key_out_at_every_level() {
+        use std::io::Write as _;
+        use tracing_subscriber::fmt::MakeWriter as _;
+        let key = "sk-test-LOGS-1234567890abcd";
+        let logs = super::ScrubbedLogs {
+            inner: std::sync::Mutex::new(Vec::<u8>::new()),
+            redactor: Some(std::sync::Arc::new(aptix_client::Redactor::new(key))),
+        };
+        for line in [
+            format!("TRACE Received JSON-RPC message {{\"content\":\"the key is {key}\"}}\n"),
+            "INFO nothing secret here\n".to_owned(),
+        ] {
+            // Written in pieces, as a formatter may.
+            let mut writer = logs.make_writer();
+            let (first, rest) = line.split_at(line.len() / 2);
+            writer.write_all(first.as_bytes()).unwrap();
+            writer.write_all(rest.as_bytes()).unwrap();
+        }
+        let written = String::from_utf8(logs.inner.into_inner().unwrap()).unwrap();
+        assert!(!written.contains(key), "{written}");
+        assert!(written.contains("the key is [redacted]"), "{written}");
+        assert!(written.ends_with("INFO nothing secret here\n"), "{written}");
+    }
 
     #[test]
     fn a_word_the_shell_would_split_is_quoted() {
