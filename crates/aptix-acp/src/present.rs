@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use agent_client_protocol::v1::schema::{ToolCallLocation, ToolKind};
+use agent_client_protocol::v1::schema::{
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields, ToolKind,
+};
 use serde_json::Value;
 
 /// The arguments as JSON, or `Null` when the model's text does not parse.
@@ -164,6 +166,30 @@ pub(crate) fn summary(name: &str, result: &Value) -> Option<String> {
             })
         }
         _ => None,
+    }
+}
+
+/// What a finished call of `name` shows, live or replayed: `completed` with the files
+/// its result names, its one-line summary and the result itself as `rawOutput` (an
+/// editor's expandable output), or `failed` with the reason the model was told.
+pub(crate) fn finished(cwd: &Path, name: &str, result: Result<&str, &str>) -> ToolCallUpdateFields {
+    match result {
+        Ok(output) => {
+            let value = arguments(output);
+            let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
+            let locations = locations_of_result(cwd, name, &value);
+            if !locations.is_empty() {
+                fields = fields.locations(locations);
+            }
+            if let Some(summary) = summary(name, &value) {
+                fields = fields.content(vec![ToolCallContent::from(summary)]);
+            }
+            fields.raw_output(value)
+        }
+        Err(reason) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Failed)
+            .content(vec![ToolCallContent::from(reason.to_owned())])
+            .raw_output(serde_json::json!({ "error": reason })),
     }
 }
 

@@ -137,22 +137,9 @@ fn answer(calls: &mut [Call], ids: &CallIds, call_id: &str) -> (String, String) 
 
 /// A call's outcome as its last update shows it.
 fn outcome(cwd: &Path, name: &str, reply: ToolReply) -> ToolCallUpdateFields {
-    match reply {
-        ToolReply::Result(result) => {
-            let value = present::arguments(&result);
-            let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
-            let locations = present::locations_of_result(cwd, name, &value);
-            if !locations.is_empty() {
-                fields = fields.locations(locations);
-            }
-            if let Some(summary) = present::summary(name, &value) {
-                fields = fields.content(vec![ToolCallContent::from(summary)]);
-            }
-            fields
-        }
-        ToolReply::Error(message) => ToolCallUpdateFields::new()
-            .status(ToolCallStatus::Failed)
-            .content(vec![ToolCallContent::from(message)]),
+    match &reply {
+        ToolReply::Result(result) => present::finished(cwd, name, Ok(result)),
+        ToolReply::Error(message) => present::finished(cwd, name, Err(message)),
     }
 }
 
@@ -250,6 +237,11 @@ mod tests {
         assert_eq!(json[1]["locations"][0]["path"], "/w/src/main.rs");
         assert_eq!(json[2]["sessionUpdate"], "tool_call_update");
         assert_eq!(json[2]["status"], "failed");
+        assert_eq!(
+            json[2]["rawOutput"],
+            json!({"error": "no such file"}),
+            "{json:#?}"
+        );
         assert_eq!(json[3]["sessionUpdate"], "agent_message_chunk");
         assert_eq!(json[3]["content"]["text"], "In src/main.rs.");
     }
@@ -333,7 +325,17 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(last("call_1")["status"], "completed", "{json:#?}");
+        // The output an editor expands, as the live card had it.
+        assert_eq!(
+            last("call_1")["rawOutput"],
+            json!({"hits": []}),
+            "{json:#?}"
+        );
         assert_eq!(last("call_2")["status"], "failed", "{json:#?}");
+        assert_eq!(
+            last("call_2")["rawOutput"],
+            json!({"error": "there is no tool named \"x\""})
+        );
         assert_eq!(
             last("call_2")["content"][0]["content"]["text"],
             "there is no tool named \"x\""

@@ -289,23 +289,8 @@ impl TurnReporter {
         };
         call.finished = true;
         let shown = call.shown.clone();
-        let fields = if ok {
-            let value = present::arguments(output);
-            let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Completed);
-            let locations = present::locations_of_result(&self.cwd, name, &value);
-            if !locations.is_empty() {
-                fields = fields.locations(locations);
-            }
-            if let Some(summary) = present::summary(name, &value) {
-                fields = fields.content(vec![ToolCallContent::from(summary)]);
-            }
-            fields.raw_output(value)
-        } else {
-            ToolCallUpdateFields::new()
-                .status(ToolCallStatus::Failed)
-                .content(vec![ToolCallContent::from(output.to_owned())])
-                .raw_output(serde_json::json!({ "error": output }))
-        };
+        let result = if ok { Ok(output) } else { Err(output) };
+        let fields = present::finished(&self.cwd, name, result);
         self.update_shown(shown, fields);
     }
 
