@@ -97,7 +97,10 @@ pub(crate) fn from_error_envelope(envelope: &AgentExecuteResponse) -> RpcError {
                 .into_iter()
                 .flat_map(char::to_uppercase)
                 .collect();
-            let key_from = if remedy == aptix_client::Remedy::CheckKey {
+            let key_from = if matches!(
+                remedy,
+                aptix_client::Remedy::CheckKey | aptix_client::Remedy::SetKey
+            ) {
                 ", in the environment the editor starts `aptix acp` with"
             } else {
                 ""

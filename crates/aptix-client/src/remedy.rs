@@ -6,12 +6,17 @@ use std::fmt;
 
 use crate::{TimeoutKind, TransportPhase};
 
+/// The error code of a `401` from a server that was sent no API key: it wants one.
+pub(crate) const MISSING_API_KEY: &str = "missing_api_key";
+
 /// What a person can do about a failed turn. See [`remedy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Remedy {
     /// The provider refused the key (`invalid_api_key`, or a bare `401`).
     CheckKey,
+    /// The server wants a key and none was sent (`missing_api_key`).
+    SetKey,
     /// The account's quota is used up (`insufficient_quota`): retrying will not help.
     OutOfQuota,
     /// Still rate limited after the client's retries (`rate_limit_exceeded`, `429`).
@@ -29,6 +34,7 @@ pub enum Remedy {
 pub fn remedy(code: &str, message: &str) -> Option<Remedy> {
     Some(match code {
         "invalid_api_key" | "401" => Remedy::CheckKey,
+        MISSING_API_KEY => Remedy::SetKey,
         "insufficient_quota" => Remedy::OutOfQuota,
         "rate_limit_exceeded" | "429" => Remedy::RateLimited,
         "timeout" => Remedy::RaiseTimeout(timeout_named(message)),
@@ -74,6 +80,9 @@ impl fmt::Display for Remedy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Remedy::CheckKey => f.write_str("the provider refused the key: check OPENAI_API_KEY"),
+            Remedy::SetKey => f.write_str(
+                "this server wants an API key and none is set: set OPENAI_API_KEY",
+            ),
             Remedy::OutOfQuota => f.write_str(
                 "out of quota: the account's credit or plan limit is used up; retrying will not help until billing is fixed",
             ),
@@ -103,6 +112,7 @@ mod tests {
     fn each_fixable_failure_has_its_remedy() {
         assert_eq!(remedy("invalid_api_key", ""), Some(Remedy::CheckKey));
         assert_eq!(remedy("401", ""), Some(Remedy::CheckKey));
+        assert_eq!(remedy("missing_api_key", ""), Some(Remedy::SetKey));
         assert_eq!(remedy("insufficient_quota", ""), Some(Remedy::OutOfQuota));
         assert_eq!(remedy("429", ""), Some(Remedy::RateLimited));
         assert_eq!(

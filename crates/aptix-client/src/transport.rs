@@ -413,6 +413,23 @@ impl HttpTransport {
                 )
             }
         };
+        // A server that wants a key, sent none: not a key it refused (the advice to
+        // check the key would send the reader after a key that was never set).
+        let api_error = if status == 401 && !self.config.has_api_key() {
+            let said = api_error
+                .as_ref()
+                .map(|error| error.message.clone())
+                .or_else(|| raw_body.clone())
+                .filter(|text| !text.is_empty())
+                .unwrap_or_else(|| "unauthorized".to_owned());
+            Some(Box::new(aptix_model::wire::ApiError {
+                message: format!("{said} (no API key was sent: this server wants one)"),
+                code: Some(crate::remedy::MISSING_API_KEY.to_owned()),
+                ..api_error.map(|error| *error).unwrap_or_default()
+            }))
+        } else {
+            api_error
+        };
         let error = ClientError::Status {
             status,
             api_error,

@@ -268,3 +268,29 @@ async fn a_non_streamed_reply_cut_mid_body_is_sent_again() {
     assert_eq!(reply.meta.attempts, 2);
     assert!(!reply.response.output.is_empty());
 }
+
+#[tokio::test]
+async fn a_401_to_a_request_sent_without_a_key_says_none_was_sent() {
+    // A local server started with a key of its own, and none set here: it did not
+    // refuse a key, it wanted one.
+    let server = FaultServer::start(vec![Reply::json(
+        401,
+        &json!({"error": {"message": "Invalid API Key", "type": "authentication_error"}}),
+    )])
+    .await;
+    let keyless = aptix_client::OpenAiConfig::builder()
+        .base_url(server.base_url())
+        .build()
+        .unwrap();
+    let error = OpenAiProvider::new(keyless)
+        .unwrap()
+        .create(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "missing_api_key", "{error}");
+    assert!(error.to_string().contains("no API key was sent"), "{error}");
+    assert_eq!(
+        aptix_client::remedy(&error.code(), &error.to_string()),
+        Some(aptix_client::Remedy::SetKey)
+    );
+}
