@@ -17,8 +17,13 @@
 /// ```
 pub fn redact_url(url: &str) -> String {
     let mut text = url.to_owned();
-    if let Some(scheme_end) = text.find("://") {
-        let rest_start = scheme_end + 3;
+    // A scheme's `:` left out (`postgres//user:pw@db`) still leaves the user-info after
+    // the `//`.
+    let rest_start = text
+        .find("://")
+        .map(|scheme_end| scheme_end + 3)
+        .or_else(|| text.find("//").map(|slashes| slashes + 2));
+    if let Some(rest_start) = rest_start {
         // The user-info ends at the last `@`, not at the first `/`, `?` or `#`: a
         // password written with one of them unescaped (`hunter/2`) is still a password
         // to the driver (tokio-postgres reads credentials up to an `@`). Where an `@`
@@ -252,6 +257,8 @@ mod tests {
                 "htps://me:s3cret@proxy.example/v1?Token=abc",
                 "htps://me:***@proxy.example/v1?Token=***",
             ),
+            // The scheme's `:` left out.
+            ("postgres//u:hunter2@db/aptix", "postgres//u:***@db/aptix"),
         ] {
             assert_eq!(redact_url(url), expected, "{url}");
         }

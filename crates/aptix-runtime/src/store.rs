@@ -64,7 +64,7 @@ impl StoreLocation {
             return Err(Error::config(format!(
                 "the session store `{}` is quoted: the quotes are part of the value (an env \
                  file or a unit file keeps them); remove them",
-                shown_store_text(unquoted)
+                redact_url(unquoted)
             )));
         }
         for scheme in ["postgres://", "postgresql://"] {
@@ -112,7 +112,7 @@ impl StoreLocation {
             return Err(Error::config(format!(
                 "the session store `{}` is neither a PostgreSQL URL nor a file path: expected \
                  postgres://user:password@host/db (PostgreSQL) or a SQLite file path",
-                shown_store_text(text)
+                redact_url(text)
             )));
         }
         sqlite_file(workspace.join(text))
@@ -138,27 +138,6 @@ fn sqlite_file(path: PathBuf) -> Result<StoreLocation, Error> {
         )));
     }
     Ok(StoreLocation::Sqlite(path))
-}
-
-/// A `store` value that is not one, as it may be shown in an error: its password (and
-/// whatever could be one: the text between the first `:` after `//` and the last `@`)
-/// masked.
-fn shown_store_text(text: &str) -> String {
-    match text.rfind('@') {
-        Some(at) => {
-            let start = text.find("//").map_or(0, |slashes| slashes + 2);
-            let user_end = text
-                .get(start..at)
-                .and_then(|userinfo| userinfo.find(':'))
-                .map_or(at, |colon| start + colon);
-            format!(
-                "{}:***{}",
-                text.get(..user_end).unwrap_or_default(),
-                text.get(at..).unwrap_or_default()
-            )
-        }
-        None => text.to_owned(),
-    }
 }
 
 /// The scheme `text` (lower-cased) opens with, as a URL's (`name:`, the name two
